@@ -1,0 +1,153 @@
+#include "actors/journal.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/after.hpp>
+#include <caf/blocking_actor.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/scoped_actor.hpp>
+#include <chrono>
+#include <variant>
+#include <vector>
+
+#include "actors/error.hpp"
+
+namespace skein {
+namespace {
+
+struct commit_request {
+  tick t;
+  caf::response_promise promise;
+};
+
+struct erase_request {
+  std::string thread_id;
+  caf::response_promise promise;
+};
+
+using request = std::variant<commit_request, erase_request>;
+
+class journal_loop {
+ public:
+  journal_loop(caf::blocking_actor* self, event_log* log, journal_options options)
+      : self_(self), log_(log), options_(options) {}
+
+  void run() {
+    auto on_commit = [&](commit_atom, tick& t) {
+      queue_.push_back(commit_request{std::move(t), self_->make_response_promise()});
+    };
+    auto on_erase = [&](erase_atom, std::string& id) {
+      queue_.push_back(erase_request{std::move(id), self_->make_response_promise()});
+    };
+    auto on_close = [&](caf::close_atom) {
+      closing_ = true;
+      close_promise_ = self_->make_response_promise();
+    };
+    auto on_stats = [&](caf::get_atom, stats_atom) -> journal_stats { return stats(); };
+    auto on_exit = [&](caf::exit_msg&) { closing_ = true; };
+    bool drained = false;
+    while (!closing_) {
+      self_->receive(on_commit, on_erase, on_close, on_stats, on_exit);  // block for work
+      // Take everything that queued up while the previous write was in flight.
+      drained = false;
+      while (!drained && !closing_ && queue_.size() < options_.group_ticks_max) {
+        self_->receive(on_commit, on_erase, on_close, on_stats, on_exit,
+                       caf::after(std::chrono::seconds(0)) >> [&] { drained = true; });
+      }
+      flush();
+    }
+    flush();
+    if (close_promise_.pending()) close_promise_.deliver(caf::unit);
+  }
+
+ private:
+  journal_stats stats() const {
+    journal_stats s;
+    s.log = log_->counters();
+    s.groups = groups_;
+    s.queued_max = queued_max_;
+    return s;
+  }
+
+  // Writes the queue in arrival order: runs of commits as one group each, erases alone.
+  void flush() {
+    if (queue_.empty()) return;
+    queued_max_ = std::max<uint64_t>(queued_max_, queue_.size());
+    size_t i = 0;
+    while (i < queue_.size()) {
+      if (auto* e = std::get_if<erase_request>(&queue_[i])) {
+        status s = log_->erase_thread(e->thread_id);
+        if (s) e->promise.deliver(caf::unit);
+        else e->promise.deliver(to_error(s));
+        ++i;
+        continue;
+      }
+      size_t j = i;
+      while (j < queue_.size() && std::holds_alternative<commit_request>(queue_[j])) ++j;
+      write_commits(i, j);
+      i = j;
+    }
+    queue_.clear();
+  }
+
+  void write_commits(size_t begin, size_t end) {
+    ticks_.clear();
+    for (size_t k = begin; k < end; ++k) ticks_.push_back(&std::get<commit_request>(queue_[k]).t);
+    results_.assign(ticks_.size(), status{});
+    log_->commit_group(ticks_, results_);
+    ++groups_;
+    for (size_t k = begin; k < end; ++k) {
+      auto& c = std::get<commit_request>(queue_[k]);
+      const status& s = results_[k - begin];
+      if (s) c.promise.deliver(c.t.manifest.last_seq);
+      else c.promise.deliver(to_error(s));
+    }
+  }
+
+  caf::blocking_actor* self_;
+  event_log* log_;
+  journal_options options_;
+  std::vector<request> queue_;
+  std::vector<tick*> ticks_;
+  std::vector<status> results_;
+  caf::response_promise close_promise_;
+  bool closing_ = false;
+  uint64_t groups_ = 0;
+  uint64_t queued_max_ = 0;
+};
+
+template <class... Ts>
+status blocking_request(caf::actor_system& sys, const caf::actor& journal, Ts&&... xs) {
+  caf::scoped_actor self{sys};
+  status result;
+  self->request(journal, caf::infinite, std::forward<Ts>(xs)...)
+      .receive([&] {}, [&](caf::error& e) { result = to_status(e); });
+  return result;
+}
+
+}  // namespace
+
+caf::actor spawn_journal(caf::actor_system& sys, event_log& log, journal_options options) {
+  return sys.spawn<caf::detached>([&log, options](caf::blocking_actor* self) {
+    journal_loop loop{self, &log, options};
+    loop.run();
+  });
+}
+
+status journal_commit(caf::actor_system& sys, const caf::actor& journal, tick& t) {
+  caf::scoped_actor self{sys};
+  status result;
+  self->request(journal, caf::infinite, commit_atom::value, t)
+      .receive([&](uint64_t last_seq) { t.manifest.last_seq = last_seq; },
+               [&](caf::error& e) { result = to_status(e); });
+  return result;
+}
+
+status journal_erase(caf::actor_system& sys, const caf::actor& journal, const std::string& id) {
+  return blocking_request(sys, journal, erase_atom::value, id);
+}
+
+status journal_close(caf::actor_system& sys, const caf::actor& journal) {
+  return blocking_request(sys, journal, caf::close_atom::value);
+}
+
+}  // namespace skein

@@ -1,0 +1,53 @@
+// journal: the group-committing writer of an event_log, a detached CAF actor on
+// its own OS thread.
+//
+// Protocol (requests; replies follow the order of the requests):
+//   (commit_atom, tick)        -> uint64_t last_seq      | error
+//   (erase_atom, std::string)  -> caf::unit              | error
+//   (close_atom)               -> caf::unit  after everything queued before it is written
+//   (get_atom, stats_atom)     -> journal_stats
+// Every commit queued while a write is in flight is merged into the next batch:
+// one WriteBatch, one write, one fsync in `sync` mode. A reply comes only once its
+// commit is durable in the log's mode; a failed write fails every commit of its
+// batch, and the log then refuses all writes until reopened.
+//
+// The event_log is borrowed: it must outlive the journal actor. Nothing else may
+// write to it while the journal runs.
+#pragma once
+
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/atom.hpp>
+#include <caf/fwd.hpp>
+#include <cstdint>
+
+#include "persistence/event_log.hpp"
+
+namespace skein {
+
+using commit_atom = caf::atom_constant<caf::atom("commit")>;
+using erase_atom = caf::atom_constant<caf::atom("erase")>;
+using stats_atom = caf::atom_constant<caf::atom("stats")>;
+
+struct journal_options {
+  size_t group_ticks_max = 4096;  // ticks merged into one write at most
+};
+
+struct journal_stats {
+  log_counters log;
+  uint64_t groups = 0;       // batches written
+  uint64_t queued_max = 0;   // most requests drained for one batch
+};
+
+caf::actor spawn_journal(caf::actor_system& sys, event_log& log, journal_options options = {});
+
+// Blocking helpers for code outside actors (the demo, tests, tools): each waits
+// for the journal's reply.
+status journal_commit(caf::actor_system& sys, const caf::actor& journal, tick& t);
+status journal_erase(caf::actor_system& sys, const caf::actor& journal, const std::string& id);
+// Writes everything queued, then stops the journal.
+status journal_close(caf::actor_system& sys, const caf::actor& journal);
+
+}  // namespace skein
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::tick)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::journal_stats)

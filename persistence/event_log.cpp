@@ -1,0 +1,635 @@
+// The event log on RocksDB. Key formats: keys.cpp. Value formats: the manifest and
+// event grammars in runtime/model/json_codec.cpp, and, written here, version 1:
+//
+//   usage value := {"thread":id,"seq":uint,"run":string,"agent_id":id,"usage":usage,
+//                   "cost_usd":number,"duration_ms":uint,"turns":uint,"outcome":string}
+//   meta "schema_version" value := decimal schema version
+//
+// One usage row is written for every `result` event, in the same batch, keyed by
+// the event's ts, thread and seq so that erasing a thread can find its rows again.
+#include "persistence/event_log.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <charconv>
+#include <rocksdb/db.h>
+#include <rocksdb/env.h>
+#include <rocksdb/filter_policy.h>
+#include <rocksdb/slice_transform.h>
+#include <rocksdb/table.h>
+#include <rocksdb/utilities/options_util.h>
+#include <rocksdb/write_batch.h>
+#include <set>
+
+#include "persistence/keys.hpp"
+#include "runtime/model/ids.hpp"
+#include "runtime/model/json_writer.hpp"
+
+namespace skein {
+namespace {
+
+enum cf_id : size_t { cf_default, cf_threads, cf_events, cf_index, cf_usage, cf_effects,
+                         cf_embeddings, cf_schedules, cf_meta, cf_count };
+
+constexpr const char* cf_names[cf_count] = {"default", "threads", "events", "index", "usage",
+                                            "effects", "embeddings", "schedules", "meta"};
+
+constexpr const char* schema_key = "schema_version";
+
+// Prefix of an event or embedding key: the thread id and its 0x00 terminator.
+class thread_prefix final : public rocksdb::SliceTransform {
+ public:
+  const char* Name() const override { return "skein.thread_prefix.v1"; }
+  rocksdb::Slice Transform(const rocksdb::Slice& key) const override {
+    const char* zero = static_cast<const char*>(std::memchr(key.data(), 0, key.size()));
+    return rocksdb::Slice(key.data(), static_cast<size_t>(zero - key.data()) + 1);
+  }
+  bool InDomain(const rocksdb::Slice& key) const override {
+    return std::memchr(key.data(), 0, key.size()) != nullptr;
+  }
+};
+
+status from_rocks(const rocksdb::Status& s, std::string_view what) {
+  if (s.ok()) return status::ok();
+  std::string msg = std::string{what} + ": " + s.ToString();
+  if (s.IsNoSpace() || s.subcode() == rocksdb::Status::kSpaceLimit) return status::no_space(msg);
+  if (s.IsNotFound()) return status::not_found(msg);
+  if (s.IsCorruption()) return status::corruption(msg);
+  if (s.IsBusy() || s.IsTryAgain()) return status::overloaded(msg);
+  return status::io_error(msg);
+}
+
+std::string hex_encode(std::string_view bytes) {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out.push_back(digits[c >> 4]);
+    out.push_back(digits[c & 15]);
+  }
+  return out;
+}
+
+bool hex_decode(std::string_view hex, std::string* out) {
+  if (hex.size() % 2 != 0) return false;
+  out->clear();
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    unsigned v = 0;
+    auto r = std::from_chars(hex.data() + i, hex.data() + i + 2, v, 16);
+    if (r.ec != std::errc{} || r.ptr != hex.data() + i + 2) return false;
+    out->push_back(static_cast<char>(v));
+  }
+  return true;
+}
+
+std::string printable_key(std::string_view key) {
+  std::string out;
+  for (unsigned char c : key) {
+    if (c >= 0x20 && c < 0x7f) out.push_back(static_cast<char>(c));
+    else out += "\\x" + hex_encode(std::string_view(reinterpret_cast<const char*>(&c), 1));
+  }
+  return out;
+}
+
+void encode_usage_row(const std::string& thread, const std::string& agent, const event& e,
+                      std::string* out) {
+  out->clear();
+  json_writer w{out};
+  w.begin_object();
+  w.field("thread", thread);
+  w.field_uint("seq", e.seq);
+  w.field("run", e.run_id);
+  w.field("agent_id", agent);
+  w.key("usage");
+  w.begin_object();
+  w.field_uint("input_tokens", e.usage.input_tokens);
+  w.field_uint("output_tokens", e.usage.output_tokens);
+  w.field_uint("cache_read_tokens", e.usage.cache_read_tokens);
+  w.field_uint("cache_write_tokens", e.usage.cache_write_tokens);
+  w.end_object();
+  w.key("cost_usd");
+  w.number(e.cost_usd);
+  w.field_uint("duration_ms", e.duration_ms);
+  w.field_uint("turns", e.turns);
+  w.field("outcome", e.outcome);
+  w.end_object();
+}
+
+// Releases a snapshot when it goes out of scope.
+class snapshot_guard {
+ public:
+  explicit snapshot_guard(rocksdb::DB* db) : db_(db), snap_(db->GetSnapshot()) {}
+  ~snapshot_guard() { db_->ReleaseSnapshot(snap_); }
+  snapshot_guard(const snapshot_guard&) = delete;
+  snapshot_guard& operator=(const snapshot_guard&) = delete;
+  const rocksdb::Snapshot* get() const { return snap_; }
+
+ private:
+  rocksdb::DB* db_;
+  const rocksdb::Snapshot* snap_;
+};
+
+}  // namespace
+
+struct event_log::impl {
+  std::unique_ptr<rocksdb::DB> db;
+  std::vector<rocksdb::ColumnFamilyHandle*> cfs;  // indexed by cf_id
+  rocksdb::WriteOptions write_options;
+
+  rocksdb::ColumnFamilyHandle* cf(cf_id i) const { return cfs[i]; }
+
+  ~impl() {
+    for (auto* h : cfs) {
+      if (h != nullptr) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+    }
+    if (db) db->Close().PermitUncheckedError();
+  }
+};
+
+std::string_view to_string(durability d) {
+  switch (d) {
+    case durability::sync: return "sync";
+    case durability::flush: return "flush";
+    case durability::memory: return "memory";
+  }
+  return "unknown";
+}
+
+bool parse_durability(std::string_view name, durability* out) {
+  for (auto d : {durability::sync, durability::flush, durability::memory}) {
+    if (to_string(d) == name) {
+      *out = d;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<std::string> index_keys_of(const manifest& m) {
+  std::vector<std::string> out;
+  out.reserve(4 + m.tags.size());
+  out.push_back(keys::index_key('a', m.agent_id, m.id));
+  if (!m.parent_id.empty()) out.push_back(keys::index_key('p', m.parent_id, m.id));
+  out.push_back(keys::index_key('s', to_string(m.status), m.id));
+  for (const auto& tag : m.tags) out.push_back(keys::index_key('t', tag, m.id));
+  out.push_back(keys::index_key('u', keys::updated_value(m.updated_at_ms), m.id));
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+event_log::event_log(log_options options) : options_(std::move(options)), impl_(new impl) {}
+
+event_log::~event_log() = default;
+
+status event_log::open(const log_options& options, std::unique_ptr<event_log>* out) {
+  if (options.path.empty()) return status::invalid_input("log_options.path: must not be empty");
+  std::unique_ptr<event_log> log{new event_log(options)};
+
+  rocksdb::DBOptions db_options;
+  db_options.create_if_missing = options.create_if_missing;
+  db_options.create_missing_column_families = true;
+  db_options.max_background_jobs = 2;
+  db_options.bytes_per_sync = 1 << 20;
+  if (options.mode == durability::memory) {
+    log->mem_env_.reset(rocksdb::NewMemEnv(rocksdb::Env::Default()));
+    db_options.env = log->mem_env_.get();
+  }
+  if (options.env != nullptr) db_options.env = options.env;
+
+  std::shared_ptr<const rocksdb::SliceTransform> prefix = std::make_shared<thread_prefix>();
+  rocksdb::BlockBasedTableOptions table;
+  table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  table.whole_key_filtering = false;
+
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+  for (size_t i = 0; i < cf_count; ++i) {
+    rocksdb::ColumnFamilyOptions cf_options;
+    if (i == cf_events || i == cf_embeddings) {
+      cf_options.prefix_extractor = prefix;
+      cf_options.memtable_prefix_bloom_size_ratio = 0.05;
+      cf_options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+    }
+    if (i == cf_events) cf_options.write_buffer_size = 64 << 20;
+    descriptors.emplace_back(cf_names[i], cf_options);
+  }
+
+  rocksdb::DB* raw = nullptr;
+  auto s = rocksdb::DB::Open(db_options, options.path, descriptors, &log->impl_->cfs, &raw);
+  if (!s.ok()) {
+    if (s.IsInvalidArgument() && s.ToString().find("does not exist") != std::string::npos)
+      return status::not_found("event log at " + options.path + ": " + s.ToString());
+    return from_rocks(s, "open event log at " + options.path);
+  }
+  log->impl_->db.reset(raw);
+
+  auto& wo = log->impl_->write_options;
+  wo.sync = options.mode == durability::sync;
+  wo.disableWAL = options.mode == durability::memory;
+
+  // Schema version: written once at creation, checked on every open.
+  std::string version;
+  s = raw->Get(rocksdb::ReadOptions(), log->impl_->cf(cf_meta), schema_key, &version);
+  if (s.IsNotFound()) {
+    rocksdb::WriteOptions meta_wo = wo;
+    meta_wo.sync = options.mode != durability::memory;
+    s = raw->Put(meta_wo, log->impl_->cf(cf_meta), schema_key, std::to_string(schema_version));
+    if (!s.ok()) return from_rocks(s, "write schema version");
+  } else if (!s.ok()) {
+    return from_rocks(s, "read schema version");
+  } else {
+    uint32_t stored = 0;
+    auto r = std::from_chars(version.data(), version.data() + version.size(), stored);
+    if (r.ec != std::errc{} || r.ptr != version.data() + version.size())
+      return status::corruption("meta schema_version: not a number: '" + version + "'");
+    if (stored > schema_version)
+      return status::conflict("event log at " + options.path + " has schema version " +
+                              std::to_string(stored) + ", newer than this skein supports (" +
+                              std::to_string(schema_version) + "): upgrade skein to open it");
+  }
+  *out = std::move(log);
+  return status::ok();
+}
+
+// --- write side --------------------------------------------------------------
+
+status event_log::load_projection(const std::string& thread_id, projection* out,
+                                  bool* found) const {
+  std::string value;
+  auto s = impl_->db->Get(rocksdb::ReadOptions(), impl_->cf(cf_threads), thread_id, &value);
+  if (s.IsNotFound()) {
+    *found = false;
+    return status::ok();
+  }
+  SKEIN_TRY(from_rocks(s, "read manifest of " + thread_id));
+  manifest m;
+  status d = decode_manifest(value, &m, options_.limits);
+  if (!d) return status::corruption("threads key " + thread_id + ": " + d.message());
+  *found = true;
+  out->last_seq = m.last_seq;
+  out->index_keys = index_keys_of(m);
+  return status::ok();
+}
+
+status event_log::prepare(tick& t, const projection* prev, rocksdb::WriteBatch* batch,
+                          projection* next) const {
+  SKEIN_TRY(validate_id(t.thread_id, "tick.thread_id"));
+  if (t.manifest.id != t.thread_id)
+    return status::invalid_input("tick.manifest.id: '" + t.manifest.id +
+                                 "' differs from the tick's thread '" + t.thread_id + "'");
+  if (t.events.size() > options_.tick_events_max)
+    return status::invalid_input("tick.events: " + std::to_string(t.events.size()) +
+                                 " events exceed tick_events_max (" +
+                                 std::to_string(options_.tick_events_max) + ")");
+  if (t.create && prev != nullptr)
+    return status::conflict("thread " + t.thread_id + " already exists");
+  if (!t.create && prev == nullptr)
+    return status::not_found("thread " + t.thread_id + " does not exist");
+
+  uint64_t last = prev != nullptr ? prev->last_seq : 0;
+  for (const auto& e : t.events) {
+    if (e.seq != last + 1)
+      return status::conflict("thread " + t.thread_id + ": event seq " + std::to_string(e.seq) +
+                              " does not continue the log (expected " +
+                              std::to_string(last + 1) + ")");
+    last = e.seq;
+  }
+  t.manifest.last_seq = last;
+
+  std::string value;
+  SKEIN_TRY(encode_manifest(t.manifest, &value));
+  batch->Put(impl_->cf(cf_threads), t.thread_id, value);
+  for (const auto& e : t.events) {
+    SKEIN_TRY(encode_event(e, &value));
+    batch->Put(impl_->cf(cf_events), keys::event_key(t.thread_id, e.seq), value);
+    if (e.type == event_type::result) {
+      encode_usage_row(t.thread_id, t.manifest.agent_id, e, &value);
+      batch->Put(impl_->cf(cf_usage), keys::usage_key(e.ts_ms, t.thread_id, e.seq), value);
+    }
+  }
+
+  next->last_seq = last;
+  next->index_keys = index_keys_of(t.manifest);
+  static const std::vector<std::string> none;
+  const auto& old_keys = prev != nullptr ? prev->index_keys : none;
+  // Both lists are sorted: a merge walk finds what to delete and what to add.
+  size_t i = 0, j = 0;
+  while (i < old_keys.size() || j < next->index_keys.size()) {
+    if (j == next->index_keys.size() ||
+        (i < old_keys.size() && old_keys[i] < next->index_keys[j])) {
+      batch->Delete(impl_->cf(cf_index), old_keys[i++]);
+    } else if (i == old_keys.size() || next->index_keys[j] < old_keys[i]) {
+      batch->Put(impl_->cf(cf_index), next->index_keys[j++], rocksdb::Slice());
+    } else {
+      ++i;
+      ++j;
+    }
+  }
+  return status::ok();
+}
+
+status event_log::write(rocksdb::WriteBatch* batch, size_t ticks) {
+  auto s = impl_->db->Write(impl_->write_options, batch);
+  if (!s.ok()) {
+    // A failed write may have left the WAL in an unknown state; RocksDB does not
+    // retry a failed fsync and neither do we: refuse writes until reopened.
+    writable_.store(false, std::memory_order_release);
+    cache_.clear();
+    return from_rocks(s, "write batch");
+  }
+  counters_.writes.fetch_add(1, std::memory_order_relaxed);
+  counters_.bytes.fetch_add(batch->GetDataSize(), std::memory_order_relaxed);
+  uint64_t seen = counters_.group_max.load(std::memory_order_relaxed);
+  while (ticks > seen && !counters_.group_max.compare_exchange_weak(seen, ticks)) {
+  }
+  return status::ok();
+}
+
+void event_log::remember(const std::string& thread_id, projection p) {
+  if (options_.manifest_cache_max == 0) return;
+  if (cache_.size() >= options_.manifest_cache_max && cache_.find(thread_id) == cache_.end())
+    cache_.clear();  // crude but O(1) amortized; misses only cost a Get
+  cache_[thread_id] = std::move(p);
+}
+
+status event_log::commit(tick& t) {
+  tick* one[] = {&t};
+  status result;
+  commit_group(one, std::span<status>(&result, 1));
+  return result;
+}
+
+void event_log::commit_group(std::span<tick* const> ticks, std::span<status> results) {
+  assert(ticks.size() == results.size());  // one result per tick
+  if (!writable()) {
+    for (auto& r : results)
+      r = status::io_error("event log refuses writes after a failed write; reopen it");
+    counters_.failed.fetch_add(ticks.size(), std::memory_order_relaxed);
+    return;
+  }
+  rocksdb::WriteBatch batch;
+  std::unordered_map<std::string, projection> pending;  // threads touched by this group
+  std::vector<size_t> accepted;
+  accepted.reserve(ticks.size());
+  uint64_t events = 0;
+
+  for (size_t i = 0; i < ticks.size(); ++i) {
+    tick& t = *ticks[i];
+    const projection* prev = nullptr;
+    projection loaded;
+    if (auto it = pending.find(t.thread_id); it != pending.end()) {
+      prev = &it->second;
+    } else if (auto it = cache_.find(t.thread_id); it != cache_.end()) {
+      prev = &it->second;
+    } else {
+      bool found = false;
+      status s = validate_id(t.thread_id, "tick.thread_id");
+      if (s) s = load_projection(t.thread_id, &loaded, &found);
+      if (!s) {
+        results[i] = s;
+        counters_.rejected.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      if (found) prev = &loaded;
+    }
+    projection next;
+    batch.SetSavePoint();
+    status s = prepare(t, prev, &batch, &next);
+    if (!s) {
+      batch.RollbackToSavePoint().PermitUncheckedError();
+      results[i] = s;
+      counters_.rejected.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    batch.PopSavePoint().PermitUncheckedError();
+    pending[t.thread_id] = std::move(next);
+    accepted.push_back(i);
+    events += t.events.size();
+  }
+  if (accepted.empty()) return;
+
+  status s = write(&batch, accepted.size());
+  for (size_t i : accepted) results[i] = s;
+  if (!s) {
+    counters_.failed.fetch_add(accepted.size(), std::memory_order_relaxed);
+    return;
+  }
+  for (auto& [id, p] : pending) remember(id, std::move(p));
+  counters_.commits.fetch_add(accepted.size(), std::memory_order_relaxed);
+  counters_.events.fetch_add(events, std::memory_order_relaxed);
+}
+
+status event_log::erase_thread(std::string_view thread_id) {
+  SKEIN_TRY(validate_id(thread_id, "thread id"));
+  if (!writable()) return status::io_error("event log refuses writes after a failed write; reopen it");
+  std::string id{thread_id};
+  auto* db = impl_->db.get();
+  rocksdb::WriteBatch batch;
+
+  projection p;
+  bool found = false;
+  SKEIN_TRY(load_projection(id, &p, &found));
+  for (const auto& k : p.index_keys) batch.Delete(impl_->cf(cf_index), k);
+  batch.Delete(impl_->cf(cf_threads), id);
+
+  // Usage rows are keyed by their result event's ts: find them through the log.
+  std::vector<event> events;
+  SKEIN_TRY(read_events(id, 1, 0, &events));
+  for (const auto& e : events) {
+    if (e.type == event_type::result)
+      batch.Delete(impl_->cf(cf_usage), keys::usage_key(e.ts_ms, id, e.seq));
+  }
+  auto begin = keys::event_prefix(id), end = keys::event_prefix_end(id);
+  batch.DeleteRange(impl_->cf(cf_events), begin, end);
+  batch.DeleteRange(impl_->cf(cf_embeddings), begin, end);
+
+  // effects keys lead with the effect name: visit each name once.
+  std::unique_ptr<rocksdb::Iterator> it{db->NewIterator(rocksdb::ReadOptions(), impl_->cf(cf_effects))};
+  for (it->SeekToFirst(); it->Valid();) {
+    std::string_view key = it->key().ToStringView();
+    std::string_view effect = key.substr(0, key.find('\0'));
+    std::string target = keys::effect_key(effect, id);
+    it->Seek(target);
+    if (it->Valid() && it->key().ToStringView() == target) batch.Delete(impl_->cf(cf_effects), target);
+    std::string next_effect{effect};
+    next_effect.push_back('\1');
+    it->Seek(next_effect);
+  }
+  SKEIN_TRY(from_rocks(it->status(), "scan effects"));
+
+  SKEIN_TRY(write(&batch, 0));
+  cache_.erase(id);
+  return status::ok();
+}
+
+// --- read side ---------------------------------------------------------------
+
+status event_log::read_manifest(std::string_view thread_id, manifest* out) const {
+  SKEIN_TRY(validate_id(thread_id, "thread id"));
+  std::string value;
+  auto s = impl_->db->Get(rocksdb::ReadOptions(), impl_->cf(cf_threads), thread_id, &value);
+  if (s.IsNotFound()) return status::not_found("thread " + std::string{thread_id} + " does not exist");
+  SKEIN_TRY(from_rocks(s, "read manifest"));
+  status d = decode_manifest(value, out, options_.limits);
+  if (!d) return status::corruption("threads key " + std::string{thread_id} + ": " + d.message());
+  return status::ok();
+}
+
+status event_log::read_events(std::string_view thread_id, uint64_t from_seq, size_t limit,
+                              std::vector<event>* out) const {
+  SKEIN_TRY(validate_id(thread_id, "thread id"));
+  out->clear();
+  std::string upper = keys::event_prefix_end(thread_id);
+  rocksdb::Slice upper_slice{upper};
+  rocksdb::ReadOptions ro;
+  ro.iterate_upper_bound = &upper_slice;
+  std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(ro, impl_->cf(cf_events))};
+  for (it->Seek(keys::event_key(thread_id, std::max<uint64_t>(from_seq, 1)));
+       it->Valid() && (limit == 0 || out->size() < limit); it->Next()) {
+    std::string_view key = it->key().ToStringView(), thread;
+    uint64_t seq = 0;
+    if (!keys::parse_event_key(key, &thread, &seq) || thread != thread_id)
+      return status::corruption("events key " + printable_key(key) + ": malformed");
+    event e;
+    status d = decode_event(it->value().ToStringView(), &e, options_.limits);
+    if (!d)
+      return status::corruption("events key " + std::string{thread} + "#" + std::to_string(seq) +
+                                ": " + d.message());
+    if (e.seq != seq)
+      return status::corruption("events key " + std::string{thread} + "#" + std::to_string(seq) +
+                                ": value holds seq " + std::to_string(e.seq));
+    out->push_back(std::move(e));
+  }
+  return from_rocks(it->status(), "scan events");
+}
+
+status event_log::list_threads(const thread_query& q, thread_page* out) const {
+  out->threads.clear();
+  out->next_cursor.clear();
+  if (q.limit == 0 || q.limit > thread_query::limit_max)
+    return status::invalid_input("limit: must be between 1 and " +
+                                 std::to_string(thread_query::limit_max));
+  std::string prefix;
+  switch (q.index) {
+    case thread_query::by::agent: SKEIN_TRY(validate_id(q.value, "agent")); prefix = keys::index_prefix('a', q.value); break;
+    case thread_query::by::parent: SKEIN_TRY(validate_id(q.value, "parent")); prefix = keys::index_prefix('p', q.value); break;
+    case thread_query::by::tag: SKEIN_TRY(validate_id(q.value, "tag")); prefix = keys::index_prefix('t', q.value); break;
+    case thread_query::by::status:
+      if (!parse_thread_status(q.value))
+        return status::invalid_input("status: unknown status '" + q.value + "'");
+      prefix = keys::index_prefix('s', q.value);
+      break;
+    case thread_query::by::updated: prefix = "u/"; break;
+  }
+  std::string after;
+  if (!q.cursor.empty() && !hex_decode(q.cursor, &after))
+    return status::invalid_input("cursor: malformed");
+
+  const bool newest_first = q.index == thread_query::by::updated;
+  snapshot_guard snap{impl_->db.get()};
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snap.get();
+  std::string lower = prefix, upper = prefix;
+  upper.back() = static_cast<char>(upper.back() + 1);  // '/' + 1: end of the prefix range
+  rocksdb::Slice lower_slice{lower}, upper_slice{upper};
+  ro.iterate_lower_bound = &lower_slice;
+  ro.iterate_upper_bound = &upper_slice;
+  std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(ro, impl_->cf(cf_index))};
+
+  if (newest_first) {
+    if (after.empty()) it->SeekToLast();
+    else {
+      it->SeekForPrev(prefix + after);
+      if (it->Valid() && it->key().ToStringView() == prefix + after) it->Prev();
+    }
+  } else {
+    // Ids hold no 0x00, so suffix + 0x00 is the first key after the cursor.
+    if (after.empty()) it->Seek(prefix);
+    else it->Seek(prefix + after + std::string(1, '\0'));
+  }
+  std::string last_suffix;
+  for (; it->Valid(); newest_first ? it->Prev() : it->Next()) {
+    std::string_view suffix = it->key().ToStringView().substr(prefix.size());
+    if (out->threads.size() == q.limit) {
+      out->next_cursor = hex_encode(last_suffix);
+      break;
+    }
+    std::string_view thread = suffix;
+    if (newest_first) {
+      if (suffix.size() < 10) return status::corruption("index key " + printable_key(it->key().ToStringView()) + ": malformed");
+      thread = suffix.substr(9);
+    }
+    std::string value;
+    auto s = impl_->db->Get(ro, impl_->cf(cf_threads), thread, &value);
+    if (s.IsNotFound())
+      return status::corruption("index key " + printable_key(it->key().ToStringView()) +
+                                ": names a thread that does not exist");
+    SKEIN_TRY(from_rocks(s, "read manifest"));
+    manifest m;
+    status d = decode_manifest(value, &m, options_.limits);
+    if (!d) return status::corruption("threads key " + std::string{thread} + ": " + d.message());
+    out->threads.push_back(std::move(m));
+    last_suffix.assign(suffix);
+  }
+  return from_rocks(it->status(), "scan index");
+}
+
+status event_log::list_running(std::vector<std::string>* out) const {
+  out->clear();
+  thread_query q;
+  q.index = thread_query::by::status;
+  q.value = std::string{to_string(thread_status::running)};
+  q.limit = thread_query::limit_max;
+  thread_page page;
+  do {
+    SKEIN_TRY(list_threads(q, &page));
+    for (const auto& m : page.threads) out->push_back(m.id);
+    q.cursor = page.next_cursor;
+  } while (!q.cursor.empty());
+  return status::ok();
+}
+
+status event_log::count_thread_keys(std::string_view thread_id, size_t* out) const {
+  SKEIN_TRY(validate_id(thread_id, "thread id"));
+  *out = 0;
+  std::string id{thread_id};
+  for (size_t c = 0; c < cf_count; ++c) {
+    if (c == cf_meta || c == cf_default) continue;
+    std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->cf(static_cast<cf_id>(c)))};
+    if (c == cf_events || c == cf_embeddings) {
+      rocksdb::ReadOptions ro;
+      ro.total_order_seek = true;
+      it.reset(impl_->db->NewIterator(ro, impl_->cf(static_cast<cf_id>(c))));
+    }
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      std::string_view key = it->key().ToStringView();
+      bool mine = false;
+      switch (c) {
+        case cf_threads: mine = key == id; break;
+        case cf_events:
+        case cf_embeddings: mine = key.starts_with(keys::event_prefix(id)); break;
+        case cf_index: mine = key.ends_with("/" + id); break;
+        case cf_usage: mine = key.size() > 17 && key.substr(8, key.size() - 17) == id; break;
+        case cf_effects: mine = key.ends_with(std::string(1, '\0') + id); break;
+        default: break;
+      }
+      if (mine) ++*out;
+    }
+    SKEIN_TRY(from_rocks(it->status(), "scan"));
+  }
+  return status::ok();
+}
+
+log_counters event_log::counters() const {
+  log_counters c;
+  c.writes = counters_.writes.load(std::memory_order_relaxed);
+  c.commits = counters_.commits.load(std::memory_order_relaxed);
+  c.events = counters_.events.load(std::memory_order_relaxed);
+  c.rejected = counters_.rejected.load(std::memory_order_relaxed);
+  c.failed = counters_.failed.load(std::memory_order_relaxed);
+  c.bytes = counters_.bytes.load(std::memory_order_relaxed);
+  c.group_max = counters_.group_max.load(std::memory_order_relaxed);
+  return c;
+}
+
+}  // namespace skein

@@ -1,0 +1,163 @@
+// event_log: the RocksDB database that is the source of truth for threads.
+//
+// One database per node, one column family per kind of record (keys.cpp has the
+// grammar). A tick — a thread's new events, its manifest, the index entries and
+// usage rows they imply — is written as one WriteBatch: after a crash a tick is
+// there whole or not at all. commit_group() merges many ticks into one batch and
+// one write (group commit); the journal actor is its only caller at run time.
+//
+// Thread-safety: the write side (commit, commit_group, erase_thread) is for one
+// thread at a time — the journal. Reads may run on any thread concurrently with
+// writes and with each other. After a failed write the log refuses every further
+// write with io_error until it is closed and opened again: RocksDB may not retry
+// a failed fsync, and neither do we.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/model/event.hpp"
+#include "runtime/model/json_codec.hpp"
+#include "runtime/model/manifest.hpp"
+#include "runtime/model/status.hpp"
+
+namespace rocksdb {
+class ColumnFamilyHandle;
+class DB;
+class Env;
+class WriteBatch;
+}  // namespace rocksdb
+
+namespace skein {
+
+inline constexpr uint32_t schema_version = 1;
+
+enum class durability : uint8_t {
+  sync,    // fdatasync before ack: survives power loss
+  flush,   // WAL written to the OS before ack, no fsync: survives a process crash
+  memory,  // no disk at all: tests and ephemeral use
+};
+
+std::string_view to_string(durability d);
+bool parse_durability(std::string_view name, durability* out);
+
+struct log_options {
+  std::string path;                  // database directory; a name only in memory mode
+  durability mode = durability::sync;
+  bool create_if_missing = true;
+  // Test hook: a wrapped environment (fault injection). Borrowed: must outlive the log.
+  rocksdb::Env* env = nullptr;
+  json_limits limits;
+  size_t tick_events_max = 4096;     // events in one tick
+  size_t manifest_cache_max = 65536; // threads whose index projection the writer caches
+};
+
+// A thread's new events and its manifest after them: one atomic unit.
+struct tick {
+  std::string thread_id;
+  bool create = false;        // true: the thread must not exist yet; false: it must
+  std::vector<event> events;  // seqs continue the log: last_seq+1, last_seq+2, ...
+  skein::manifest manifest;   // id must equal thread_id; last_seq is set by the log
+};
+
+struct thread_query {
+  enum class by : uint8_t { agent, status, parent, tag, updated };
+  by index = by::agent;
+  std::string value;    // agent id, status name, parent id or tag; unused for `updated`
+  std::string cursor;   // "" for the first page, else the previous page's next_cursor
+  size_t limit = 100;   // at most limit_max
+  static constexpr size_t limit_max = 1000;
+};
+
+struct thread_page {
+  std::vector<manifest> threads;  // in index order (`updated`: newest first)
+  std::string next_cursor;        // "" when there is no further page
+};
+
+struct log_counters {
+  uint64_t writes = 0;       // RocksDB writes (one per group)
+  uint64_t commits = 0;      // ticks acknowledged
+  uint64_t events = 0;       // events acknowledged
+  uint64_t rejected = 0;     // ticks refused before writing (conflict, invalid input)
+  uint64_t failed = 0;       // ticks failed by a storage error
+  uint64_t bytes = 0;        // batch bytes written
+  uint64_t group_max = 0;    // most ticks in one write
+};
+
+class event_log {
+ public:
+  // Opens (or creates) the database. Refuses one written with a newer schema.
+  static status open(const log_options& options, std::unique_ptr<event_log>* out);
+  ~event_log();
+  event_log(const event_log&) = delete;
+  event_log& operator=(const event_log&) = delete;
+
+  // --- write side: one thread at a time ---
+
+  // Writes one tick. On success `t.manifest.last_seq` holds the new last seq.
+  status commit(tick& t);
+  // Writes every valid tick of `ticks` in one batch and one write. results[i] is the
+  // outcome of ticks[i]: an invalid tick is refused alone; a storage failure fails
+  // every tick of the batch. `results` must have ticks.size() elements.
+  void commit_group(std::span<tick* const> ticks, std::span<status> results);
+  // Removes every key of the thread from every column family. Idempotent.
+  status erase_thread(std::string_view thread_id);
+
+  // --- read side: any thread ---
+
+  status read_manifest(std::string_view thread_id, manifest* out) const;
+  // Events with seq >= from_seq, in seq order, at most `limit` (0: no limit).
+  status read_events(std::string_view thread_id, uint64_t from_seq, size_t limit,
+                     std::vector<event>* out) const;
+  status list_threads(const thread_query& query, thread_page* out) const;
+  // Ids of every thread whose status is `running`: the input of recovery.
+  status list_running(std::vector<std::string>* out) const;
+  // Counts the thread's keys across every column family by full scans: a test and
+  // diagnose aid, O(size of the database).
+  status count_thread_keys(std::string_view thread_id, size_t* out) const;
+
+  log_counters counters() const;
+  durability mode() const { return options_.mode; }
+  const log_options& options() const { return options_; }
+  // false once a write failed; then every write returns io_error.
+  bool writable() const { return writable_.load(std::memory_order_acquire); }
+
+ private:
+  struct impl;
+  explicit event_log(log_options options);
+
+  // What the writer caches per thread: enough to validate seqs and diff the index.
+  struct projection {
+    uint64_t last_seq = 0;
+    std::vector<std::string> index_keys;  // index entries currently stored
+  };
+
+  status load_projection(const std::string& thread_id, projection* out, bool* found) const;
+  status prepare(tick& t, const projection* prev, rocksdb::WriteBatch* batch,
+                 projection* next) const;
+  status write(rocksdb::WriteBatch* batch, size_t ticks);
+  void remember(const std::string& thread_id, projection p);
+
+  log_options options_;
+  std::unique_ptr<rocksdb::Env> mem_env_;
+  std::unique_ptr<impl> impl_;
+  std::unordered_map<std::string, projection> cache_;  // writer-only
+  std::atomic<bool> writable_{true};
+
+  struct atomic_counters {
+    std::atomic<uint64_t> writes{0}, commits{0}, events{0}, rejected{0}, failed{0}, bytes{0},
+        group_max{0};
+  };
+  atomic_counters counters_;
+};
+
+// The index entries a manifest implies (index CF keys).
+std::vector<std::string> index_keys_of(const manifest& m);
+
+}  // namespace skein

@@ -1,0 +1,103 @@
+// Key formats, version 1 (the schema version in the `meta` column family).
+//
+//   threads    key := thread-id                                  value := manifest JSON
+//   events     key := thread-id 0x00 be64(seq)                   value := event JSON
+//   index      key := "a/" agent-id "/" thread-id                value := ""
+//                   | "p/" parent-id "/" thread-id
+//                   | "s/" status "/" thread-id
+//                   | "t/" tag "/" thread-id
+//                   | "u/" be64(updated_at_ms) "/" thread-id
+//   usage      key := be64(ts_ms) thread-id 0x00 be64(seq)       value := usage JSON
+//   effects    key := effect-name 0x00 thread-id                 value := be64(last seq processed)
+//   embeddings key := thread-id 0x00 be64(seq)                   value := vector
+//   schedules  key := schedule-id                                value := schedule JSON
+//   meta       key := "schema_version"                           value := decimal
+//
+// be64 is an 8-byte big-endian unsigned integer. Ids never contain 0x00 or '/'
+// (validate_id), so "t1" 0x00 sorts before "t10" and a thread's events are one
+// contiguous range [thread 0x00, thread 0x01) that no other thread shares.
+// Manifest, event and usage JSON grammars are in runtime/model/json_codec.cpp.
+#include "persistence/keys.hpp"
+
+#include <cassert>
+
+namespace skein::keys {
+
+void put_be64(std::string* out, uint64_t v) {
+  for (int shift = 56; shift >= 0; shift -= 8) out->push_back(static_cast<char>((v >> shift) & 0xff));
+}
+
+uint64_t get_be64(std::string_view b) {
+  assert(b.size() >= 8);  // callers check the key length first
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<unsigned char>(b[i]);
+  return v;
+}
+
+std::string event_key(std::string_view thread, uint64_t seq) {
+  std::string k;
+  k.reserve(thread.size() + 9);
+  k.append(thread);
+  k.push_back('\0');
+  put_be64(&k, seq);
+  return k;
+}
+
+std::string event_prefix(std::string_view thread) {
+  std::string k{thread};
+  k.push_back('\0');
+  return k;
+}
+
+std::string event_prefix_end(std::string_view thread) {
+  std::string k{thread};
+  k.push_back('\1');
+  return k;
+}
+
+bool parse_event_key(std::string_view key, std::string_view* thread, uint64_t* seq) {
+  if (key.size() < 10 || key[key.size() - 9] != '\0') return false;
+  *thread = key.substr(0, key.size() - 9);
+  *seq = get_be64(key.substr(key.size() - 8));
+  return true;
+}
+
+std::string index_prefix(char kind, std::string_view value) {
+  std::string k;
+  k.reserve(value.size() + 3);
+  k.push_back(kind);
+  k.push_back('/');
+  k.append(value);
+  k.push_back('/');
+  return k;
+}
+
+std::string index_key(char kind, std::string_view value, std::string_view thread) {
+  std::string k = index_prefix(kind, value);
+  k.append(thread);
+  return k;
+}
+
+std::string updated_value(int64_t updated_at_ms) {
+  std::string v;
+  put_be64(&v, static_cast<uint64_t>(updated_at_ms < 0 ? 0 : updated_at_ms));
+  return v;
+}
+
+std::string usage_key(int64_t ts_ms, std::string_view thread, uint64_t seq) {
+  std::string k;
+  put_be64(&k, static_cast<uint64_t>(ts_ms < 0 ? 0 : ts_ms));
+  k.append(thread);
+  k.push_back('\0');
+  put_be64(&k, seq);
+  return k;
+}
+
+std::string effect_key(std::string_view effect, std::string_view thread) {
+  std::string k{effect};
+  k.push_back('\0');
+  k.append(thread);
+  return k;
+}
+
+}  // namespace skein::keys

@@ -1,0 +1,35 @@
+// Key codec for the event log's column families. The grammar is in keys.cpp.
+// Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace skein::keys {
+
+// Big-endian fixed-width integers, so that byte order is numeric order.
+void put_be64(std::string* out, uint64_t v);
+uint64_t get_be64(std::string_view eight_bytes);
+
+// events CF
+std::string event_key(std::string_view thread, uint64_t seq);
+std::string event_prefix(std::string_view thread);       // thread 0x00
+std::string event_prefix_end(std::string_view thread);   // thread 0x01: exclusive upper bound
+// Splits an event key; false when it is not one.
+bool parse_event_key(std::string_view key, std::string_view* thread, uint64_t* seq);
+
+// index CF: "<kind>/<value>/<thread>" with kind one of a (agent), p (parent),
+// s (status), t (tag), u (updated_at as be64).
+std::string index_prefix(char kind, std::string_view value);
+std::string index_key(char kind, std::string_view value, std::string_view thread);
+std::string updated_value(int64_t updated_at_ms);  // be64 of the (non-negative) time
+
+// usage CF: be64(ts) thread 0x00 be64(seq)
+std::string usage_key(int64_t ts_ms, std::string_view thread, uint64_t seq);
+
+// embeddings CF: thread 0x00 be64(seq) — same shape as event keys
+// effects CF: effect 0x00 thread
+std::string effect_key(std::string_view effect, std::string_view thread);
+
+}  // namespace skein::keys

@@ -1,0 +1,126 @@
+#include "runtime/model/event.hpp"
+
+#include <array>
+
+namespace skein {
+namespace {
+
+constexpr std::array<std::string_view, event_type_count> event_type_names = {
+    "message", "assistant_text", "thinking", "tool_call", "tool_result",
+    "system_prompt", "local_system_message", "result", "compaction", "signal"};
+
+constexpr std::array<std::string_view, 3> role_names = {"user", "assistant", "system"};
+
+}  // namespace
+
+std::string_view to_string(event_type type) { return event_type_names[static_cast<size_t>(type)]; }
+
+std::optional<event_type> parse_event_type(std::string_view name) {
+  for (size_t i = 0; i < event_type_names.size(); ++i)
+    if (event_type_names[i] == name) return static_cast<event_type>(i);
+  return std::nullopt;
+}
+
+std::string_view to_string(message_role r) { return role_names[static_cast<size_t>(r)]; }
+
+std::optional<message_role> parse_role(std::string_view name) {
+  for (size_t i = 0; i < role_names.size(); ++i)
+    if (role_names[i] == name) return static_cast<message_role>(i);
+  return std::nullopt;
+}
+
+token_usage& token_usage::operator+=(const token_usage& other) {
+  input_tokens += other.input_tokens;
+  output_tokens += other.output_tokens;
+  cache_read_tokens += other.cache_read_tokens;
+  cache_write_tokens += other.cache_write_tokens;
+  return *this;
+}
+
+event make_message(message_role r, std::string text) {
+  event e;
+  e.type = event_type::message;
+  e.role = r;
+  e.text = std::move(text);
+  return e;
+}
+
+event make_assistant_text(std::string text) {
+  event e;
+  e.type = event_type::assistant_text;
+  e.text = std::move(text);
+  return e;
+}
+
+event make_thinking(std::string text) {
+  event e;
+  e.type = event_type::thinking;
+  e.text = std::move(text);
+  return e;
+}
+
+event make_tool_call(std::string call_id, std::string tool, std::string arguments_json) {
+  event e;
+  e.type = event_type::tool_call;
+  e.call_id = std::move(call_id);
+  e.name = std::move(tool);
+  e.json = arguments_json.empty() ? "{}" : std::move(arguments_json);
+  return e;
+}
+
+event make_tool_result(std::string call_id, std::string tool, std::string output, bool is_error) {
+  event e;
+  e.type = event_type::tool_result;
+  e.call_id = std::move(call_id);
+  e.name = std::move(tool);
+  e.text = std::move(output);
+  e.is_error = is_error;
+  return e;
+}
+
+event make_system_prompt(std::string text) {
+  event e;
+  e.type = event_type::system_prompt;
+  e.text = std::move(text);
+  return e;
+}
+
+event make_local_system_message(std::string text) {
+  event e;
+  e.type = event_type::local_system_message;
+  e.text = std::move(text);
+  return e;
+}
+
+event make_result(token_usage usage, double cost_usd, uint64_t duration_ms, uint32_t turns,
+                  std::string outcome) {
+  event e;
+  e.type = event_type::result;
+  e.usage = usage;
+  e.cost_usd = cost_usd;
+  e.duration_ms = duration_ms;
+  e.turns = turns;
+  e.outcome = std::move(outcome);
+  return e;
+}
+
+event make_compaction(std::string strategy, uint64_t from_seq, uint64_t to_seq,
+                      std::string events_json) {
+  event e;
+  e.type = event_type::compaction;
+  e.name = std::move(strategy);
+  e.from_seq = from_seq;
+  e.to_seq = to_seq;
+  e.json = events_json.empty() ? "[]" : std::move(events_json);
+  return e;
+}
+
+event make_signal(std::string name, std::string data_json) {
+  event e;
+  e.type = event_type::signal;
+  e.name = std::move(name);
+  e.json = data_json.empty() ? "{}" : std::move(data_json);
+  return e;
+}
+
+}  // namespace skein

@@ -1,0 +1,483 @@
+// Value formats, version 1 (the schema version in the `meta` column family).
+//
+//   event    := {"seq":uint,"ts":int,"run":string,"type":type,"payload":payload}
+//   type     := "message" | "assistant_text" | "thinking" | "tool_call" | "tool_result"
+//             | "system_prompt" | "local_system_message" | "result" | "compaction" | "signal"
+//   payload  := message:    {"role":"user"|"assistant"|"system","text":string}
+//             | assistant_text, thinking, system_prompt, local_system_message: {"text":string}
+//             | tool_call:  {"call_id":string,"name":string,"arguments":json}
+//             | tool_result:{"call_id":string,"name":string,"output":string,"is_error":bool}
+//             | result:     {"usage":usage,"cost_usd":number,"duration_ms":uint,"turns":uint,
+//                            "outcome":string}
+//             | compaction: {"strategy":string,"from_seq":uint,"to_seq":uint,"events":array}
+//             | signal:     {"name":string,"data":object}
+//   usage    := {"input_tokens":uint,"output_tokens":uint,"cache_read_tokens":uint,
+//                "cache_write_tokens":uint}
+//
+//   manifest := {"v":1,"id":id,"agent_id":id,"parent_kind":kind,"parent_id":string,
+//                "session_id":string,"task_id":string,"title":string,"name":string,
+//                "tags":[id...],"pinned_at":int,"environment_id":string,"status":status,
+//                "usage":usage,"cost_usd":number,"config":object,"created_at":int,
+//                "updated_at":int,"last_seq":uint,"children_count":uint,"heartbeat_at":int}
+//   kind     := "none" | "thread" | "task" | "schedule"
+//   status   := "open" | "idle" | "running" | "completed" | "failed" | "cancelled"
+//
+// Times are ms since the Unix epoch. Decoding requires every field of the event
+// envelope and payload, and of the manifest: id, agent_id, status, created_at,
+// updated_at, last_seq; other manifest fields default when absent. Unknown fields
+// are ignored so that a newer writer's additions do not break an older reader.
+#include "runtime/model/json_codec.hpp"
+
+#include <cmath>
+#include <simdjson.h>
+
+#include "runtime/model/ids.hpp"
+#include "runtime/model/json_writer.hpp"
+
+namespace skein {
+namespace {
+
+namespace dom = simdjson::dom;
+
+constexpr int64_t manifest_format_version = 1;
+
+// --- parsing ---------------------------------------------------------------
+
+status parse_document(std::string_view json, const json_limits& limits, std::string_view what,
+                      dom::element* root) {
+  if (json.size() > limits.json_bytes_max)
+    return status::invalid_input(std::string{what} + ": " + std::to_string(json.size()) +
+                                 " bytes exceeds json_bytes_max (" +
+                                 std::to_string(limits.json_bytes_max) + ")");
+  thread_local dom::parser parser;
+  thread_local size_t parser_depth = 0;
+  if (parser_depth != limits.json_depth_max) {
+    if (parser.allocate(std::max<size_t>(json.size(), 4096), limits.json_depth_max) !=
+        simdjson::SUCCESS)
+      return status::overloaded(std::string{what} + ": cannot allocate a JSON parser");
+    parser_depth = limits.json_depth_max;
+  }
+  auto err = parser.parse(json.data(), json.size(), true).get(*root);
+  if (err == simdjson::SUCCESS) return status::ok();
+  if (err == simdjson::DEPTH_ERROR)
+    return status::invalid_input(std::string{what} + ": nesting exceeds json_depth_max (" +
+                                 std::to_string(limits.json_depth_max) + ")");
+  if (err == simdjson::UTF8_ERROR)
+    return status::invalid_input(std::string{what} + ": invalid UTF-8");
+  return status::invalid_input(std::string{what} + ": malformed JSON (" +
+                               simdjson::error_message(err) + ")");
+}
+
+// Reads fields of one object, naming "<context>.<field>" in errors.
+class object_reader {
+ public:
+  object_reader(dom::object obj, std::string context) : obj_(obj), context_(std::move(context)) {}
+
+  static status open(dom::element el, std::string context, object_reader* out) {
+    dom::object obj;
+    if (el.get(obj) != simdjson::SUCCESS)
+      return status::invalid_input(context + ": expected an object");
+    *out = object_reader(obj, std::move(context));
+    return status::ok();
+  }
+
+  std::string name(std::string_view field) const { return context_ + "." + std::string{field}; }
+
+  // required == false: absent leaves *out unchanged.
+  status string(std::string_view field, std::string* out, bool required = true) const {
+    dom::element el;
+    if (!find(field, &el, required)) return missing(field, required);
+    std::string_view s;
+    if (el.get(s) != simdjson::SUCCESS) return wrong(field, "a string");
+    out->assign(s);
+    return status::ok();
+  }
+
+  status uint(std::string_view field, uint64_t* out, bool required = true) const {
+    dom::element el;
+    if (!find(field, &el, required)) return missing(field, required);
+    if (el.get(*out) != simdjson::SUCCESS) return wrong(field, "an unsigned integer");
+    return status::ok();
+  }
+
+  status int64(std::string_view field, int64_t* out, bool required = true) const {
+    dom::element el;
+    if (!find(field, &el, required)) return missing(field, required);
+    if (el.get(*out) != simdjson::SUCCESS) return wrong(field, "an integer");
+    return status::ok();
+  }
+
+  status number(std::string_view field, double* out, bool required = true) const {
+    dom::element el;
+    if (!find(field, &el, required)) return missing(field, required);
+    if (el.get(*out) != simdjson::SUCCESS) return wrong(field, "a number");
+    return status::ok();
+  }
+
+  status boolean(std::string_view field, bool* out, bool required = true) const {
+    dom::element el;
+    if (!find(field, &el, required)) return missing(field, required);
+    if (el.get(*out) != simdjson::SUCCESS) return wrong(field, "a boolean");
+    return status::ok();
+  }
+
+  // Any JSON value of the given kind, stored minified.
+  status raw(std::string_view field, dom::element_type kind, std::string* out,
+             bool required = true) const {
+    dom::element el;
+    if (!find(field, &el, required)) return missing(field, required);
+    if (el.type() != kind)
+      return wrong(field, kind == dom::element_type::OBJECT ? "an object" : "an array");
+    *out = simdjson::minify(el);
+    return status::ok();
+  }
+
+  status any_raw(std::string_view field, std::string* out) const {
+    dom::element el;
+    if (!find(field, &el, true)) return missing(field, true);
+    *out = simdjson::minify(el);
+    return status::ok();
+  }
+
+  status element(std::string_view field, dom::element* out, bool required = true) const {
+    if (!find(field, out, required)) return missing(field, required);
+    return status::ok();
+  }
+
+ private:
+  bool find(std::string_view field, dom::element* el, bool) const {
+    return obj_.at_key(field).get(*el) == simdjson::SUCCESS;
+  }
+  status missing(std::string_view field, bool required) const {
+    if (!required) return status::ok();
+    return status::invalid_input(name(field) + ": missing");
+  }
+  status wrong(std::string_view field, std::string_view expected) const {
+    return status::invalid_input(name(field) + ": expected " + std::string{expected});
+  }
+
+  dom::object obj_;
+  std::string context_;
+};
+
+status read_usage(const object_reader& parent, std::string_view field, token_usage* out) {
+  dom::element el;
+  SKEIN_TRY(parent.element(field, &el));
+  object_reader r{dom::object{}, ""};
+  SKEIN_TRY(object_reader::open(el, parent.name(field), &r));
+  SKEIN_TRY(r.uint("input_tokens", &out->input_tokens));
+  SKEIN_TRY(r.uint("output_tokens", &out->output_tokens));
+  SKEIN_TRY(r.uint("cache_read_tokens", &out->cache_read_tokens));
+  SKEIN_TRY(r.uint("cache_write_tokens", &out->cache_write_tokens));
+  return status::ok();
+}
+
+status decode_payload(const object_reader& p, event* e) {
+  switch (e->type) {
+    case event_type::message: {
+      std::string role_name;
+      SKEIN_TRY(p.string("role", &role_name));
+      auto r = parse_role(role_name);
+      if (!r) return status::invalid_input(p.name("role") + ": must be user, assistant or system");
+      e->role = *r;
+      return p.string("text", &e->text);
+    }
+    case event_type::assistant_text:
+    case event_type::thinking:
+    case event_type::system_prompt:
+    case event_type::local_system_message:
+      return p.string("text", &e->text);
+    case event_type::tool_call:
+      SKEIN_TRY(p.string("call_id", &e->call_id));
+      SKEIN_TRY(p.string("name", &e->name));
+      return p.any_raw("arguments", &e->json);
+    case event_type::tool_result:
+      SKEIN_TRY(p.string("call_id", &e->call_id));
+      SKEIN_TRY(p.string("name", &e->name));
+      SKEIN_TRY(p.string("output", &e->text));
+      return p.boolean("is_error", &e->is_error);
+    case event_type::result: {
+      SKEIN_TRY(read_usage(p, "usage", &e->usage));
+      SKEIN_TRY(p.number("cost_usd", &e->cost_usd));
+      SKEIN_TRY(p.uint("duration_ms", &e->duration_ms));
+      uint64_t turns = 0;
+      SKEIN_TRY(p.uint("turns", &turns));
+      if (turns > UINT32_MAX) return status::invalid_input(p.name("turns") + ": out of range");
+      e->turns = static_cast<uint32_t>(turns);
+      return p.string("outcome", &e->outcome);
+    }
+    case event_type::compaction:
+      SKEIN_TRY(p.string("strategy", &e->name));
+      SKEIN_TRY(p.uint("from_seq", &e->from_seq));
+      SKEIN_TRY(p.uint("to_seq", &e->to_seq));
+      return p.raw("events", dom::element_type::ARRAY, &e->json);
+    case event_type::signal:
+      SKEIN_TRY(p.string("name", &e->name));
+      return p.raw("data", dom::element_type::OBJECT, &e->json);
+  }
+  return status::invalid_input("event.type: unknown");
+}
+
+// --- encoding --------------------------------------------------------------
+
+status check_text(std::string_view s, std::string_view field) {
+  if (!valid_utf8(s)) return status::invalid_input(std::string{field} + ": invalid UTF-8");
+  return status::ok();
+}
+
+status check_number(double v, std::string_view field) {
+  if (!std::isfinite(v)) return status::invalid_input(std::string{field} + ": not a finite number");
+  return status::ok();
+}
+
+// Validates and minifies a raw JSON field; `kind` restricts its type when set.
+status check_raw(std::string_view json, std::string_view field, const char* kind,
+                 std::string* out) {
+  SKEIN_TRY(normalize_json(json, field, out));
+  if (kind != nullptr && (*out)[0] != kind[0])
+    return status::invalid_input(std::string{field} + ": expected " +
+                                 (kind[0] == '{' ? "an object" : "an array"));
+  return status::ok();
+}
+
+void write_usage(json_writer& w, const token_usage& u) {
+  w.begin_object();
+  w.field_uint("input_tokens", u.input_tokens);
+  w.field_uint("output_tokens", u.output_tokens);
+  w.field_uint("cache_read_tokens", u.cache_read_tokens);
+  w.field_uint("cache_write_tokens", u.cache_write_tokens);
+  w.end_object();
+}
+
+status write_payload(json_writer& w, const event& e) {
+  std::string raw;
+  w.begin_object();
+  switch (e.type) {
+    case event_type::message:
+      SKEIN_TRY(check_text(e.text, "event.payload.text"));
+      w.field("role", to_string(e.role));
+      w.field("text", e.text);
+      break;
+    case event_type::assistant_text:
+    case event_type::thinking:
+    case event_type::system_prompt:
+    case event_type::local_system_message:
+      SKEIN_TRY(check_text(e.text, "event.payload.text"));
+      w.field("text", e.text);
+      break;
+    case event_type::tool_call:
+      SKEIN_TRY(check_text(e.call_id, "event.payload.call_id"));
+      SKEIN_TRY(check_text(e.name, "event.payload.name"));
+      SKEIN_TRY(check_raw(e.json.empty() ? "{}" : e.json, "event.payload.arguments", nullptr, &raw));
+      w.field("call_id", e.call_id);
+      w.field("name", e.name);
+      w.key("arguments");
+      w.raw(raw);
+      break;
+    case event_type::tool_result:
+      SKEIN_TRY(check_text(e.call_id, "event.payload.call_id"));
+      SKEIN_TRY(check_text(e.name, "event.payload.name"));
+      SKEIN_TRY(check_text(e.text, "event.payload.output"));
+      w.field("call_id", e.call_id);
+      w.field("name", e.name);
+      w.field("output", e.text);
+      w.key("is_error");
+      w.boolean(e.is_error);
+      break;
+    case event_type::result:
+      SKEIN_TRY(check_number(e.cost_usd, "event.payload.cost_usd"));
+      SKEIN_TRY(check_text(e.outcome, "event.payload.outcome"));
+      w.key("usage");
+      write_usage(w, e.usage);
+      w.key("cost_usd");
+      w.number(e.cost_usd);
+      w.field_uint("duration_ms", e.duration_ms);
+      w.field_uint("turns", e.turns);
+      w.field("outcome", e.outcome);
+      break;
+    case event_type::compaction:
+      SKEIN_TRY(check_text(e.name, "event.payload.strategy"));
+      SKEIN_TRY(check_raw(e.json.empty() ? "[]" : e.json, "event.payload.events", "[", &raw));
+      w.field("strategy", e.name);
+      w.field_uint("from_seq", e.from_seq);
+      w.field_uint("to_seq", e.to_seq);
+      w.key("events");
+      w.raw(raw);
+      break;
+    case event_type::signal:
+      SKEIN_TRY(check_text(e.name, "event.payload.name"));
+      SKEIN_TRY(check_raw(e.json.empty() ? "{}" : e.json, "event.payload.data", "{", &raw));
+      w.field("name", e.name);
+      w.key("data");
+      w.raw(raw);
+      break;
+  }
+  w.end_object();
+  return status::ok();
+}
+
+}  // namespace
+
+bool valid_utf8(std::string_view s) { return simdjson::validate_utf8(s.data(), s.size()); }
+
+status normalize_json(std::string_view json, std::string_view field, std::string* out,
+                      const json_limits& limits) {
+  dom::element root;
+  SKEIN_TRY(parse_document(json, limits, field, &root));
+  *out = simdjson::minify(root);
+  return status::ok();
+}
+
+status encode_event(const event& e, std::string* out) {
+  SKEIN_TRY(check_text(e.run_id, "event.run"));
+  out->clear();
+  json_writer w{out};
+  w.begin_object();
+  w.field_uint("seq", e.seq);
+  w.field_int("ts", e.ts_ms);
+  w.field("run", e.run_id);
+  w.field("type", to_string(e.type));
+  w.key("payload");
+  SKEIN_TRY(write_payload(w, e));
+  w.end_object();
+  return status::ok();
+}
+
+status decode_event(std::string_view json, event* out, const json_limits& limits) {
+  dom::element root;
+  SKEIN_TRY(parse_document(json, limits, "event", &root));
+  object_reader r{dom::object{}, ""};
+  SKEIN_TRY(object_reader::open(root, "event", &r));
+  event e;
+  SKEIN_TRY(r.uint("seq", &e.seq));
+  SKEIN_TRY(r.int64("ts", &e.ts_ms));
+  SKEIN_TRY(r.string("run", &e.run_id));
+  std::string type_name;
+  SKEIN_TRY(r.string("type", &type_name));
+  auto type = parse_event_type(type_name);
+  if (!type) return status::invalid_input("event.type: unknown type '" + type_name + "'");
+  e.type = *type;
+  dom::element payload;
+  SKEIN_TRY(r.element("payload", &payload));
+  object_reader p{dom::object{}, ""};
+  SKEIN_TRY(object_reader::open(payload, "event.payload", &p));
+  SKEIN_TRY(decode_payload(p, &e));
+  *out = std::move(e);
+  return status::ok();
+}
+
+status encode_manifest(const manifest& m, std::string* out) {
+  SKEIN_TRY(validate_id(m.id, "manifest.id"));
+  SKEIN_TRY(validate_id(m.agent_id, "manifest.agent_id"));
+  for (const auto& tag : m.tags) SKEIN_TRY(validate_id(tag, "manifest.tags"));
+  if ((m.parent == parent_kind::none) != m.parent_id.empty())
+    return status::invalid_input("manifest.parent_id: must be set exactly when parent_kind is not none");
+  if (!m.parent_id.empty()) SKEIN_TRY(validate_id(m.parent_id, "manifest.parent_id"));
+  for (auto [text, field] : {std::pair{&m.session_id, "manifest.session_id"},
+                             {&m.task_id, "manifest.task_id"},
+                             {&m.title, "manifest.title"},
+                             {&m.name, "manifest.name"},
+                             {&m.environment_id, "manifest.environment_id"}})
+    SKEIN_TRY(check_text(*text, field));
+  SKEIN_TRY(check_number(m.cost_usd, "manifest.cost_usd"));
+  std::string config;
+  SKEIN_TRY(check_raw(m.config.empty() ? "{}" : m.config, "manifest.config", "{", &config));
+
+  out->clear();
+  json_writer w{out};
+  w.begin_object();
+  w.field_int("v", manifest_format_version);
+  w.field("id", m.id);
+  w.field("agent_id", m.agent_id);
+  w.field("parent_kind", to_string(m.parent));
+  w.field("parent_id", m.parent_id);
+  w.field("session_id", m.session_id);
+  w.field("task_id", m.task_id);
+  w.field("title", m.title);
+  w.field("name", m.name);
+  w.key("tags");
+  w.begin_array();
+  for (const auto& tag : m.tags) w.string(tag);
+  w.end_array();
+  w.field_int("pinned_at", m.pinned_at_ms);
+  w.field("environment_id", m.environment_id);
+  w.field("status", to_string(m.status));
+  w.key("usage");
+  write_usage(w, m.usage);
+  w.key("cost_usd");
+  w.number(m.cost_usd);
+  w.key("config");
+  w.raw(config);
+  w.field_int("created_at", m.created_at_ms);
+  w.field_int("updated_at", m.updated_at_ms);
+  w.field_uint("last_seq", m.last_seq);
+  w.field_uint("children_count", m.children_count);
+  w.field_int("heartbeat_at", m.heartbeat_at_ms);
+  w.end_object();
+  return status::ok();
+}
+
+status decode_manifest(std::string_view json, manifest* out, const json_limits& limits) {
+  dom::element root;
+  SKEIN_TRY(parse_document(json, limits, "manifest", &root));
+  object_reader r{dom::object{}, ""};
+  SKEIN_TRY(object_reader::open(root, "manifest", &r));
+  int64_t version = manifest_format_version;
+  SKEIN_TRY(r.int64("v", &version, false));
+  if (version > manifest_format_version)
+    return status::invalid_input("manifest.v: format version " + std::to_string(version) +
+                                 " is newer than this skein understands (" +
+                                 std::to_string(manifest_format_version) + ")");
+  manifest m;
+  SKEIN_TRY(r.string("id", &m.id));
+  SKEIN_TRY(validate_id(m.id, "manifest.id"));
+  SKEIN_TRY(r.string("agent_id", &m.agent_id));
+  SKEIN_TRY(validate_id(m.agent_id, "manifest.agent_id"));
+  std::string text;
+  SKEIN_TRY(r.string("parent_kind", &text, false));
+  if (!text.empty()) {
+    auto kind = parse_parent_kind(text);
+    if (!kind) return status::invalid_input("manifest.parent_kind: unknown kind '" + text + "'");
+    m.parent = *kind;
+  }
+  SKEIN_TRY(r.string("parent_id", &m.parent_id, false));
+  if ((m.parent == parent_kind::none) != m.parent_id.empty())
+    return status::invalid_input("manifest.parent_id: must be set exactly when parent_kind is not none");
+  SKEIN_TRY(r.string("session_id", &m.session_id, false));
+  SKEIN_TRY(r.string("task_id", &m.task_id, false));
+  SKEIN_TRY(r.string("title", &m.title, false));
+  SKEIN_TRY(r.string("name", &m.name, false));
+  dom::element tags;
+  if (r.element("tags", &tags, true).is_ok()) {
+    dom::array arr;
+    if (tags.get(arr) != simdjson::SUCCESS) return status::invalid_input("manifest.tags: expected an array");
+    for (dom::element t : arr) {
+      std::string_view tag;
+      if (t.get(tag) != simdjson::SUCCESS)
+        return status::invalid_input("manifest.tags: expected strings");
+      SKEIN_TRY(validate_id(tag, "manifest.tags"));
+      m.tags.emplace_back(tag);
+    }
+  }
+  SKEIN_TRY(r.int64("pinned_at", &m.pinned_at_ms, false));
+  SKEIN_TRY(r.string("environment_id", &m.environment_id, false));
+  SKEIN_TRY(r.string("status", &text));
+  auto st = parse_thread_status(text);
+  if (!st) return status::invalid_input("manifest.status: unknown status '" + text + "'");
+  m.status = *st;
+  dom::element usage;
+  if (r.element("usage", &usage, true).is_ok()) SKEIN_TRY(read_usage(r, "usage", &m.usage));
+  SKEIN_TRY(r.number("cost_usd", &m.cost_usd, false));
+  dom::element config;
+  if (r.element("config", &config, true).is_ok())
+    SKEIN_TRY(r.raw("config", dom::element_type::OBJECT, &m.config));
+  SKEIN_TRY(r.int64("created_at", &m.created_at_ms));
+  SKEIN_TRY(r.int64("updated_at", &m.updated_at_ms));
+  SKEIN_TRY(r.uint("last_seq", &m.last_seq));
+  SKEIN_TRY(r.uint("children_count", &m.children_count, false));
+  SKEIN_TRY(r.int64("heartbeat_at", &m.heartbeat_at_ms, false));
+  *out = std::move(m);
+  return status::ok();
+}
+
+}  // namespace skein

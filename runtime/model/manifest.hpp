@@ -1,0 +1,54 @@
+// manifest: the row that describes a thread (its log is separate).
+//
+// Written in the same atomic batch as the events of each tick, so `last_seq`
+// always equals the seq of the log's last event. A plain value type.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/model/event.hpp"
+
+namespace skein {
+
+enum class thread_status : uint8_t { open, idle, running, completed, failed, cancelled };
+inline constexpr int thread_status_count = 6;
+
+std::string_view to_string(thread_status s);
+std::optional<thread_status> parse_thread_status(std::string_view name);
+
+// What a thread hangs from, if anything: a parent thread (delegation), a task, a schedule.
+enum class parent_kind : uint8_t { none, thread, task, schedule };
+
+std::string_view to_string(parent_kind k);
+std::optional<parent_kind> parse_parent_kind(std::string_view name);
+
+struct manifest {
+  std::string id;
+  std::string agent_id;
+  parent_kind parent = parent_kind::none;
+  std::string parent_id;           // empty iff parent == none
+  std::string session_id;          // the engine's session, to resume it
+  std::string task_id;
+  std::string title;
+  std::string name;
+  std::vector<std::string> tags;   // each a valid id, no duplicates
+  int64_t pinned_at_ms = 0;        // 0: not pinned
+  std::string environment_id;
+  thread_status status = thread_status::open;
+  token_usage usage;               // totals over all runs
+  double cost_usd = 0;             // total
+  std::string config = "{}";       // per-thread overrides, a JSON object
+  int64_t created_at_ms = 0;
+  int64_t updated_at_ms = 0;
+  uint64_t last_seq = 0;           // seq of the log's last event; 0 for an empty log
+  uint64_t children_count = 0;     // counter that mints child ids (parent.1, parent.2, ...)
+  int64_t heartbeat_at_ms = 0;     // 0: none yet
+
+  bool operator==(const manifest&) const = default;
+};
+
+}  // namespace skein
