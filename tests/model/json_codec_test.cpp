@@ -1,0 +1,210 @@
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "runtime/model/json_codec.hpp"
+
+using namespace skein;
+
+namespace {
+
+event envelope(event e, uint64_t seq) {
+  e.seq = seq;
+  e.ts_ms = 1795391999000 + static_cast<int64_t>(seq);
+  e.run_id = "run_1";
+  return e;
+}
+
+std::vector<event> one_of_each() {
+  std::vector<event> v;
+  v.push_back(make_message(message_role::user, "hello \"world\"\n\t\\ \x01 ünïcødé 日本語 🙂"));
+  v.push_back(make_message(message_role::assistant, ""));
+  v.push_back(make_message(message_role::system, "be brief"));
+  v.push_back(make_assistant_text("partial"));
+  v.push_back(make_thinking("hmm\r\n"));
+  v.push_back(make_tool_call("c1", "search", R"({"q":"x","n":[1,2.5,true,null],"o":{}})"));
+  v.push_back(make_tool_result("c1", "search", "no hits", true));
+  v.push_back(make_system_prompt("You are skein."));
+  v.push_back(make_local_system_message("(compacted)"));
+  v.push_back(make_result({10, 20, 3, 4}, 0.125, 1500, 3, "completed"));
+  v.push_back(make_compaction("trim-tool-results", 1, 9, R"([{"seq":1}])"));
+  v.push_back(make_signal("thread.stop", R"({"outcome":"failed","error":"x"})"));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = envelope(v[i], i + 1);
+  return v;
+}
+
+status decode(std::string_view json, const json_limits& limits = {}) {
+  event e;
+  return decode_event(json, &e, limits);
+}
+
+manifest sample_manifest() {
+  manifest m;
+  m.id = "th_1";
+  m.agent_id = "agent-1";
+  m.parent = parent_kind::thread;
+  m.parent_id = "th_0";
+  m.session_id = "sess-ü";
+  m.task_id = "task-9";
+  m.title = "A \"title\"";
+  m.name = "n";
+  m.tags = {"red", "blue"};
+  m.pinned_at_ms = 5;
+  m.environment_id = "env";
+  m.status = thread_status::running;
+  m.usage = {1, 2, 3, 4};
+  m.cost_usd = 1.5;
+  m.config = R"({"mid_run":"queue"})";
+  m.created_at_ms = 100;
+  m.updated_at_ms = 200;
+  m.last_seq = 42;
+  m.children_count = 2;
+  m.heartbeat_at_ms = 150;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("every event type round-trips through the codec") {
+  for (const auto& e : one_of_each()) {
+    INFO(to_string(e.type));
+    std::string json;
+    REQUIRE(encode_event(e, &json).is_ok());
+    event back;
+    REQUIRE(decode_event(json, &back).is_ok());
+    CHECK(back == e);
+  }
+}
+
+TEST_CASE("control characters are escaped and unicode passes through") {
+  std::string json;
+  REQUIRE(encode_event(envelope(make_message(message_role::user, "a\"b\\c\nd\x1f 🙂"), 1), &json).is_ok());
+  CHECK(json.find(R"(a\"b\\c\nd\u001f 🙂)") != std::string::npos);
+  // Escaped unicode from other writers decodes to UTF-8.
+  event e;
+  REQUIRE(decode_event(R"({"seq":1,"ts":0,"run":"","type":"message","payload":{"role":"user","text":"\u00fc\ud83d\ude42"}})", &e).is_ok());
+  CHECK(e.text == "ü🙂");
+}
+
+TEST_CASE("raw JSON fields are validated and minified") {
+  std::string json;
+  auto call = envelope(make_tool_call("c", "t", "{ \"a\" : [ 1 , 2 ] }"), 1);
+  REQUIRE(encode_event(call, &json).is_ok());
+  CHECK(json.find(R"("arguments":{"a":[1,2]})") != std::string::npos);
+
+  auto bad = envelope(make_tool_call("c", "t", "{\"a\":"), 1);
+  auto s = encode_event(bad, &json);
+  CHECK(s.code() == errc::invalid_input);
+  CHECK(s.message().find("event.payload.arguments") != std::string::npos);
+
+  auto sig = envelope(make_signal("x", "[1]"), 1);
+  s = encode_event(sig, &json);
+  CHECK(s.code() == errc::invalid_input);
+  CHECK(s.message().find("event.payload.data") != std::string::npos);
+}
+
+TEST_CASE("encoding refuses invalid UTF-8 and non-finite numbers, naming the field") {
+  std::string json;
+  auto s = encode_event(envelope(make_message(message_role::user, "bad \xff\xfe"), 1), &json);
+  CHECK(s.code() == errc::invalid_input);
+  CHECK(s.message() == "event.payload.text: invalid UTF-8");
+
+  auto r = envelope(make_result({}, std::nan(""), 0, 0, "completed"), 1);
+  s = encode_event(r, &json);
+  CHECK(s.code() == errc::invalid_input);
+  CHECK(s.message().find("cost_usd") != std::string::npos);
+}
+
+TEST_CASE("malformed event JSON is an error naming the field, never a crash") {
+  struct bad_case {
+    const char* json;
+    const char* mentions;
+  };
+  const bad_case cases[] = {
+      {"", "malformed"},
+      {"{", "malformed"},
+      {"[]", "event: expected an object"},
+      {"null", "event: expected an object"},
+      {R"({"ts":0,"run":"","type":"message","payload":{}})", "event.seq: missing"},
+      {R"({"seq":-1,"ts":0,"run":"","type":"message","payload":{}})", "event.seq: expected an unsigned integer"},
+      {R"({"seq":"1","ts":0,"run":"","type":"message","payload":{}})", "event.seq"},
+      {R"({"seq":1,"ts":0,"run":"","type":"bogus","payload":{}})", "event.type: unknown type 'bogus'"},
+      {R"({"seq":1,"ts":0,"run":"","type":"message"})", "event.payload: missing"},
+      {R"({"seq":1,"ts":0,"run":"","type":"message","payload":[]})", "event.payload: expected an object"},
+      {R"({"seq":1,"ts":0,"run":"","type":"message","payload":{"role":"user"}})", "event.payload.text: missing"},
+      {R"({"seq":1,"ts":0,"run":"","type":"message","payload":{"role":"robot","text":""}})", "event.payload.role"},
+      {R"({"seq":1,"ts":0,"run":"","type":"message","payload":{"role":"user","text":7}})", "event.payload.text: expected a string"},
+      {R"({"seq":1,"ts":0,"run":"","type":"tool_result","payload":{"call_id":"c","name":"t","output":"o","is_error":"no"}})", "event.payload.is_error: expected a boolean"},
+      {R"({"seq":1,"ts":0,"run":"","type":"result","payload":{"usage":{"input_tokens":1},"cost_usd":0,"duration_ms":0,"turns":0,"outcome":""}})", "event.payload.usage.output_tokens: missing"},
+      {R"({"seq":1,"ts":0,"run":"","type":"compaction","payload":{"strategy":"s","from_seq":1,"to_seq":2,"events":{}}})", "event.payload.events: expected an array"},
+      {"{\"seq\":1,\"ts\":0,\"run\":\"\xc3\x28\",\"type\":\"message\",\"payload\":{}}", "invalid UTF-8"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.json);
+    auto s = decode(c.json);
+    CHECK(s.code() == errc::invalid_input);
+    CHECK_THAT(s.message(), Catch::Contains(c.mentions));
+  }
+}
+
+TEST_CASE("documents past the depth or size limit are refused, naming the limit") {
+  json_limits limits;
+  limits.json_depth_max = 8;
+  std::string deep = R"({"seq":1,"ts":0,"run":"","type":"tool_call","payload":{"call_id":"c","name":"t","arguments":)";
+  deep += std::string(20, '[') + std::string(20, ']') + "}}";
+  auto s = decode(deep, limits);
+  CHECK(s.code() == errc::invalid_input);
+  CHECK_THAT(s.message(), Catch::Contains("json_depth_max (8)"));
+
+  limits = {};
+  limits.json_bytes_max = 64;
+  std::string big = R"({"seq":1,"ts":0,"run":"","type":"thinking","payload":{"text":")" + std::string(100, 'x') + "\"}}";
+  s = decode(big, limits);
+  CHECK(s.code() == errc::invalid_input);
+  CHECK_THAT(s.message(), Catch::Contains("json_bytes_max (64)"));
+
+  // The same documents pass with default limits.
+  CHECK(decode(deep).is_ok());
+  CHECK(decode(big).is_ok());
+}
+
+TEST_CASE("manifests round-trip and default optional fields") {
+  auto m = sample_manifest();
+  std::string json;
+  REQUIRE(encode_manifest(m, &json).is_ok());
+  manifest back;
+  REQUIRE(decode_manifest(json, &back).is_ok());
+  CHECK(back == m);
+
+  REQUIRE(decode_manifest(R"({"id":"t","agent_id":"a","status":"open","created_at":1,"updated_at":2,"last_seq":0})", &back).is_ok());
+  CHECK(back.parent == parent_kind::none);
+  CHECK(back.tags.empty());
+  CHECK(back.config == "{}");
+  CHECK(back.updated_at_ms == 2);
+}
+
+TEST_CASE("bad manifests are refused, naming the field") {
+  manifest back;
+  auto check = [&](const char* json, const char* mentions) {
+    INFO(json);
+    auto s = decode_manifest(json, &back);
+    CHECK(s.code() == errc::invalid_input);
+    CHECK_THAT(s.message(), Catch::Contains(mentions));
+  };
+  check(R"({"agent_id":"a","status":"open","created_at":1,"updated_at":2,"last_seq":0})", "manifest.id: missing");
+  check(R"({"id":"../x","agent_id":"a","status":"open","created_at":1,"updated_at":2,"last_seq":0})", "manifest.id");
+  check(R"({"id":"t","agent_id":"a","status":"zombie","created_at":1,"updated_at":2,"last_seq":0})", "manifest.status: unknown status 'zombie'");
+  check(R"({"id":"t","agent_id":"a","status":"open","created_at":1,"updated_at":2,"last_seq":0,"tags":"x"})", "manifest.tags: expected an array");
+  check(R"({"id":"t","agent_id":"a","status":"open","created_at":1,"updated_at":2,"last_seq":0,"config":[]})", "manifest.config: expected an object");
+  check(R"({"v":2,"id":"t","agent_id":"a","status":"open","created_at":1,"updated_at":2,"last_seq":0})", "newer");
+  check(R"({"id":"t","agent_id":"a","status":"open","created_at":1,"updated_at":2,"last_seq":0,"parent_kind":"thread"})", "manifest.parent_id");
+
+  auto m = sample_manifest();
+  m.tags = {"ok", "not ok"};
+  std::string json;
+  auto s = encode_manifest(m, &json);
+  CHECK(s.code() == errc::invalid_input);
+  CHECK_THAT(s.message(), Catch::Contains("manifest.tags"));
+  m = sample_manifest();
+  m.config = "{";
+  CHECK(encode_manifest(m, &json).code() == errc::invalid_input);
+}

@@ -1,0 +1,421 @@
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <set>
+
+#include "persistence/event_log.hpp"
+#include "persistence/keys.hpp"
+#include "tests/support/log_fixtures.hpp"
+#include "tests/support/raw_db.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using namespace skein;
+using namespace skein::test;
+
+namespace {
+
+std::unique_ptr<event_log> open_log(const std::string& path, durability mode = durability::sync) {
+  log_options o;
+  o.path = path;
+  o.mode = mode;
+  std::unique_ptr<event_log> log;
+  auto s = event_log::open(o, &log);
+  INFO(s.to_string());
+  REQUIRE(s.is_ok());
+  return log;
+}
+
+std::vector<event> read_all(event_log& log, const std::string& thread) {
+  std::vector<event> out;
+  auto s = log.read_events(thread, 1, 0, &out);
+  INFO(s.to_string());
+  REQUIRE(s.is_ok());
+  return out;
+}
+
+std::vector<std::string> ids_of(const thread_page& page) {
+  std::vector<std::string> out;
+  for (const auto& m : page.threads) out.push_back(m.id);
+  return out;
+}
+
+// Every thread id of a query, page by page.
+std::vector<std::string> list_all(event_log& log, thread_query q, size_t* pages = nullptr) {
+  std::vector<std::string> out;
+  thread_page page;
+  size_t n = 0;
+  do {
+    auto s = log.list_threads(q, &page);
+    INFO(s.to_string());
+    REQUIRE(s.is_ok());
+    for (auto& id : ids_of(page)) out.push_back(id);
+    q.cursor = page.next_cursor;
+    ++n;
+  } while (!q.cursor.empty());
+  if (pages) *pages = n;
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("events iterate in numeric seq order and never cross threads") {
+  temp_dir dir;
+  auto log = open_log(dir.str());
+  for (uint64_t seq = 1; seq <= 300; ++seq) {
+    auto t = make_tick("t1", seq, 1);
+    REQUIRE(log->commit(t).is_ok());
+  }
+  auto t10 = make_tick("t10", 1, 5);
+  REQUIRE(log->commit(t10).is_ok());
+  auto t0 = make_tick("t", 1, 2);
+  REQUIRE(log->commit(t0).is_ok());
+
+  auto events = read_all(*log, "t1");
+  REQUIRE(events.size() == 300);
+  for (size_t i = 0; i < events.size(); ++i) {
+    CHECK(events[i].seq == i + 1);
+    CHECK(events[i].text == "m" + std::to_string(i + 1));
+  }
+  CHECK(read_all(*log, "t10").size() == 5);
+  CHECK(read_all(*log, "t").size() == 2);
+
+  std::vector<event> page;
+  REQUIRE(log->read_events("t1", 255, 10, &page).is_ok());
+  CHECK(seqs_of(page) == std::vector<uint64_t>{255, 256, 257, 258, 259, 260, 261, 262, 263, 264});
+  REQUIRE(log->read_events("t1", 299, 10, &page).is_ok());
+  CHECK(seqs_of(page) == std::vector<uint64_t>{299, 300});
+  REQUIRE(log->read_events("nope", 1, 0, &page).is_ok());
+  CHECK(page.empty());
+
+  manifest m;
+  REQUIRE(log->read_manifest("t1", &m).is_ok());
+  CHECK(m.last_seq == 300);
+}
+
+TEST_CASE("a commit that does not continue the log exactly is rejected and writes nothing") {
+  temp_dir dir;
+  auto log = open_log(dir.str());
+  auto first = make_tick("t", 1, 3);
+  REQUIRE(log->commit(first).is_ok());
+  manifest before;
+  REQUIRE(log->read_manifest("t", &before).is_ok());
+
+  SECTION("gap") {
+    auto t = make_tick("t", 5, 1);
+    auto s = log->commit(t);
+    CHECK(s.code() == errc::conflict);
+    CHECK_THAT(s.message(), Catch::Contains("expected 4"));
+  }
+  SECTION("duplicate") {
+    auto t = make_tick("t", 3, 2);
+    CHECK(log->commit(t).code() == errc::conflict);
+  }
+  SECTION("seqs out of order inside the tick") {
+    auto t = make_tick("t", 4, 2);
+    std::swap(t.events[0].seq, t.events[1].seq);
+    CHECK(log->commit(t).code() == errc::conflict);
+  }
+  SECTION("wrong thread in the manifest") {
+    auto t = make_tick("t", 4, 1);
+    t.manifest.id = "other";
+    auto s = log->commit(t);
+    CHECK(s.code() == errc::invalid_input);
+    CHECK_THAT(s.message(), Catch::Contains("tick.manifest.id"));
+  }
+  SECTION("create of an existing thread") {
+    auto t = make_tick("t", 1, 1);
+    CHECK(log->commit(t).code() == errc::conflict);
+  }
+  SECTION("append to a thread that does not exist") {
+    auto t = make_tick("ghost", 2, 1);
+    t.create = false;
+    CHECK(log->commit(t).code() == errc::not_found);
+  }
+  SECTION("invalid event content") {
+    auto t = make_tick("t", 4, 2);
+    t.events[1].text = "\xff";
+    auto s = log->commit(t);
+    CHECK(s.code() == errc::invalid_input);
+    CHECK_THAT(s.message(), Catch::Contains("UTF-8"));
+  }
+  SECTION("too many events in one tick") {
+    log_options o;
+    o.path = dir.str("small");
+    o.tick_events_max = 4;
+    std::unique_ptr<event_log> small;
+    REQUIRE(event_log::open(o, &small).is_ok());
+    auto t = make_tick("t", 1, 5);
+    auto s = small->commit(t);
+    CHECK(s.code() == errc::invalid_input);
+    CHECK_THAT(s.message(), Catch::Contains("tick_events_max (4)"));
+  }
+
+  CHECK(seqs_of(read_all(*log, "t")) == std::vector<uint64_t>{1, 2, 3});
+  manifest after;
+  REQUIRE(log->read_manifest("t", &after).is_ok());
+  CHECK(after == before);
+  CHECK(log->writable());
+  auto next = make_tick("t", 4, 1);
+  CHECK(log->commit(next).is_ok());
+}
+
+TEST_CASE("a group commit writes the valid ticks in one write and refuses the others alone") {
+  temp_dir dir;
+  auto log = open_log(dir.str());
+  auto a1 = make_tick("a", 1, 2), a2 = make_tick("a", 3, 1), bad = make_tick("b", 2, 1),
+       c1 = make_tick("c", 1, 1);
+  bad.create = false;
+  tick* ticks[] = {&a1, &a2, &bad, &c1};
+  status results[4];
+  log->commit_group(ticks, results);
+  CHECK(results[0].is_ok());
+  CHECK(results[1].is_ok());
+  CHECK(results[2].code() == errc::not_found);
+  CHECK(results[3].is_ok());
+  CHECK(a2.manifest.last_seq == 3);
+  auto c = log->counters();
+  CHECK(c.writes == 1);
+  CHECK(c.commits == 3);
+  CHECK(c.events == 4);
+  CHECK(c.rejected == 1);
+  CHECK(seqs_of(read_all(*log, "a")) == std::vector<uint64_t>{1, 2, 3});
+  manifest m;
+  CHECK(log->read_manifest("b", &m).code() == errc::not_found);
+}
+
+TEST_CASE("threads are listed through the index in a total order, page by page") {
+  temp_dir dir;
+  auto log = open_log(dir.str());
+  std::set<std::string> agent_x;
+  for (int i = 0; i < 25; ++i) {
+    std::string id = "th" + std::to_string(i);
+    auto t = make_tick(id, 1, 1, i % 2 == 0 ? "x" : "y");
+    t.manifest.updated_at_ms = 1000 + (i * 7919) % 25;  // distinct, shuffled
+    if (i % 5 == 0) t.manifest.tags = {"five"};
+    if (i > 0 && i % 3 == 0) {
+      t.manifest.parent = parent_kind::thread;
+      t.manifest.parent_id = "th0";
+    }
+    REQUIRE(log->commit(t).is_ok());
+    if (i % 2 == 0) agent_x.insert(id);
+  }
+
+  thread_query q;
+  q.index = thread_query::by::agent;
+  q.value = "x";
+  q.limit = 4;
+  size_t pages = 0;
+  auto xs = list_all(*log, q, &pages);
+  CHECK(xs.size() == 13);
+  CHECK(pages == 4);
+  CHECK(std::set<std::string>(xs.begin(), xs.end()) == agent_x);
+  CHECK(std::is_sorted(xs.begin(), xs.end()));
+
+  q.index = thread_query::by::tag;
+  q.value = "five";
+  CHECK(list_all(*log, q) == std::vector<std::string>{"th0", "th10", "th15", "th20", "th5"});
+
+  q.index = thread_query::by::parent;
+  q.value = "th0";
+  CHECK(list_all(*log, q).size() == 8);
+
+  q.index = thread_query::by::updated;
+  q.value.clear();
+  q.limit = 7;
+  auto by_time = list_all(*log, q);
+  REQUIRE(by_time.size() == 25);
+  std::vector<int64_t> times;
+  for (const auto& id : by_time) {
+    manifest m;
+    REQUIRE(log->read_manifest(id, &m).is_ok());
+    times.push_back(m.updated_at_ms);
+  }
+  CHECK(std::is_sorted(times.rbegin(), times.rend()));  // newest first
+
+  q.index = thread_query::by::status;
+  q.value = "open";
+  q.limit = 1000;
+  CHECK(list_all(*log, q).size() == 25);
+
+  // A status change moves the thread between status indexes in the same batch.
+  auto run = make_tick("th3", 2, 1, "y");
+  run.manifest.status = thread_status::running;
+  run.manifest.parent = parent_kind::thread;
+  run.manifest.parent_id = "th0";
+  REQUIRE(log->commit(run).is_ok());
+  CHECK(list_all(*log, q).size() == 24);
+  std::vector<std::string> running;
+  REQUIRE(log->list_running(&running).is_ok());
+  CHECK(running == std::vector<std::string>{"th3"});
+}
+
+TEST_CASE("listing refuses bad queries with errors naming the field") {
+  temp_dir dir;
+  auto log = open_log(dir.str());
+  thread_page page;
+  thread_query q;
+  q.value = "a";
+  q.limit = 0;
+  CHECK_THAT(log->list_threads(q, &page).message(), Catch::Contains("limit"));
+  q.limit = thread_query::limit_max + 1;
+  CHECK(log->list_threads(q, &page).code() == errc::invalid_input);
+  q.limit = 10;
+  q.cursor = "zz";
+  CHECK_THAT(log->list_threads(q, &page).message(), Catch::Contains("cursor"));
+  q.cursor.clear();
+  q.index = thread_query::by::status;
+  q.value = "zombie";
+  CHECK_THAT(log->list_threads(q, &page).message(), Catch::Contains("status"));
+  q.index = thread_query::by::agent;
+  q.value = "a/b";
+  CHECK_THAT(log->list_threads(q, &page).message(), Catch::Contains("agent"));
+}
+
+TEST_CASE("a result event writes a usage row in the same batch") {
+  temp_dir dir;
+  {
+    auto log = open_log(dir.str());
+    auto t = make_tick("t", 1, 1);
+    event r = make_result({5, 6, 0, 0}, 0.5, 10, 1, "completed");
+    r.seq = 2;
+    r.ts_ms = 4242;
+    t.events.push_back(r);
+    REQUIRE(log->commit(t).is_ok());
+  }
+  raw_db raw{dir.str()};
+  std::string value;
+  REQUIRE(raw.get("usage", keys::usage_key(4242, "t", 2), &value));
+  CHECK_THAT(value, Catch::Contains(R"("input_tokens":5)"));
+  CHECK_THAT(value, Catch::Contains(R"("agent_id":"agent")"));
+}
+
+TEST_CASE("erasing a thread leaves no key of it in any column family, and is idempotent") {
+  temp_dir dir;
+  {
+    auto log = open_log(dir.str());
+    auto t = make_tick("gone", 1, 3);
+    t.manifest.tags = {"x"};
+    t.manifest.parent = parent_kind::task;
+    t.manifest.parent_id = "task1";
+    event r = make_result({1, 1, 0, 0}, 0.1, 1, 1, "completed");
+    r.seq = 4;
+    r.ts_ms = 77;
+    t.events.push_back(r);
+    REQUIRE(log->commit(t).is_ok());
+    auto keep = make_tick("gone.1", 1, 2);  // shares a prefix with the erased thread
+    REQUIRE(log->commit(keep).is_ok());
+  }
+  {
+    // Keys that effect actors and the embedder write.
+    raw_db raw{dir.str()};
+    raw.put("effects", keys::effect_key("title", "gone"), "x");
+    raw.put("effects", keys::effect_key("usage", "gone"), "x");
+    raw.put("effects", keys::effect_key("usage", "gone.1"), "x");
+    raw.put("embeddings", keys::event_key("gone", 2), "v");
+  }
+  auto log = open_log(dir.str());
+  size_t n = 0;
+  REQUIRE(log->count_thread_keys("gone", &n).is_ok());
+  CHECK(n == 1 + 4 + 5 + 1 + 2 + 1);  // manifest, events, index, usage, effects, embedding
+  size_t kept_before = 0;
+  REQUIRE(log->count_thread_keys("gone.1", &kept_before).is_ok());
+
+  REQUIRE(log->erase_thread("gone").is_ok());
+  REQUIRE(log->count_thread_keys("gone", &n).is_ok());
+  CHECK(n == 0);
+  manifest m;
+  CHECK(log->read_manifest("gone", &m).code() == errc::not_found);
+  CHECK(log->erase_thread("gone").is_ok());
+  CHECK(log->erase_thread("never-was").is_ok());
+
+  size_t kept_after = 0;
+  REQUIRE(log->count_thread_keys("gone.1", &kept_after).is_ok());
+  CHECK(kept_after == kept_before);
+  CHECK(read_all(*log, "gone.1").size() == 2);
+
+  // The id can be used again from seq 1.
+  auto again = make_tick("gone", 1, 1);
+  CHECK(log->commit(again).is_ok());
+}
+
+TEST_CASE("a stored value that fails to parse is reported as corruption with its key") {
+  temp_dir dir;
+  {
+    auto log = open_log(dir.str());
+    auto t = make_tick("t", 1, 3);
+    REQUIRE(log->commit(t).is_ok());
+  }
+  {
+    raw_db raw{dir.str()};
+    raw.put("events", keys::event_key("t", 2), "{not json");
+    raw.put("threads", "u", "{\"id\":\"u\"}");
+  }
+  auto log = open_log(dir.str());
+  std::vector<event> events;
+  auto s = log->read_events("t", 1, 0, &events);
+  CHECK(s.code() == errc::corruption);
+  CHECK_THAT(s.message(), Catch::Contains("t#2"));
+  manifest m;
+  s = log->read_manifest("u", &m);
+  CHECK(s.code() == errc::corruption);
+  CHECK_THAT(s.message(), Catch::Contains("threads key u"));
+  auto next = make_tick("u", 1, 1);
+  next.create = false;
+  CHECK(log->commit(next).code() == errc::corruption);
+}
+
+TEST_CASE("a database written by a newer schema is refused") {
+  temp_dir dir;
+  { open_log(dir.str()); }
+  {
+    raw_db raw{dir.str()};
+    std::string v;
+    REQUIRE(raw.get("meta", "schema_version", &v));
+    CHECK(v == std::to_string(schema_version));
+    raw.put("meta", "schema_version", std::to_string(schema_version + 1));
+  }
+  log_options o;
+  o.path = dir.str();
+  std::unique_ptr<event_log> log;
+  auto s = event_log::open(o, &log);
+  CHECK(s.code() == errc::conflict);
+  CHECK_THAT(s.message(), Catch::Contains("newer"));
+  CHECK(log == nullptr);
+}
+
+TEST_CASE("durability modes: memory touches no disk, flush and sync persist across reopen") {
+  temp_dir dir;
+  SECTION("memory") {
+    auto log = open_log(dir.str("mem"), durability::memory);
+    auto t = make_tick("t", 1, 2);
+    REQUIRE(log->commit(t).is_ok());
+    CHECK(read_all(*log, "t").size() == 2);
+    CHECK_FALSE(std::filesystem::exists(dir.path() / "mem"));
+  }
+  for (auto mode : {durability::flush, durability::sync}) {
+    DYNAMIC_SECTION("mode " << to_string(mode)) {
+      {
+        auto log = open_log(dir.str(), mode);
+        CHECK(log->mode() == mode);
+        auto t = make_tick("t", 1, 2);
+        REQUIRE(log->commit(t).is_ok());
+      }
+      auto log = open_log(dir.str(), mode);
+      CHECK(read_all(*log, "t").size() == 2);
+    }
+  }
+  SECTION("names") {
+    durability d;
+    CHECK(parse_durability("flush", &d));
+    CHECK(d == durability::flush);
+    CHECK_FALSE(parse_durability("fast", &d));
+  }
+}
+
+TEST_CASE("opening without create_if_missing reports a missing database") {
+  temp_dir dir;
+  log_options o;
+  o.path = dir.str("absent");
+  o.create_if_missing = false;
+  std::unique_ptr<event_log> log;
+  CHECK(event_log::open(o, &log).code() == errc::not_found);
+}

@@ -1,0 +1,44 @@
+// Builders for ticks and manifests shared by the persistence and actor tests.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "persistence/event_log.hpp"
+
+namespace skein::test {
+
+inline manifest make_manifest(const std::string& thread, const std::string& agent = "agent",
+                              int64_t updated_at_ms = 1000) {
+  manifest m;
+  m.id = thread;
+  m.agent_id = agent;
+  m.created_at_ms = 1000;
+  m.updated_at_ms = updated_at_ms;
+  return m;
+}
+
+// A tick of `count` user messages with seqs first..first+count-1.
+inline tick make_tick(const std::string& thread, uint64_t first, size_t count,
+                      const std::string& agent = "agent") {
+  tick t;
+  t.thread_id = thread;
+  t.create = first == 1;
+  t.manifest = make_manifest(thread, agent);
+  for (size_t i = 0; i < count; ++i) {
+    event e = make_message(message_role::user, "m" + std::to_string(first + i));
+    e.seq = first + i;
+    e.ts_ms = 1000 + static_cast<int64_t>(first + i);
+    e.run_id = "run";
+    t.events.push_back(std::move(e));
+  }
+  return t;
+}
+
+inline std::vector<uint64_t> seqs_of(const std::vector<event>& events) {
+  std::vector<uint64_t> out;
+  for (const auto& e : events) out.push_back(e.seq);
+  return out;
+}
+
+}  // namespace skein::test
