@@ -1,1 +1,196 @@
-int main() { return 0; }
+// skein-bench: runs benchmark workloads against the event log and the journal,
+// prints a table per workload and, with --json, writes every figure to a file.
+//
+// Exit codes: 0 done, 1 a workload failed (a lost or failed write is a failure,
+// not a figure), 64 bad usage.
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "bench/report.hpp"
+#include "bench/workloads.hpp"
+
+namespace skein::bench {
+namespace {
+
+constexpr int exit_failure = 1;
+constexpr int exit_usage = 64;
+constexpr double scale_max = 100;
+
+struct workload {
+  std::string_view name;
+  std::string_view description;
+  status (*run)(const bench_options&, std::string* json);
+};
+
+constexpr workload workloads[] = {
+    {"append", "256 threads x 200 one-event ticks through the journal in each durability "
+               "mode, vs RocksDB Puts", run_append},
+};
+
+struct command_line {
+  std::vector<const workload*> chosen;  // in the order named, each once
+  bench_options options;
+  std::string json_path;
+  bool help = false;
+};
+
+void print_usage(std::FILE* out) {
+  std::fprintf(out,
+               "usage: skein-bench [workload...] [--scale F] [--dir DIR] [--json FILE] "
+               "[--quiet]\n\n"
+               "Runs the named workloads, or all of them when none is named.\n\n"
+               "workloads:\n");
+  for (const auto& w : workloads)
+    std::fprintf(out, "  %-10.*s %.*s\n", static_cast<int>(w.name.size()), w.name.data(),
+                 static_cast<int>(w.description.size()), w.description.data());
+  std::fprintf(out,
+               "\noptions:\n"
+               "  --scale F    multiply every size by F (default 1.0; 0 < F <= %g)\n"
+               "  --dir DIR    create the databases under DIR, replacing earlier ones of the\n"
+               "               same name, and keep them (default: a fresh directory under the\n"
+               "               system temp dir, removed at the end)\n"
+               "  --json FILE  also write every figure and the machine to FILE as JSON\n"
+               "  --quiet      no progress bar (there is none anyway when stderr is no terminal)\n"
+               "  --help       print this and exit\n",
+               scale_max);
+}
+
+const workload* find_workload(std::string_view name) {
+  for (const auto& w : workloads) {
+    if (w.name == name) return &w;
+  }
+  return nullptr;
+}
+
+bool parse_scale(const char* text, double* out) {
+  char* end = nullptr;
+  double v = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !std::isfinite(v) || v <= 0 || v > scale_max) return false;
+  *out = v;
+  return true;
+}
+
+// Returns "" on success, else what is wrong, naming the offending argument.
+std::string parse(int argc, char** argv, command_line* out) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    bool has_value = i + 1 < argc;
+    if (arg == "--help" || arg == "-h") {
+      out->help = true;
+    } else if (arg == "--quiet") {
+      out->options.quiet = true;
+    } else if (arg == "--scale" || arg == "--dir" || arg == "--json") {
+      if (!has_value) return std::string{arg} + " needs a value";
+      const char* value = argv[++i];
+      if (*value == '\0') return std::string{arg} + " needs a non-empty value";
+      if (arg == "--dir") out->options.dir = value;
+      else if (arg == "--json") out->json_path = value;
+      else if (!parse_scale(value, &out->options.scale))
+        return "--scale '" + std::string{value} + "': not a number in (0, " +
+               std::to_string(static_cast<int>(scale_max)) + "]";
+    } else if (arg.starts_with("-")) {
+      return "unknown option '" + std::string{arg} + "'";
+    } else if (const workload* w = find_workload(arg)) {
+      if (std::find(out->chosen.begin(), out->chosen.end(), w) == out->chosen.end())
+        out->chosen.push_back(w);
+    } else {
+      return "unknown workload '" + std::string{arg} + "'";
+    }
+  }
+  if (out->chosen.empty()) {
+    for (const auto& w : workloads) out->chosen.push_back(&w);
+  }
+  return {};
+}
+
+// The directory the databases go to. One made here is removed with everything in
+// it when the run ends; one the user named is kept.
+class bench_dir {
+ public:
+  bench_dir() = default;
+  bench_dir(const bench_dir&) = delete;
+  bench_dir& operator=(const bench_dir&) = delete;
+  ~bench_dir() {
+    std::error_code ec;
+    if (owned_) std::filesystem::remove_all(path_, ec);
+  }
+
+  status open(const std::string& requested) {
+    std::error_code ec;
+    if (!requested.empty()) {
+      path_ = requested;
+      std::filesystem::create_directories(path_, ec);
+      if (ec) return status::io_error("--dir " + path_ + ": " + ec.message());
+      return status::ok();
+    }
+    auto base = std::filesystem::temp_directory_path(ec);
+    if (ec) return status::io_error("no temp directory: " + ec.message());
+    std::string pattern = (base / "skein-bench-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr)
+      return status::io_error("mkdtemp " + pattern + ": " + std::strerror(errno));
+    path_ = pattern;
+    owned_ = true;
+    return status::ok();
+  }
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  bool owned_ = false;
+};
+
+int run(const command_line& cl) {
+  bench_dir dir;
+  if (status s = dir.open(cl.options.dir); !s) {
+    std::fprintf(stderr, "skein-bench: %s\n", s.message().c_str());
+    return exit_failure;
+  }
+  bench_options options = cl.options;
+  options.dir = dir.path();
+  std::vector<std::pair<std::string, std::string>> figures;
+  for (size_t i = 0; i < cl.chosen.size(); ++i) {
+    const workload* w = cl.chosen[i];
+    if (i > 0) std::printf("\n");
+    std::string json;
+    if (status s = w->run(options, &json); !s) {
+      std::fprintf(stderr, "skein-bench: %.*s: %s\n", static_cast<int>(w->name.size()),
+                   w->name.data(), s.to_string().c_str());
+      return exit_failure;
+    }
+    figures.emplace_back(std::string{w->name}, std::move(json));
+  }
+  if (cl.json_path.empty()) return 0;
+  status s = write_report(cl.json_path, options.scale, probe_machine(options.dir), figures);
+  if (!s) {
+    std::fprintf(stderr, "skein-bench: %s\n", s.message().c_str());
+    return exit_failure;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace skein::bench
+
+int main(int argc, char** argv) {
+  using namespace skein::bench;
+  command_line cl;
+  if (std::string error = parse(argc, argv, &cl); !error.empty()) {
+    std::fprintf(stderr, "skein-bench: %s (see --help)\n", error.c_str());
+    return exit_usage;
+  }
+  if (cl.help) {
+    print_usage(stdout);
+    return 0;
+  }
+  return run(cl);
+}
