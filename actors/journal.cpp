@@ -3,6 +3,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/after.hpp>
 #include <caf/blocking_actor.hpp>
+#include <caf/event_based_actor.hpp>
 #include <caf/exit_reason.hpp>
 #include <caf/scoped_actor.hpp>
 #include <chrono>
@@ -24,7 +25,17 @@ struct erase_request {
   caf::response_promise promise;
 };
 
-using request = std::variant<commit_request, erase_request>;
+struct agent_request {
+  agent_config agent;
+  caf::response_promise promise;
+};
+
+using request = std::variant<commit_request, erase_request, agent_request>;
+
+void answer(caf::response_promise& promise, const status& s) {
+  if (s) promise.deliver(caf::unit);
+  else promise.deliver(to_error(s));
+}
 
 class journal_loop {
  public:
@@ -38,6 +49,9 @@ class journal_loop {
     auto on_erase = [&](erase_atom, std::string& id) {
       queue_.push_back(erase_request{std::move(id), self_->make_response_promise()});
     };
+    auto on_agent = [&](caf::put_atom, agent_config& a) {
+      queue_.push_back(agent_request{std::move(a), self_->make_response_promise()});
+    };
     auto on_close = [&](caf::close_atom) {
       closing_ = true;
       close_promise_ = self_->make_response_promise();
@@ -46,11 +60,11 @@ class journal_loop {
     auto on_exit = [&](caf::exit_msg&) { closing_ = true; };
     bool drained = false;
     while (!closing_) {
-      self_->receive(on_commit, on_erase, on_close, on_stats, on_exit);  // block for work
+      self_->receive(on_commit, on_erase, on_agent, on_close, on_stats, on_exit);  // block for work
       // Take everything that queued up while the previous write was in flight.
       drained = false;
       while (!drained && !closing_ && queue_.size() < options_.group_ticks_max) {
-        self_->receive(on_commit, on_erase, on_close, on_stats, on_exit,
+        self_->receive(on_commit, on_erase, on_agent, on_close, on_stats, on_exit,
                        caf::after(std::chrono::seconds(0)) >> [&] { drained = true; });
       }
       flush();
@@ -75,9 +89,12 @@ class journal_loop {
     size_t i = 0;
     while (i < queue_.size()) {
       if (auto* e = std::get_if<erase_request>(&queue_[i])) {
-        status s = log_->erase_thread(e->thread_id);
-        if (s) e->promise.deliver(caf::unit);
-        else e->promise.deliver(to_error(s));
+        answer(e->promise, log_->erase_thread(e->thread_id));
+        ++i;
+        continue;
+      }
+      if (auto* a = std::get_if<agent_request>(&queue_[i])) {
+        answer(a->promise, log_->put_agent(a->agent));
         ++i;
         continue;
       }
@@ -124,9 +141,41 @@ status blocking_request(caf::actor_system& sys, const caf::actor& journal, Ts&&.
   return result;
 }
 
+// The scheduled variant: same log calls, one request at a time.
+caf::behavior inline_journal(caf::event_based_actor* self, event_log* log) {
+  auto groups = std::make_shared<uint64_t>(0);
+  return {
+      [=](commit_atom, tick& t) -> caf::result<uint64_t> {
+        ++*groups;
+        if (status s = log->commit(t); !s) return to_error(s);
+        return t.manifest.last_seq;
+      },
+      [=](erase_atom, std::string& id) -> caf::result<void> {
+        if (status s = log->erase_thread(id); !s) return to_error(s);
+        return caf::unit;
+      },
+      [=](caf::put_atom, agent_config& a) -> caf::result<void> {
+        if (status s = log->put_agent(a); !s) return to_error(s);
+        return caf::unit;
+      },
+      [=](caf::close_atom) {
+        self->quit();
+        return caf::unit;
+      },
+      [=](caf::get_atom, stats_atom) {
+        journal_stats s;
+        s.log = log->counters();
+        s.groups = *groups;
+        s.queued_max = 1;
+        return s;
+      },
+  };
+}
+
 }  // namespace
 
 caf::actor spawn_journal(caf::actor_system& sys, event_log& log, journal_options options) {
+  if (!options.detached) return sys.spawn(inline_journal, &log);
   return sys.spawn<caf::detached>([&log, options](caf::blocking_actor* self) {
     journal_loop loop{self, &log, options};
     loop.run();

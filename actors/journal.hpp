@@ -4,6 +4,7 @@
 // Protocol (requests; replies follow the order of the requests):
 //   (commit_atom, tick)        -> uint64_t last_seq      | error
 //   (erase_atom, std::string)  -> caf::unit              | error
+//   (put_atom, agent_config)   -> caf::unit              | error
 //   (close_atom)               -> caf::unit  after everything queued before it is written
 //   (get_atom, stats_atom)     -> journal_stats
 // Every commit queued while a write is in flight is merged into the next batch:
@@ -30,6 +31,10 @@ using stats_atom = caf::atom_constant<caf::atom("stats")>;
 
 struct journal_options {
   size_t group_ticks_max = 4096;  // ticks merged into one write at most
+  // false: an event-based actor on the actor system's scheduler that writes each
+  // request as it comes (no grouping). For deterministic tests under CAF's test
+  // coordinator, which cannot drive a detached actor's own thread.
+  bool detached = true;
 };
 
 struct journal_stats {
@@ -50,4 +55,5 @@ status journal_close(caf::actor_system& sys, const caf::actor& journal);
 }  // namespace skein
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::tick)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::agent_config)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::journal_stats)

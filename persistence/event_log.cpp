@@ -29,10 +29,10 @@ namespace skein {
 namespace {
 
 enum cf_id : size_t { cf_default, cf_threads, cf_events, cf_index, cf_usage, cf_effects,
-                         cf_embeddings, cf_schedules, cf_meta, cf_count };
+                      cf_embeddings, cf_schedules, cf_agents, cf_meta, cf_count };
 
 constexpr const char* cf_names[cf_count] = {"default", "threads", "events", "index", "usage",
-                                            "effects", "embeddings", "schedules", "meta"};
+                                            "effects", "embeddings", "schedules", "agents", "meta"};
 
 constexpr const char* schema_key = "schema_version";
 
@@ -308,6 +308,16 @@ status event_log::prepare(tick& t, const projection* prev, rocksdb::WriteBatch* 
     }
   }
 
+  if (!t.idempotency_key.empty()) {
+    SKEIN_TRY(validate_id(t.idempotency_key, "idempotency_key"));
+    if (t.events.empty())
+      return status::invalid_input("tick.idempotency_key: needs the run's first events");
+    std::string v;
+    keys::put_be64(&v, t.events.front().seq);
+    v += t.run_id;
+    batch->Put(impl_->cf(cf_index), keys::idempotency_key(t.thread_id, t.idempotency_key), v);
+  }
+
   next->last_seq = last;
   next->index_keys = index_keys_of(t.manifest);
   static const std::vector<std::string> none;
@@ -439,6 +449,9 @@ status event_log::erase_thread(std::string_view thread_id) {
     if (e.type == event_type::result)
       batch.Delete(impl_->cf(cf_usage), keys::usage_key(e.ts_ms, id, e.seq));
   }
+  std::string idem_begin = keys::idempotency_prefix(id), idem_end = idem_begin;
+  idem_end.back() = static_cast<char>(idem_end.back() + 1);
+  batch.DeleteRange(impl_->cf(cf_index), idem_begin, idem_end);
   auto begin = keys::event_prefix(id), end = keys::event_prefix_end(id);
   batch.DeleteRange(impl_->cf(cf_events), begin, end);
   batch.DeleteRange(impl_->cf(cf_embeddings), begin, end);
@@ -462,7 +475,55 @@ status event_log::erase_thread(std::string_view thread_id) {
   return status::ok();
 }
 
+status event_log::put_agent(const agent_config& agent) {
+  if (!writable()) return status::io_error("event log refuses writes after a failed write; reopen it");
+  std::string value;
+  SKEIN_TRY(encode_agent(agent, &value));
+  rocksdb::WriteBatch batch;
+  batch.Put(impl_->cf(cf_agents), agent.id, value);
+  return write(&batch, 0);
+}
+
 // --- read side ---------------------------------------------------------------
+
+status event_log::read_agent(std::string_view agent_id, agent_config* out) const {
+  SKEIN_TRY(validate_id(agent_id, "agent id"));
+  std::string value;
+  auto s = impl_->db->Get(rocksdb::ReadOptions(), impl_->cf(cf_agents), agent_id, &value);
+  if (s.IsNotFound()) return status::not_found("agent " + std::string{agent_id} + " does not exist");
+  SKEIN_TRY(from_rocks(s, "read agent"));
+  status d = decode_agent(value, out, options_.limits);
+  if (!d) return status::corruption("agents key " + std::string{agent_id} + ": " + d.message());
+  return status::ok();
+}
+
+status event_log::list_agents(std::vector<agent_config>* out) const {
+  out->clear();
+  std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->cf(cf_agents))};
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    agent_config a;
+    status d = decode_agent(it->value().ToStringView(), &a, options_.limits);
+    if (!d) return status::corruption("agents key " + it->key().ToString() + ": " + d.message());
+    out->push_back(std::move(a));
+  }
+  return from_rocks(it->status(), "scan agents");
+}
+
+status event_log::find_idempotent(std::string_view thread_id, std::string_view key,
+                                  idempotent_run* out) const {
+  SKEIN_TRY(validate_id(thread_id, "thread id"));
+  SKEIN_TRY(validate_id(key, "idempotency_key"));
+  std::string value;
+  auto s = impl_->db->Get(rocksdb::ReadOptions(), impl_->cf(cf_index),
+                          keys::idempotency_key(thread_id, key), &value);
+  if (s.IsNotFound()) return status::not_found("no run used idempotency key " + std::string{key});
+  SKEIN_TRY(from_rocks(s, "read idempotency key"));
+  if (value.size() < 8)
+    return status::corruption("index key " + keys::idempotency_key(thread_id, key) + ": value too short");
+  out->first_seq = keys::get_be64(value);
+  out->run_id = value.substr(8);
+  return status::ok();
+}
 
 status event_log::read_manifest(std::string_view thread_id, manifest* out) const {
   SKEIN_TRY(validate_id(thread_id, "thread id"));
@@ -594,7 +655,7 @@ status event_log::count_thread_keys(std::string_view thread_id, size_t* out) con
   *out = 0;
   std::string id{thread_id};
   for (size_t c = 0; c < cf_count; ++c) {
-    if (c == cf_meta || c == cf_default) continue;
+    if (c == cf_meta || c == cf_default || c == cf_agents || c == cf_schedules) continue;
     std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->cf(static_cast<cf_id>(c)))};
     if (c == cf_events || c == cf_embeddings) {
       rocksdb::ReadOptions ro;
@@ -608,7 +669,9 @@ status event_log::count_thread_keys(std::string_view thread_id, size_t* out) con
         case cf_threads: mine = key == id; break;
         case cf_events:
         case cf_embeddings: mine = key.starts_with(keys::event_prefix(id)); break;
-        case cf_index: mine = key.ends_with("/" + id); break;
+        case cf_index:
+          mine = key.ends_with("/" + id) || key.starts_with(keys::idempotency_prefix(id));
+          break;
         case cf_usage: mine = key.size() > 17 && key.substr(8, key.size() - 17) == id; break;
         case cf_effects: mine = key.ends_with(std::string(1, '\0') + id); break;
         default: break;

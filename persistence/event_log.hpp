@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "runtime/model/agent.hpp"
 #include "runtime/model/event.hpp"
 #include "runtime/model/json_codec.hpp"
 #include "runtime/model/manifest.hpp"
@@ -64,6 +65,15 @@ struct tick {
   bool create = false;        // true: the thread must not exist yet; false: it must
   std::vector<event> events;  // seqs continue the log: last_seq+1, last_seq+2, ...
   skein::manifest manifest;   // id must equal thread_id; last_seq is set by the log
+  // Set on the first tick of a run whose input carried an idempotency key: maps
+  // the key to the run (and the seq of the tick's first event) for retried sends.
+  std::string idempotency_key;
+  std::string run_id;
+};
+
+struct idempotent_run {
+  std::string run_id;
+  uint64_t first_seq = 0;
 };
 
 struct thread_query {
@@ -108,6 +118,8 @@ class event_log {
   void commit_group(std::span<tick* const> ticks, std::span<status> results);
   // Removes every key of the thread from every column family. Idempotent.
   status erase_thread(std::string_view thread_id);
+  // Stores an agent's configuration (agents column family); replaces one with the same id.
+  status put_agent(const agent_config& agent);
 
   // --- read side: any thread ---
 
@@ -116,6 +128,11 @@ class event_log {
   status read_events(std::string_view thread_id, uint64_t from_seq, size_t limit,
                      std::vector<event>* out) const;
   status list_threads(const thread_query& query, thread_page* out) const;
+  status read_agent(std::string_view agent_id, agent_config* out) const;
+  status list_agents(std::vector<agent_config>* out) const;
+  // The run that first used `key` on the thread; not_found if none did.
+  status find_idempotent(std::string_view thread_id, std::string_view key,
+                         idempotent_run* out) const;
   // Ids of every thread whose status is `running`: the input of recovery.
   status list_running(std::vector<std::string>* out) const;
   // Counts the thread's keys across every column family by full scans: a test and

@@ -7,16 +7,19 @@
 //                   | "s/" status "/" thread-id
 //                   | "t/" tag "/" thread-id
 //                   | "u/" be64(updated_at_ms) "/" thread-id
+//                   | "k/" thread-id "/" idempotency-key      value := be64(first seq) run-id
 //   usage      key := be64(ts_ms) thread-id 0x00 be64(seq)       value := usage JSON
 //   effects    key := effect-name 0x00 thread-id                 value := be64(last seq processed)
 //   embeddings key := thread-id 0x00 be64(seq)                   value := vector
 //   schedules  key := schedule-id                                value := schedule JSON
+//   agents     key := agent-id                                   value := agent JSON
 //   meta       key := "schema_version"                           value := decimal
 //
 // be64 is an 8-byte big-endian unsigned integer. Ids never contain 0x00 or '/'
 // (validate_id), so "t1" 0x00 sorts before "t10" and a thread's events are one
 // contiguous range [thread 0x00, thread 0x01) that no other thread shares.
-// Manifest, event and usage JSON grammars are in runtime/model/json_codec.cpp.
+// Manifest and event JSON grammars are in runtime/model/json_codec.cpp, the agent
+// grammar in runtime/model/agent.hpp, the usage grammar in persistence/event_log.cpp.
 #include "persistence/keys.hpp"
 
 #include <cassert>
@@ -82,6 +85,12 @@ std::string updated_value(int64_t updated_at_ms) {
   std::string v;
   put_be64(&v, static_cast<uint64_t>(updated_at_ms < 0 ? 0 : updated_at_ms));
   return v;
+}
+
+std::string idempotency_prefix(std::string_view thread) { return index_prefix('k', thread); }
+
+std::string idempotency_key(std::string_view thread, std::string_view key) {
+  return index_key('k', thread, key);
 }
 
 std::string usage_key(int64_t ts_ms, std::string_view thread, uint64_t seq) {

@@ -25,6 +25,10 @@ std::string index_prefix(char kind, std::string_view value);
 std::string index_key(char kind, std::string_view value, std::string_view thread);
 std::string updated_value(int64_t updated_at_ms);  // be64 of the (non-negative) time
 
+// index CF, idempotency keys: "k/<thread>/<key>" -> be64(first seq) run-id
+std::string idempotency_prefix(std::string_view thread);
+std::string idempotency_key(std::string_view thread, std::string_view key);
+
 // usage CF: be64(ts) thread 0x00 be64(seq)
 std::string usage_key(int64_t ts_ms, std::string_view thread, uint64_t seq);
 

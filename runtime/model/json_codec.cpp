@@ -29,141 +29,23 @@
 #include "runtime/model/json_codec.hpp"
 
 #include <cmath>
-#include <simdjson.h>
 
 #include "runtime/model/ids.hpp"
+#include "runtime/model/json_reader.hpp"
 #include "runtime/model/json_writer.hpp"
 
 namespace skein {
 namespace {
 
 namespace dom = simdjson::dom;
+using json::object_reader;
 
 constexpr int64_t manifest_format_version = 1;
-
-// --- parsing ---------------------------------------------------------------
-
-status parse_document(std::string_view json, const json_limits& limits, std::string_view what,
-                      dom::element* root) {
-  if (json.size() > limits.json_bytes_max)
-    return status::invalid_input(std::string{what} + ": " + std::to_string(json.size()) +
-                                 " bytes exceeds json_bytes_max (" +
-                                 std::to_string(limits.json_bytes_max) + ")");
-  thread_local dom::parser parser;
-  thread_local size_t parser_depth = 0;
-  if (parser_depth != limits.json_depth_max) {
-    if (parser.allocate(std::max<size_t>(json.size(), 4096), limits.json_depth_max) !=
-        simdjson::SUCCESS)
-      return status::overloaded(std::string{what} + ": cannot allocate a JSON parser");
-    parser_depth = limits.json_depth_max;
-  }
-  auto err = parser.parse(json.data(), json.size(), true).get(*root);
-  if (err == simdjson::SUCCESS) return status::ok();
-  if (err == simdjson::DEPTH_ERROR)
-    return status::invalid_input(std::string{what} + ": nesting exceeds json_depth_max (" +
-                                 std::to_string(limits.json_depth_max) + ")");
-  if (err == simdjson::UTF8_ERROR)
-    return status::invalid_input(std::string{what} + ": invalid UTF-8");
-  return status::invalid_input(std::string{what} + ": malformed JSON (" +
-                               simdjson::error_message(err) + ")");
-}
-
-// Reads fields of one object, naming "<context>.<field>" in errors.
-class object_reader {
- public:
-  object_reader(dom::object obj, std::string context) : obj_(obj), context_(std::move(context)) {}
-
-  static status open(dom::element el, std::string context, object_reader* out) {
-    dom::object obj;
-    if (el.get(obj) != simdjson::SUCCESS)
-      return status::invalid_input(context + ": expected an object");
-    *out = object_reader(obj, std::move(context));
-    return status::ok();
-  }
-
-  std::string name(std::string_view field) const { return context_ + "." + std::string{field}; }
-
-  // required == false: absent leaves *out unchanged.
-  status string(std::string_view field, std::string* out, bool required = true) const {
-    dom::element el;
-    if (!find(field, &el, required)) return missing(field, required);
-    std::string_view s;
-    if (el.get(s) != simdjson::SUCCESS) return wrong(field, "a string");
-    out->assign(s);
-    return status::ok();
-  }
-
-  status uint(std::string_view field, uint64_t* out, bool required = true) const {
-    dom::element el;
-    if (!find(field, &el, required)) return missing(field, required);
-    if (el.get(*out) != simdjson::SUCCESS) return wrong(field, "an unsigned integer");
-    return status::ok();
-  }
-
-  status int64(std::string_view field, int64_t* out, bool required = true) const {
-    dom::element el;
-    if (!find(field, &el, required)) return missing(field, required);
-    if (el.get(*out) != simdjson::SUCCESS) return wrong(field, "an integer");
-    return status::ok();
-  }
-
-  status number(std::string_view field, double* out, bool required = true) const {
-    dom::element el;
-    if (!find(field, &el, required)) return missing(field, required);
-    if (el.get(*out) != simdjson::SUCCESS) return wrong(field, "a number");
-    return status::ok();
-  }
-
-  status boolean(std::string_view field, bool* out, bool required = true) const {
-    dom::element el;
-    if (!find(field, &el, required)) return missing(field, required);
-    if (el.get(*out) != simdjson::SUCCESS) return wrong(field, "a boolean");
-    return status::ok();
-  }
-
-  // Any JSON value of the given kind, stored minified.
-  status raw(std::string_view field, dom::element_type kind, std::string* out,
-             bool required = true) const {
-    dom::element el;
-    if (!find(field, &el, required)) return missing(field, required);
-    if (el.type() != kind)
-      return wrong(field, kind == dom::element_type::OBJECT ? "an object" : "an array");
-    *out = simdjson::minify(el);
-    return status::ok();
-  }
-
-  status any_raw(std::string_view field, std::string* out) const {
-    dom::element el;
-    if (!find(field, &el, true)) return missing(field, true);
-    *out = simdjson::minify(el);
-    return status::ok();
-  }
-
-  status element(std::string_view field, dom::element* out, bool required = true) const {
-    if (!find(field, out, required)) return missing(field, required);
-    return status::ok();
-  }
-
- private:
-  bool find(std::string_view field, dom::element* el, bool) const {
-    return obj_.at_key(field).get(*el) == simdjson::SUCCESS;
-  }
-  status missing(std::string_view field, bool required) const {
-    if (!required) return status::ok();
-    return status::invalid_input(name(field) + ": missing");
-  }
-  status wrong(std::string_view field, std::string_view expected) const {
-    return status::invalid_input(name(field) + ": expected " + std::string{expected});
-  }
-
-  dom::object obj_;
-  std::string context_;
-};
 
 status read_usage(const object_reader& parent, std::string_view field, token_usage* out) {
   dom::element el;
   SKEIN_TRY(parent.element(field, &el));
-  object_reader r{dom::object{}, ""};
+  object_reader r;
   SKEIN_TRY(object_reader::open(el, parent.name(field), &r));
   SKEIN_TRY(r.uint("input_tokens", &out->input_tokens));
   SKEIN_TRY(r.uint("output_tokens", &out->output_tokens));
@@ -323,7 +205,7 @@ bool valid_utf8(std::string_view s) { return simdjson::validate_utf8(s.data(), s
 status normalize_json(std::string_view json, std::string_view field, std::string* out,
                       const json_limits& limits) {
   dom::element root;
-  SKEIN_TRY(parse_document(json, limits, field, &root));
+  SKEIN_TRY(json::parse(json, limits, field, &root));
   *out = simdjson::minify(root);
   return status::ok();
 }
@@ -345,8 +227,8 @@ status encode_event(const event& e, std::string* out) {
 
 status decode_event(std::string_view json, event* out, const json_limits& limits) {
   dom::element root;
-  SKEIN_TRY(parse_document(json, limits, "event", &root));
-  object_reader r{dom::object{}, ""};
+  SKEIN_TRY(json::parse(json, limits, "event", &root));
+  object_reader r;
   SKEIN_TRY(object_reader::open(root, "event", &r));
   event e;
   SKEIN_TRY(r.uint("seq", &e.seq));
@@ -359,7 +241,7 @@ status decode_event(std::string_view json, event* out, const json_limits& limits
   e.type = *type;
   dom::element payload;
   SKEIN_TRY(r.element("payload", &payload));
-  object_reader p{dom::object{}, ""};
+  object_reader p;
   SKEIN_TRY(object_reader::open(payload, "event.payload", &p));
   SKEIN_TRY(decode_payload(p, &e));
   *out = std::move(e);
@@ -419,8 +301,8 @@ status encode_manifest(const manifest& m, std::string* out) {
 
 status decode_manifest(std::string_view json, manifest* out, const json_limits& limits) {
   dom::element root;
-  SKEIN_TRY(parse_document(json, limits, "manifest", &root));
-  object_reader r{dom::object{}, ""};
+  SKEIN_TRY(json::parse(json, limits, "manifest", &root));
+  object_reader r;
   SKEIN_TRY(object_reader::open(root, "manifest", &r));
   int64_t version = manifest_format_version;
   SKEIN_TRY(r.int64("v", &version, false));
@@ -447,30 +329,17 @@ status decode_manifest(std::string_view json, manifest* out, const json_limits& 
   SKEIN_TRY(r.string("task_id", &m.task_id, false));
   SKEIN_TRY(r.string("title", &m.title, false));
   SKEIN_TRY(r.string("name", &m.name, false));
-  dom::element tags;
-  if (r.element("tags", &tags, true).is_ok()) {
-    dom::array arr;
-    if (tags.get(arr) != simdjson::SUCCESS) return status::invalid_input("manifest.tags: expected an array");
-    for (dom::element t : arr) {
-      std::string_view tag;
-      if (t.get(tag) != simdjson::SUCCESS)
-        return status::invalid_input("manifest.tags: expected strings");
-      SKEIN_TRY(validate_id(tag, "manifest.tags"));
-      m.tags.emplace_back(tag);
-    }
-  }
+  SKEIN_TRY(r.strings("tags", &m.tags, false));
+  for (const auto& tag : m.tags) SKEIN_TRY(validate_id(tag, "manifest.tags"));
   SKEIN_TRY(r.int64("pinned_at", &m.pinned_at_ms, false));
   SKEIN_TRY(r.string("environment_id", &m.environment_id, false));
   SKEIN_TRY(r.string("status", &text));
   auto st = parse_thread_status(text);
   if (!st) return status::invalid_input("manifest.status: unknown status '" + text + "'");
   m.status = *st;
-  dom::element usage;
-  if (r.element("usage", &usage, true).is_ok()) SKEIN_TRY(read_usage(r, "usage", &m.usage));
+  if (r.has("usage")) SKEIN_TRY(read_usage(r, "usage", &m.usage));
   SKEIN_TRY(r.number("cost_usd", &m.cost_usd, false));
-  dom::element config;
-  if (r.element("config", &config, true).is_ok())
-    SKEIN_TRY(r.raw("config", dom::element_type::OBJECT, &m.config));
+  SKEIN_TRY(r.raw("config", dom::element_type::OBJECT, &m.config, false));
   SKEIN_TRY(r.int64("created_at", &m.created_at_ms));
   SKEIN_TRY(r.int64("updated_at", &m.updated_at_ms));
   SKEIN_TRY(r.uint("last_seq", &m.last_seq));

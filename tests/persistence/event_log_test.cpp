@@ -419,3 +419,44 @@ TEST_CASE("opening without create_if_missing reports a missing database") {
   std::unique_ptr<event_log> log;
   CHECK(event_log::open(o, &log).code() == errc::not_found);
 }
+
+TEST_CASE("agents are stored and listed; idempotency keys map to their run") {
+  temp_dir dir;
+  {
+    auto log = open_log(dir.str());
+    agent_config a;
+    a.id = "b-agent";
+    a.system_prompt = "p";
+    REQUIRE(log->put_agent(a).is_ok());
+    a.id = "a-agent";
+    REQUIRE(log->put_agent(a).is_ok());
+    auto t = make_tick("t", 1, 2);
+    t.idempotency_key = "key-1";
+    t.run_id = "run_9";
+    REQUIRE(log->commit(t).is_ok());
+    auto bad = make_tick("t", 3, 1);
+    bad.idempotency_key = "bad key";
+    CHECK_THAT(log->commit(bad).message(), Catch::Contains("idempotency_key"));
+  }
+  auto log = open_log(dir.str());
+  std::vector<agent_config> agents;
+  REQUIRE(log->list_agents(&agents).is_ok());
+  REQUIRE(agents.size() == 2);
+  CHECK(agents[0].id == "a-agent");
+  agent_config one;
+  REQUIRE(log->read_agent("b-agent", &one).is_ok());
+  CHECK(one.system_prompt == "p");
+  CHECK(log->read_agent("nobody", &one).code() == errc::not_found);
+
+  idempotent_run run;
+  REQUIRE(log->find_idempotent("t", "key-1", &run).is_ok());
+  CHECK(run.run_id == "run_9");
+  CHECK(run.first_seq == 1);
+  CHECK(log->find_idempotent("t", "key-2", &run).code() == errc::not_found);
+  size_t n = 0;
+  REQUIRE(log->count_thread_keys("t", &n).is_ok());
+  CHECK(n == 1 + 2 + 3 + 1);  // manifest, events, index (a, s, u), idempotency key
+  REQUIRE(log->erase_thread("t").is_ok());
+  REQUIRE(log->count_thread_keys("t", &n).is_ok());
+  CHECK(n == 0);
+}

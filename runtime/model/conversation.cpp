@@ -1,0 +1,49 @@
+#include "runtime/model/conversation.hpp"
+
+#include <unordered_set>
+
+namespace skein {
+namespace {
+
+bool shown_to_engine(event_type t) {
+  return t != event_type::local_system_message && t != event_type::signal &&
+         t != event_type::result && t != event_type::system_prompt;
+}
+
+}  // namespace
+
+std::vector<event> working_conversation(const std::vector<event>& log) {
+  const event* prompt = nullptr;
+  size_t start = 0;
+  for (size_t i = 0; i < log.size(); ++i) {
+    if (log[i].type == event_type::system_prompt) prompt = &log[i];
+    if (log[i].type == event_type::compaction) start = i;
+  }
+  std::unordered_set<std::string> answered;
+  for (size_t i = start; i < log.size(); ++i)
+    if (log[i].type == event_type::tool_result) answered.insert(log[i].call_id);
+
+  std::vector<event> out;
+  if (prompt != nullptr) out.push_back(*prompt);
+  std::vector<const event*> unanswered;
+  auto flush_unanswered = [&] {
+    for (const event* call : unanswered) {
+      event r = make_tool_result(call->call_id, call->name, missing_tool_result_text, true);
+      r.run_id = call->run_id;
+      r.ts_ms = call->ts_ms;
+      out.push_back(std::move(r));  // seq 0: synthesized, not in the log
+    }
+    unanswered.clear();
+  };
+  for (size_t i = start; i < log.size(); ++i) {
+    const event& e = log[i];
+    if (e.type != event_type::tool_call && e.type != event_type::tool_result) flush_unanswered();
+    if (!shown_to_engine(e.type)) continue;
+    out.push_back(e);
+    if (e.type == event_type::tool_call && !answered.count(e.call_id)) unanswered.push_back(&e);
+  }
+  flush_unanswered();
+  return out;
+}
+
+}  // namespace skein

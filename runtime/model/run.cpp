@@ -1,0 +1,101 @@
+#include "runtime/model/run.hpp"
+
+#include <array>
+
+#include "runtime/model/ids.hpp"
+#include "runtime/model/json_codec.hpp"
+#include "runtime/model/json_reader.hpp"
+
+namespace skein {
+namespace {
+
+constexpr std::array<std::string_view, 3> outcome_names = {"completed", "failed", "cancelled"};
+
+status check_text_field(const std::string& s, std::string_view field, size_t max) {
+  if (s.size() > max)
+    return status::invalid_input(std::string{field} + ": longer than " + std::to_string(max) + " bytes");
+  if (!valid_utf8(s)) return status::invalid_input(std::string{field} + ": invalid UTF-8");
+  return status::ok();
+}
+
+}  // namespace
+
+std::string_view to_string(run_outcome o) { return outcome_names[static_cast<size_t>(o)]; }
+
+std::optional<run_outcome> parse_run_outcome(std::string_view name) {
+  for (size_t i = 0; i < outcome_names.size(); ++i)
+    if (outcome_names[i] == name) return static_cast<run_outcome>(i);
+  return std::nullopt;
+}
+
+status validate_input(const run_input& in) {
+  if (in.text.size() > input_bytes_max)
+    return status::invalid_input("text: " + std::to_string(in.text.size()) +
+                                 " bytes exceeds input_bytes_max (" + std::to_string(input_bytes_max) + ")");
+  if (!valid_utf8(in.text)) return status::invalid_input("text: invalid UTF-8");
+  if (!in.idempotency_key.empty()) SKEIN_TRY(validate_id(in.idempotency_key, "idempotency_key"));
+  SKEIN_TRY(validate_id(in.source, "source"));
+  if (!in.run_id.empty()) SKEIN_TRY(validate_id(in.run_id, "run_id"));
+  return status::ok();
+}
+
+status result_from_log(const std::string& thread_id, const std::string& run_id,
+                       const std::vector<event>& events, run_result* out) {
+  run_result r;
+  r.thread_id = thread_id;
+  r.run_id = run_id;
+  bool stopped = false;
+  for (const auto& e : events) {
+    if (e.run_id != run_id) continue;
+    if (r.first_seq == 0) r.first_seq = e.seq;
+    r.last_seq = e.seq;
+    if (e.type == event_type::message && e.role == message_role::assistant) r.text = e.text;
+    if (e.type == event_type::result) {
+      r.usage = e.usage;
+      r.cost_usd = e.cost_usd;
+      r.duration_ms = e.duration_ms;
+      r.turns = e.turns;
+    }
+    if (e.type == event_type::signal && e.name == "thread.stop") {
+      json::dom::element root;
+      json::object_reader data;
+      std::string outcome;
+      if (json::parse(e.json, json_limits{}, "thread.stop data", &root).is_ok() &&
+          json::object_reader::open(root, "data", &data).is_ok()) {
+        data.string("outcome", &outcome, false).ignore();
+        data.string("error", &r.error, false).ignore();
+      }
+      r.outcome = parse_run_outcome(outcome).value_or(run_outcome::failed);
+      stopped = true;
+      break;
+    }
+  }
+  if (!stopped) return status::not_found("run " + run_id + " has not ended");
+  *out = std::move(r);
+  return status::ok();
+}
+
+status validate_thread_options(const thread_options& o) {
+  SKEIN_TRY(validate_id(o.agent_id, "agent_id"));
+  SKEIN_TRY(check_text_field(o.title, "title", title_bytes_max));
+  SKEIN_TRY(check_text_field(o.name, "name", title_bytes_max));
+  if (o.tags.size() > tags_max)
+    return status::invalid_input("tags: more than tags_max (" + std::to_string(tags_max) + ")");
+  for (const auto& t : o.tags) SKEIN_TRY(validate_id(t, "tags"));
+  if (!o.parent_thread_id.empty()) SKEIN_TRY(validate_id(o.parent_thread_id, "parent_thread_id"));
+  if (!o.task_id.empty()) SKEIN_TRY(validate_id(o.task_id, "task_id"));
+  return status::ok();
+}
+
+mid_run_policy effective_policy(const std::string& manifest_config, mid_run_policy agent_policy) {
+  json::dom::element root;
+  json::object_reader r;
+  std::string name;
+  if (!json::parse(manifest_config, json_limits{}, "config", &root).is_ok() ||
+      !json::object_reader::open(root, "config", &r).is_ok() ||
+      !r.string("mid_run", &name, false).is_ok())
+    return agent_policy;
+  return parse_mid_run_policy(name).value_or(agent_policy);
+}
+
+}  // namespace skein

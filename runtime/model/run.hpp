@@ -1,0 +1,69 @@
+// Values that cross the runtime's surface: an input to a thread, the result of a
+// run, and the options of a new thread. Plain value types.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/model/agent.hpp"
+#include "runtime/model/event.hpp"
+#include "runtime/model/status.hpp"
+
+namespace skein {
+
+inline constexpr size_t input_bytes_max = 1 << 20;  // text of one input
+inline constexpr size_t title_bytes_max = 1024;
+inline constexpr size_t tags_max = 64;
+
+struct run_input {
+  std::string text;
+  message_role role = message_role::user;
+  std::string idempotency_key;  // optional: a retried send with the same key gets the first run
+  std::string source = "api";   // who sent it: api, user, scheduler, agent
+  std::string run_id;           // minted by the runtime when empty
+};
+
+// Checks text (UTF-8, input_bytes_max), key and source; names the field.
+status validate_input(const run_input& in);
+
+enum class run_outcome : uint8_t { completed, failed, cancelled };
+std::string_view to_string(run_outcome o);
+std::optional<run_outcome> parse_run_outcome(std::string_view name);
+
+struct run_result {
+  std::string thread_id;
+  std::string run_id;
+  run_outcome outcome = run_outcome::completed;
+  std::string text;    // the assistant message that ended the run
+  std::string error;   // failed runs: what went wrong
+  token_usage usage;
+  double cost_usd = 0;
+  uint64_t duration_ms = 0;
+  uint32_t turns = 0;
+  uint64_t first_seq = 0;  // the run's first and last events in the log
+  uint64_t last_seq = 0;
+};
+
+// Rebuilds the result of run `run_id` from a slice of the log that starts at the
+// run's first event; not_found when the slice holds no thread.stop for it.
+status result_from_log(const std::string& thread_id, const std::string& run_id,
+                       const std::vector<event>& events, run_result* out);
+
+struct thread_options {
+  std::string agent_id;
+  std::string title;
+  std::string name;
+  std::vector<std::string> tags;
+  std::string parent_thread_id;  // a child thread: its id is minted from the parent
+  std::string task_id;           // a thread bound to a task
+  std::optional<mid_run_policy> policy;  // overrides the agent's
+};
+
+status validate_thread_options(const thread_options& o);
+
+// The mid-run policy a thread runs under: its manifest's override, else the agent's.
+mid_run_policy effective_policy(const std::string& manifest_config, mid_run_policy agent_policy);
+
+}  // namespace skein
