@@ -277,10 +277,11 @@ status event_log::prepare(tick& t, const projection* prev, rocksdb::WriteBatch* 
   if (t.manifest.id != t.thread_id)
     return status::invalid_input("tick.manifest.id: '" + t.manifest.id +
                                  "' differs from the tick's thread '" + t.thread_id + "'");
-  if (t.events.size() > options_.tick_events_max)
-    return status::invalid_input("tick.events: " + std::to_string(t.events.size()) +
-                                 " events exceed tick_events_max (" +
-                                 std::to_string(options_.tick_events_max) + ")");
+  size_t events_max = t.bulk ? options_.bulk_events_max : options_.tick_events_max;
+  if (t.events.size() > events_max)
+    return status::invalid_input("tick.events: " + std::to_string(t.events.size()) + " events exceed " +
+                                 (t.bulk ? "bulk_events_max (" : "tick_events_max (") +
+                                 std::to_string(events_max) + ")");
   if (t.create && prev != nullptr)
     return status::conflict("thread " + t.thread_id + " already exists");
   if (!t.create && prev == nullptr)

@@ -56,6 +56,7 @@ struct log_options {
   rocksdb::Env* env = nullptr;
   json_limits limits;
   size_t tick_events_max = 4096;     // events in one tick
+  size_t bulk_events_max = 100000;   // events in one bulk tick (fork, import)
   size_t manifest_cache_max = 65536; // threads whose index projection the writer caches
 };
 
@@ -63,6 +64,7 @@ struct log_options {
 struct tick {
   std::string thread_id;
   bool create = false;        // true: the thread must not exist yet; false: it must
+  bool bulk = false;          // a copy of history (fork, import): bulk_events_max applies
   std::vector<event> events;  // seqs continue the log: last_seq+1, last_seq+2, ...
   skein::manifest manifest;   // id must equal thread_id; last_seq is set by the log
   // Set on the first tick of a run whose input carried an idempotency key: maps

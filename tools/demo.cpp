@@ -1,14 +1,10 @@
-// skein demo: one conversation written through the journal and read back.
-#include <caf/actor_system.hpp>
-#include <caf/actor_system_config.hpp>
+// skein demo: a scripted conversation with a tool call, run through the runtime,
+// its events printed as they become durable (and token deltas as they stream).
 #include <cstdio>
 #include <cstring>
 #include <string>
 
-#include "actors/error.hpp"
-#include "actors/journal.hpp"
-#include "persistence/event_log.hpp"
-#include "runtime/model/ids.hpp"
+#include "runtime/runtime.hpp"
 
 namespace skein::tools {
 namespace {
@@ -41,34 +37,32 @@ void print_event(const event& e) {
   }
 }
 
-std::vector<event> conversation(const std::string& run, int64_t now) {
-  std::vector<event> evs;
-  evs.push_back(make_signal("thread.start"));
-  evs.push_back(make_message(message_role::user, "What is the weather in Lisbon?"));
-  evs.push_back(make_tool_call("call_1", "weather", R"({"city":"Lisbon"})"));
-  evs.push_back(make_tool_result("call_1", "weather", "18°C, light wind from the north", false));
-  evs.push_back(make_message(message_role::assistant,
-                             "It is 18°C in Lisbon with a light northerly wind."));
-  evs.push_back(make_result({412, 37, 0, 0}, 0.00121, 840, 2, "completed"));
-  evs.push_back(make_signal("thread.stop", R"({"outcome":"completed"})"));
-  for (size_t i = 0; i < evs.size(); ++i) {
-    evs[i].seq = i + 1;
-    evs[i].ts_ms = now;
-    evs[i].run_id = run;
-  }
-  return evs;
+constexpr const char* demo_rules = R"({
+  "rules": [
+    {"match": "weather", "turn": 1, "thinking": "The user wants the weather; ask the weather tool.",
+     "tool_calls": [{"name": "weather", "arguments": {"city": "Lisbon"}}], "latency_ms": 120},
+    {"match": "weather", "turn": 2, "reply": "It is 18°C in Lisbon with a light northerly wind.",
+     "deltas": ["It is 18°C ", "in Lisbon ", "with a light northerly wind."], "latency_ms": 300,
+     "usage": {"input_tokens": 412, "output_tokens": 37}, "cost_usd": 0.00121}
+  ]
+})";
+
+std::shared_ptr<tool> weather_tool() {
+  tool_spec spec{"weather", "Current weather for a city", R"({"type":"object","properties":{"city":{"type":"string"}}})"};
+  return make_function_tool(spec, [](const tool_invocation&) {
+    return tool_output{"18°C, light wind from the north", false};
+  });
 }
 
 }  // namespace
 
 int run_demo(int argc, char** argv) {
-  std::string dir = "./skein-data";
-  durability mode = durability::sync;
+  runtime_options options;
   for (int i = 0; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--data") && i + 1 < argc) {
-      dir = argv[++i];
+      options.data_dir = argv[++i];
     } else if (!std::strcmp(argv[i], "--durability") && i + 1 < argc) {
-      if (!parse_durability(argv[++i], &mode)) {
+      if (!parse_durability(argv[++i], &options.mode)) {
         std::fprintf(stderr, "skein demo: --durability must be sync, flush or memory\n");
         return 64;
       }
@@ -77,74 +71,52 @@ int run_demo(int argc, char** argv) {
       return 64;
     }
   }
-
-  log_options options;
-  options.path = dir;
-  options.mode = mode;
-  std::unique_ptr<event_log> log;
-  if (status s = event_log::open(options, &log); !s) {
-    std::fprintf(stderr, "skein demo: %s\n", s.to_string().c_str());
+  options.tools.push_back(weather_tool());
+  std::unique_ptr<runtime> rt;
+  auto fail = [](const char* what, const status& s) {
+    std::fprintf(stderr, "skein demo: %s: %s\n", what, s.to_string().c_str());
     return 1;
-  }
-  caf::actor_system_config cfg;
-  register_skein_types(cfg);
-  caf::actor_system sys{cfg};
-  auto journal = spawn_journal(sys, *log);
+  };
+  if (status s = runtime::open(options, &rt); !s) return fail("open", s);
+  if (!rt->repaired_at_open().empty())
+    std::printf("recovery closed %zu interrupted run(s)\n", rt->repaired_at_open().size());
 
-  int64_t now = now_ms();
-  tick t;
-  t.thread_id = new_thread_id(now);
-  t.create = true;
-  t.manifest.id = t.thread_id;
-  t.manifest.agent_id = "demo";
-  t.manifest.title = "Weather in Lisbon";
-  t.manifest.created_at_ms = t.manifest.updated_at_ms = now;
-  t.manifest.status = thread_status::open;
-  t.events = conversation(new_run_id(), now);
-  t.manifest.usage = {412, 37, 0, 0};
-  t.manifest.cost_usd = 0.00121;
+  agent_config agent;
+  agent.id = "demo";
+  agent.system_prompt = "You are a concise weather assistant.";
+  agent.engine_config = demo_rules;
+  agent.tools = {"weather"};
+  if (status s = rt->create_agent(agent); !s) return fail("create agent", s);
+  manifest thread;
+  thread_options topts;
+  topts.agent_id = "demo";
+  topts.title = "Weather in Lisbon";
+  if (status s = rt->create_thread(topts, &thread); !s) return fail("create thread", s);
+  std::printf("skein demo: thread %s of agent demo in %s (durability %s)\n\n", thread.id.c_str(),
+              options.data_dir.c_str(), std::string{to_string(options.mode)}.c_str());
 
-  status s = journal_commit(sys, journal, t);
-  status closed = journal_close(sys, journal);
-  if (!s || !closed) {
-    std::fprintf(stderr, "skein demo: commit failed: %s\n", (!s ? s : closed).to_string().c_str());
-    return 1;
-  }
-  std::printf("skein demo: event log at %s (durability %s)\n", dir.c_str(),
-              std::string{to_string(mode)}.c_str());
-  std::printf("thread %s committed in one atomic tick, last_seq %llu\n\n", t.thread_id.c_str(),
-              static_cast<unsigned long long>(t.manifest.last_seq));
-
-  manifest m;
-  std::vector<event> events;
-  if (status r = log->read_manifest(t.thread_id, &m); !r) {
-    std::fprintf(stderr, "skein demo: %s\n", r.to_string().c_str());
-    return 1;
-  }
-  if (status r = log->read_events(t.thread_id, 1, 0, &events); !r) {
-    std::fprintf(stderr, "skein demo: %s\n", r.to_string().c_str());
-    return 1;
-  }
-  std::printf("read back: \"%s\" (agent %s, status %s, %zu events)\n", m.title.c_str(),
-              m.agent_id.c_str(), std::string{to_string(m.status)}.c_str(), events.size());
-  for (const auto& e : events) print_event(e);
-
-  thread_query q;
-  q.index = thread_query::by::agent;
-  q.value = "demo";
-  q.limit = thread_query::limit_max;
-  thread_page page;
-  size_t total = 0;
-  do {
-    if (status r = log->list_threads(q, &page); !r) {
-      std::fprintf(stderr, "skein demo: %s\n", r.to_string().c_str());
-      return 1;
-    }
-    total += page.threads.size();
-    q.cursor = page.next_cursor;
-  } while (!q.cursor.empty());
-  std::printf("\nagent demo now has %zu thread(s) in %s\n", total, dir.c_str());
-  return 0;
+  event_sink sink;
+  sink.on_event = [](const event& e) {
+    print_event(e);
+    std::fflush(stdout);
+  };
+  sink.on_delta = [](const std::string&, const std::string& delta) {
+    std::printf("        ~ %s\n", delta.c_str());
+    std::fflush(stdout);
+  };
+  uint64_t sub = 0;
+  if (status s = rt->subscribe(thread.id, 1, sink, &sub); !s) return fail("subscribe", s);
+  run_input in;
+  in.text = "What is the weather in Lisbon?";
+  run_result result;
+  if (status s = rt->send(thread.id, in).wait(&result); !s) return fail("run", s);
+  rt->unsubscribe(sub).ignore();
+  std::printf("\nrun %s %s in %llu ms, %u turn(s), %llu events\n", result.run_id.c_str(),
+              std::string{to_string(result.outcome)}.c_str(),
+              static_cast<unsigned long long>(result.duration_ms), result.turns,
+              static_cast<unsigned long long>(result.last_seq));
+  std::printf("assistant: %s\n", result.text.c_str());
+  return rt->close().is_ok() ? 0 : 1;
 }
 
 }  // namespace skein::tools

@@ -15,7 +15,7 @@ void usage(std::FILE* out) {
                "\n"
                "commands:\n"
                "  demo [--data DIR] [--durability sync|flush|memory]\n"
-               "      write a short conversation through the event log, read it back, print it\n"
+               "      run a scripted conversation with a tool call and print its events as they stream\n"
                "\n"
                "exit codes: 0 success, 1 failure, 64 usage error\n");
 }

@@ -1,0 +1,196 @@
+#include "actors/agent_actor.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+
+#include "actors/error.hpp"
+#include "actors/journal.hpp"
+#include "persistence/event_log.hpp"
+#include "runtime/model/ids.hpp"
+
+namespace skein {
+namespace {
+
+// Stands in for an engine an agent names but this runtime does not have: every
+// run of the agent fails, loudly, instead of the runtime refusing to open.
+class unavailable_engine final : public engine {
+ public:
+  explicit unavailable_engine(std::string why) : why_(std::move(why)) {}
+  std::unique_ptr<call_handle> start(engine_request, engine_callbacks cb) override {
+    cb.on_done(engine_reply{status::invalid_input(why_), false, {}});
+    return nullptr;
+  }
+
+ private:
+  std::string why_;
+};
+
+manifest new_manifest(const std::string& id, const agent_spec& agent, const thread_options& o) {
+  manifest m;
+  m.id = id;
+  m.agent_id = agent.config.id;
+  m.title = o.title;
+  m.name = o.name;
+  m.tags = o.tags;
+  m.task_id = o.task_id;
+  if (!o.parent_thread_id.empty()) {
+    m.parent = parent_kind::thread;
+    m.parent_id = o.parent_thread_id;
+  } else if (!o.task_id.empty()) {
+    m.parent = parent_kind::task;
+    m.parent_id = o.task_id;
+  }
+  if (o.policy) m.config = std::string(R"({"mid_run":")") + std::string{to_string(*o.policy)} + "\"}";
+  m.created_at_ms = m.updated_at_ms = now_ms();
+  return m;
+}
+
+// Checks that `at_seq` closes every run it contains; the fork's log must not
+// start inside a run.
+status check_fork_point(const std::vector<event>& events, uint64_t at_seq) {
+  std::string open_run;
+  uint64_t open_at = 0;
+  for (const auto& e : events) {
+    if (e.type != event_type::signal) continue;
+    if (e.name == "thread.start") {
+      open_run = e.run_id;
+      open_at = e.seq;
+    } else if (e.name == "thread.stop") {
+      open_run.clear();
+    }
+  }
+  if (!open_run.empty())
+    return status::invalid_input("at_seq: " + std::to_string(at_seq) + " falls inside run " + open_run +
+                                 " (started at seq " + std::to_string(open_at) +
+                                 "); fork at a run boundary");
+  return status::ok();
+}
+
+class agent_actor : public caf::event_based_actor {
+ public:
+  agent_actor(caf::actor_config& cfg, agent_spec_ptr spec, std::shared_ptr<const thread_context> ctx)
+      : caf::event_based_actor(cfg), spec_(std::move(spec)), ctx_(std::move(ctx)) {}
+
+  const char* name() const override { return "skein.agent"; }
+
+  caf::behavior make_behavior() override {
+    return {
+        [this](create_atom, thread_options& o) -> caf::result<manifest> { return create(std::move(o)); },
+        [this](fork_atom, std::string& source, uint64_t at_seq) -> caf::result<manifest> {
+          return fork(source, at_seq);
+        },
+    };
+  }
+
+ private:
+  caf::result<manifest> create(thread_options o) {
+    if (o.agent_id.empty()) o.agent_id = spec_->config.id;
+    if (status s = validate_thread_options(o); !s) return to_error(s);
+    if (o.agent_id != spec_->config.id)
+      return to_error(status::invalid_input("agent_id: thread options name agent " + o.agent_id +
+                                            ", not " + spec_->config.id));
+    auto promise = make_response_promise<manifest>();
+    if (o.parent_thread_id.empty()) {
+      write(new_manifest(new_thread_id(now_ms()), *spec_, o), {}, promise);
+      return promise;
+    }
+    // A child's id is minted by its parent, the single writer of the parent's counter.
+    request(ctx_->directory, caf::infinite, resolve_atom::value, o.parent_thread_id)
+        .then(
+            [this, o, promise](caf::actor& parent) mutable {
+              request(parent, caf::infinite, mint_child_atom::value)
+                  .then([this, o, promise](std::string& id) mutable { write(new_manifest(id, *spec_, o), {}, promise); },
+                        [promise](caf::error& e) mutable { promise.deliver(e); });
+            },
+            [promise](caf::error& e) mutable { promise.deliver(e); });
+    return promise;
+  }
+
+  caf::result<manifest> fork(const std::string& source, uint64_t at_seq) {
+    manifest src;
+    if (status s = ctx_->log->read_manifest(source, &src); !s) return to_error(s);
+    if (at_seq == 0 || at_seq > src.last_seq)
+      return to_error(status::invalid_input("at_seq: must be between 1 and " + std::to_string(src.last_seq)));
+    std::vector<event> events;
+    if (status s = ctx_->log->read_events(source, 1, at_seq, &events); !s) return to_error(s);
+    if (status s = check_fork_point(events, at_seq); !s) return to_error(s);
+    thread_options o;
+    o.agent_id = spec_->config.id;
+    o.title = src.title;
+    o.name = src.name;
+    o.tags = src.tags;
+    manifest m = new_manifest(new_thread_id(now_ms()), *spec_, o);
+    m.config = src.config;
+    for (const auto& e : events) {
+      if (e.type != event_type::result) continue;
+      m.usage += e.usage;
+      m.cost_usd += e.cost_usd;
+    }
+    auto promise = make_response_promise<manifest>();
+    write(std::move(m), std::move(events), promise);
+    return promise;
+  }
+
+  void write(manifest m, std::vector<event> events, caf::typed_response_promise<manifest> promise) {
+    tick t;
+    t.thread_id = m.id;
+    t.create = true;
+    t.bulk = !events.empty();
+    t.events = std::move(events);
+    t.manifest = m;
+    request(ctx_->journal, caf::infinite, commit_atom::value, std::move(t))
+        .then(
+            [m, promise](uint64_t last_seq) mutable {
+              m.last_seq = last_seq;
+              promise.deliver(m);
+            },
+            [promise](caf::error& e) mutable { promise.deliver(e); });
+  }
+
+  agent_spec_ptr spec_;
+  std::shared_ptr<const thread_context> ctx_;
+};
+
+}  // namespace
+
+std::shared_ptr<tool> agent_spec::find_tool(std::string_view name) const {
+  for (const auto& t : tools)
+    if (t->spec().name == name) return t;
+  return nullptr;
+}
+
+status build_agent_spec(const agent_config& config, const registry& reg, timer_service& timers,
+                        agent_spec_ptr* out) {
+  SKEIN_TRY(validate_agent(config));
+  auto spec = std::make_shared<agent_spec>();
+  spec->config = config;
+  for (const auto& name : config.tools) {
+    auto it = reg.tools.find(name);
+    if (it == reg.tools.end())
+      return status::invalid_input("agent.tools: no tool named '" + name + "' is registered");
+    spec->tools.push_back(it->second);
+    spec->tool_specs.push_back(it->second->spec());
+  }
+  auto factory = reg.engines.find(config.engine);
+  if (factory == reg.engines.end())
+    return status::invalid_input("agent.engine: no engine named '" + config.engine + "' is registered");
+  status s = factory->second(config.engine_config, timers, &spec->engine);
+  if (!s) return status::invalid_input("agent.engine_config: " + s.message());
+  *out = std::move(spec);
+  return status::ok();
+}
+
+// For agents loaded from the log whose engine or tools are gone from this runtime.
+agent_spec_ptr unavailable_agent_spec(const agent_config& config, const std::string& why) {
+  auto spec = std::make_shared<agent_spec>();
+  spec->config = config;
+  spec->engine = std::make_shared<unavailable_engine>("agent " + config.id + " cannot run: " + why);
+  return spec;
+}
+
+caf::actor spawn_agent_actor(caf::actor_system& sys, agent_spec_ptr spec,
+                             std::shared_ptr<const thread_context> ctx) {
+  return sys.spawn<agent_actor>(std::move(spec), std::move(ctx));
+}
+
+}  // namespace skein

@@ -1,0 +1,38 @@
+// core: the actors one runtime needs — journal, timers, directory (with its agent
+// actors) — started over an open event log after recovery repaired it.
+#pragma once
+
+#include <caf/actor.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/journal.hpp"
+#include "actors/messages.hpp"
+
+namespace skein {
+
+struct core_config {
+  core_options options;
+  registry reg;
+  journal_options journal;
+};
+
+struct core {
+  caf::actor journal;
+  caf::actor directory;
+  std::unique_ptr<timer_service> timers;
+  std::vector<std::string> repaired;  // threads recovery closed as interrupted
+
+  core() = default;
+  core(const core&) = delete;
+  core& operator=(const core&) = delete;
+  core(core&&) = default;
+  core& operator=(core&&) = default;
+};
+
+// `log` is borrowed and must outlive the actors (close them, then destroy the
+// actor system, then the log).
+status start_core(caf::actor_system& sys, event_log& log, core_config config, core* out);
+
+}  // namespace skein

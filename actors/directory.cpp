@@ -1,0 +1,262 @@
+#include "actors/directory.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <list>
+#include <set>
+#include <unordered_map>
+
+#include "actors/agent_actor.hpp"
+#include "actors/error.hpp"
+#include "actors/journal.hpp"
+#include "persistence/event_log.hpp"
+#include "runtime/model/ids.hpp"
+
+namespace skein {
+namespace {
+
+struct thread_entry {
+  caf::actor actor;
+  std::list<std::string>::iterator lru;  // position in lru_, front = most recent
+};
+
+struct agent_entry {
+  agent_spec_ptr spec;
+  caf::actor actor;
+};
+
+class directory_actor : public caf::event_based_actor {
+ public:
+  directory_actor(caf::actor_config& cfg, directory_config config)
+      : caf::event_based_actor(cfg), config_(std::move(config)) {}
+
+  const char* name() const override { return "skein.directory"; }
+
+  caf::behavior make_behavior() override {
+    auto ctx = std::make_shared<thread_context>();
+    ctx->log = config_.log;
+    ctx->journal = config_.journal;
+    ctx->directory = caf::actor_cast<caf::actor>(this);
+    ctx->options = config_.options;
+    ctx_ = ctx;
+    for (const auto& a : config_.agents) load_agent(a);
+    config_.agents.clear();
+    set_down_handler([this](caf::down_msg& msg) { forget(msg.source); });
+    return {
+        [this](resolve_atom, std::string& id) -> caf::result<caf::actor> { return resolve(id); },
+        [this](passivate_atom, std::string& id, caf::actor& who) { passivated(id, who); },
+        [this](caf::put_atom, agent_config& a) -> caf::result<agent_config> { return create_agent(std::move(a)); },
+        [this](agent_atom, std::string& id) -> caf::result<agent_config> {
+          auto it = agents_.find(id);
+          if (it == agents_.end()) return to_error(status::not_found("agent " + id + " does not exist"));
+          return it->second.spec->config;
+        },
+        [this](agent_atom) {
+          std::vector<agent_config> out;
+          for (const auto& [id, a] : agents_) out.push_back(a.spec->config);
+          return out;
+        },
+        [this](create_atom, thread_options& o) -> caf::result<manifest> {
+          auto it = agents_.find(o.agent_id);
+          if (it == agents_.end())
+            return to_error(status::not_found("agent " + o.agent_id + " does not exist"));
+          delegate(it->second.actor, create_atom::value, std::move(o));
+          return caf::delegated<manifest>{};
+        },
+        [this](fork_atom, std::string& source, uint64_t at_seq) -> caf::result<manifest> {
+          manifest m;
+          if (status s = config_.log->read_manifest(source, &m); !s) return to_error(s);
+          auto it = agents_.find(m.agent_id);
+          if (it == agents_.end())
+            return to_error(status::not_found("agent " + m.agent_id + " does not exist"));
+          delegate(it->second.actor, fork_atom::value, std::move(source), at_seq);
+          return caf::delegated<manifest>{};
+        },
+        [this](delete_atom, std::string& id) -> caf::result<void> { return erase(id); },
+        [this](caf::get_atom, stats_atom) { return stats(); },
+        [this](caf::close_atom) -> caf::result<void> { return close(); },
+    };
+  }
+
+ private:
+  void load_agent(const agent_config& a) {
+    agent_spec_ptr spec;
+    if (status s = build_agent_spec(a, config_.reg, *config_.timers, &spec); !s)
+      spec = unavailable_agent_spec(a, s.message());
+    agents_[a.id] = agent_entry{spec, spawn_agent_actor(home_system(), spec, ctx_)};
+  }
+
+  caf::result<caf::actor> resolve(const std::string& id) {
+    if (closing_) return to_error(status::overloaded("the runtime is closing"));
+    if (auto it = threads_.find(id); it != threads_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second.lru);
+      return it->second.actor;
+    }
+    if (deleting_.count(id)) return to_error(status::not_found("thread " + id + " is being deleted"));
+    manifest m;
+    if (status s = config_.log->read_manifest(id, &m); !s) return to_error(s);
+    auto agent = agents_.find(m.agent_id);
+    if (agent == agents_.end())
+      return to_error(status::not_found("agent " + m.agent_id + " of thread " + id + " does not exist"));
+    auto actor = spawn_thread_actor(home_system(), ctx_, std::move(m), agent->second.spec);
+    monitor(actor);
+    lru_.push_front(id);
+    threads_[id] = thread_entry{actor, lru_.begin()};
+    by_address_[actor.address()] = id;
+    ++activations_;
+    shed();
+    return actor;
+  }
+
+  // Past the cap, asks the least recently used thread actors to passivate; busy
+  // ones decline and are asked again when their turn comes round.
+  void shed() {
+    size_t over = threads_.size() > config_.options.active_threads_max
+                      ? threads_.size() - config_.options.active_threads_max
+                      : 0;
+    for (size_t i = 0; i < over && lru_.size() > 1; ++i) {
+      auto& victim = threads_[lru_.back()];
+      send(victim.actor, passivate_atom::value);
+      lru_.splice(lru_.begin(), lru_, victim.lru);
+    }
+  }
+
+  void passivated(const std::string& id, const caf::actor& who) {
+    auto it = threads_.find(id);
+    if (it == threads_.end() || it->second.actor != who) return;
+    demonitor(who);
+    remove(it);
+    ++passivations_;
+  }
+
+  void forget(const caf::actor_addr& who) {
+    auto it = by_address_.find(who);
+    if (it == by_address_.end()) return;
+    auto entry = threads_.find(it->second);
+    if (entry != threads_.end()) remove(entry);
+    else by_address_.erase(it);
+  }
+
+  void remove(std::unordered_map<std::string, thread_entry>::iterator it) {
+    by_address_.erase(it->second.actor.address());
+    lru_.erase(it->second.lru);
+    threads_.erase(it);
+  }
+
+  caf::result<agent_config> create_agent(agent_config a) {
+    if (a.created_at_ms == 0) a.created_at_ms = now_ms();
+    if (status s = validate_agent(a); !s) return to_error(s);
+    if (auto it = agents_.find(a.id); it != agents_.end()) {
+      agent_config existing = it->second.spec->config;
+      a.created_at_ms = existing.created_at_ms;
+      if (existing == a) return existing;  // the same agent again: idempotent
+      return to_error(status::conflict("agent " + a.id + " exists with another configuration"));
+    }
+    if (creating_.count(a.id)) return to_error(status::conflict("agent " + a.id + " is being created"));
+    agent_spec_ptr spec;
+    if (status s = build_agent_spec(a, config_.reg, *config_.timers, &spec); !s) return to_error(s);
+    creating_.insert(a.id);
+    auto promise = make_response_promise<agent_config>();
+    request(config_.journal, caf::infinite, caf::put_atom::value, a)
+        .then(
+            [this, a, spec, promise]() mutable {
+              creating_.erase(a.id);
+              agents_[a.id] = agent_entry{spec, spawn_agent_actor(home_system(), spec, ctx_)};
+              promise.deliver(a);
+            },
+            [this, id = a.id, promise](caf::error& e) mutable {
+              creating_.erase(id);
+              promise.deliver(e);
+            });
+    return promise;
+  }
+
+  caf::result<void> erase(const std::string& id) {
+    if (status s = validate_id(id, "thread id"); !s) return to_error(s);
+    if (deleting_.count(id)) return to_error(status::conflict("thread " + id + " is being deleted"));
+    deleting_.insert(id);
+    auto promise = make_response_promise();
+    auto erase_log = [this, id, promise]() mutable {
+      request(config_.journal, caf::infinite, erase_atom::value, id)
+          .then(
+              [this, id, promise]() mutable {
+                deleting_.erase(id);
+                promise.deliver(caf::unit);
+              },
+              [this, id, promise](caf::error& e) mutable {
+                deleting_.erase(id);
+                promise.deliver(e);
+              });
+    };
+    auto it = threads_.find(id);
+    if (it == threads_.end()) {
+      erase_log();
+      return promise;
+    }
+    caf::actor actor = it->second.actor;
+    demonitor(actor);
+    remove(it);
+    // The actor finishes a commit in flight before it answers: nothing lands after the erase.
+    request(actor, caf::infinite, stop_atom::value, false)
+        .then([erase_log]() mutable { erase_log(); },
+              [erase_log](caf::error&) mutable { erase_log(); });
+    return promise;
+  }
+
+  // Stops every thread actor gracefully (runs end as cancelled, commits land),
+  // then the agent actors; answers when all thread actors are gone.
+  caf::result<void> close() {
+    closing_ = true;
+    auto promise = make_response_promise();
+    auto left = std::make_shared<size_t>(threads_.size());
+    auto finish = [this, promise]() mutable {
+      for (auto& [id, a] : agents_) send_exit(a.actor, caf::exit_reason::user_shutdown);
+      promise.deliver(caf::unit);
+    };
+    if (*left == 0) {
+      finish();
+      return promise;
+    }
+    std::vector<caf::actor> actors;
+    for (auto& [id, e] : threads_) actors.push_back(e.actor);
+    for (auto& a : actors) {
+      demonitor(a);
+      request(a, caf::infinite, stop_atom::value, true)
+          .then([left, finish]() mutable { if (--*left == 0) finish(); },
+                [left, finish](caf::error&) mutable { if (--*left == 0) finish(); });
+    }
+    threads_.clear();
+    by_address_.clear();
+    lru_.clear();
+    return promise;
+  }
+
+  directory_stats stats() const {
+    directory_stats s;
+    s.active = threads_.size();
+    s.activations = activations_;
+    s.passivations = passivations_;
+    s.agents = agents_.size();
+    return s;
+  }
+
+  directory_config config_;
+  std::shared_ptr<const thread_context> ctx_;
+  std::unordered_map<std::string, thread_entry> threads_;
+  std::unordered_map<caf::actor_addr, std::string> by_address_;
+  std::list<std::string> lru_;
+  std::map<std::string, agent_entry> agents_;
+  std::set<std::string> creating_;
+  std::set<std::string> deleting_;
+  bool closing_ = false;
+  uint64_t activations_ = 0;
+  uint64_t passivations_ = 0;
+};
+
+}  // namespace
+
+caf::actor spawn_directory(caf::actor_system& sys, directory_config config) {
+  return sys.spawn<directory_actor>(std::move(config));
+}
+
+}  // namespace skein

@@ -1,0 +1,34 @@
+// directory: maps thread ids to thread actors and agent ids to agent actors.
+//
+// Activation is lazy and single-flight: (resolve_atom, id) spawns the thread
+// actor from its manifest the first time and hands out the same actor until it
+// passivates (idle timeout, or least recently used past active_threads_max).
+// Protocol, beside resolve (-> caf::actor):
+//   (caf::put_atom, agent_config)       -> agent_config   create an agent (stored first)
+//   (agent_atom, id)                    -> agent_config
+//   (agent_atom)                        -> std::vector<agent_config>
+//   (create_atom, thread_options)       -> manifest       through the thread's agent
+//   (fork_atom, thread id, at_seq)      -> manifest       through the source's agent
+//   (delete_atom, thread id)            -> caf::unit      stops the actor, erases the log
+//   (caf::get_atom, stats_atom)         -> directory_stats
+#pragma once
+
+#include <caf/actor.hpp>
+#include <vector>
+
+#include "actors/messages.hpp"
+
+namespace skein {
+
+struct directory_config {
+  event_log* log = nullptr;         // borrowed: outlives the directory
+  caf::actor journal;
+  core_options options;
+  registry reg;
+  timer_service* timers = nullptr;  // borrowed: engines keep using it
+  std::vector<agent_config> agents;  // loaded from the log at start
+};
+
+caf::actor spawn_directory(caf::actor_system& sys, directory_config config);
+
+}  // namespace skein

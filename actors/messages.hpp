@@ -1,0 +1,99 @@
+// The messages skein's actors exchange, and the values they carry.
+//
+// Threads are reached through the directory: (resolve_atom, thread id) yields the
+// thread actor, activating it from the log if needed. The thread actor protocol:
+//   (send_atom, run_input)              -> run_result        (when the run has ended)
+//   (cancel_atom)                       -> bool              (a run was cancelled)
+//   (subscribe_atom, from_seq, sink)    -> uint64_t next seq; then to `sink`:
+//        (event_atom, thread id, event)          every durable event from from_seq on
+//        (delta_atom, thread id, run id, text)   live token deltas: no seq, never stored
+//   (unsubscribe_atom, sink)
+//   (get_atom)                          -> manifest
+//   (mint_child_atom)                   -> std::string       (the next child id)
+// Values are local to one node for now (CAF_ALLOW_UNSAFE_MESSAGE_TYPE): sending
+// them to another node needs `inspect` overloads, which distribution will add.
+#pragma once
+
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/atom.hpp>
+#include <caf/fwd.hpp>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "runtime/model/agent.hpp"
+#include "runtime/model/engine.hpp"
+#include "runtime/model/manifest.hpp"
+#include "runtime/model/run.hpp"
+#include "runtime/model/tool.hpp"
+
+namespace skein {
+
+class event_log;
+
+using send_atom = caf::atom_constant<caf::atom("send")>;
+using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
+using subscribe_atom = caf::atom_constant<caf::atom("subscribe")>;
+using unsubscribe_atom = caf::atom_constant<caf::atom("unsubscr")>;
+using event_atom = caf::atom_constant<caf::atom("event")>;
+using delta_atom = caf::atom_constant<caf::atom("delta")>;
+using resolve_atom = caf::atom_constant<caf::atom("resolve")>;
+using passivate_atom = caf::atom_constant<caf::atom("passivate")>;
+using mint_child_atom = caf::atom_constant<caf::atom("mintchild")>;
+using create_atom = caf::atom_constant<caf::atom("create")>;
+using fork_atom = caf::atom_constant<caf::atom("fork")>;
+using agent_atom = caf::atom_constant<caf::atom("agent")>;
+using delete_atom = caf::atom_constant<caf::atom("delete")>;
+using stop_atom = caf::atom_constant<caf::atom("stop")>;
+using run_atom = caf::atom_constant<caf::atom("run")>;
+
+// Engines and tools an agent may name, resolved when the agent is loaded.
+struct registry {
+  std::map<std::string, engine_factory> engines;
+  std::map<std::string, std::shared_ptr<tool>> tools;
+};
+
+// An agent with its engine built and its tools resolved. Immutable; shared.
+struct agent_spec {
+  agent_config config;
+  std::shared_ptr<skein::engine> engine;
+  std::vector<std::shared_ptr<tool>> tools;
+  std::vector<tool_spec> tool_specs;
+
+  std::shared_ptr<tool> find_tool(std::string_view name) const;
+};
+using agent_spec_ptr = std::shared_ptr<const agent_spec>;
+
+// Builds the engine and resolves the tools an agent names; invalid_input names
+// an unknown engine or tool.
+status build_agent_spec(const agent_config& config, const registry& reg, timer_service& timers,
+                        agent_spec_ptr* out);
+
+struct core_options {
+  size_t active_threads_max = 100000;                 // active thread actors before LRU passivation
+  std::chrono::milliseconds idle_passivate{60000};    // an idle thread actor quits after this
+  size_t thread_queue_max = 64;                       // inputs waiting on one thread
+};
+
+struct directory_stats {
+  uint64_t active = 0;        // thread actors alive now
+  uint64_t activations = 0;   // thread actors spawned since start
+  uint64_t passivations = 0;  // thread actors that quit idle
+  uint64_t agents = 0;
+};
+
+}  // namespace skein
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::run_input)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::run_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::manifest)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::event)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::engine_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::tool_output)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::thread_options)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<skein::agent_config>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::directory_stats)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::agent_spec_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::function<void()>)

@@ -1,0 +1,27 @@
+// thread actor: one per active thread, the single writer of its log.
+//
+// Holds the manifest, the queue of inputs and the current run. Its mailbox
+// serializes runs; inputs that arrive mid-run follow the thread's mid-run policy.
+// It never blocks on engines or tools — their answers come back as messages — and
+// it delivers an event to subscribers and waiting callers only after the journal
+// acknowledged it. Protocol: actors/messages.hpp. Spawned by the directory only.
+#pragma once
+
+#include <caf/actor.hpp>
+#include <memory>
+
+#include "actors/messages.hpp"
+
+namespace skein {
+
+struct thread_context {
+  event_log* log = nullptr;  // borrowed; thread actors only read through it
+  caf::actor journal;
+  caf::actor directory;
+  core_options options;
+};
+
+caf::actor spawn_thread_actor(caf::actor_system& sys, std::shared_ptr<const thread_context> ctx,
+                              manifest m, agent_spec_ptr agent);
+
+}  // namespace skein

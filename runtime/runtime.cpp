@@ -1,0 +1,345 @@
+#include "runtime/runtime.hpp"
+
+#include <caf/all.hpp>
+#include <condition_variable>
+#include <mutex>
+
+#include "actors/core.hpp"
+#include "actors/error.hpp"
+#include "actors/messages.hpp"
+#include "runtime/model/conversation.hpp"
+#include "runtime/model/ids.hpp"
+#include "runtime/scripted_engine.hpp"
+
+namespace skein {
+
+struct run_handle::state {
+  std::string run_id;
+  std::string thread_id;
+  mutable std::mutex mu;
+  mutable std::condition_variable cv;
+  bool done = false;  // guarded by mu
+  status result;      // guarded by mu
+  run_result value;   // guarded by mu
+
+  void finish(status s, run_result r) {
+    {
+      std::lock_guard<std::mutex> lock{mu};
+      if (done) return;
+      done = true;
+      result = std::move(s);
+      value = std::move(r);
+    }
+    cv.notify_all();
+  }
+};
+
+}  // namespace skein
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<skein::run_handle::state>)
+
+namespace skein {
+namespace {
+
+bool receiver_down(const caf::error& e) {
+  return e.category() == caf::atom("system") &&
+         e.code() == static_cast<uint8_t>(caf::sec::request_receiver_down);
+}
+
+// Resolves the thread and sends the input; a thread that passivated between the
+// two is resolved again (its mailbox never saw the input).
+void deliver_send(caf::event_based_actor* self, caf::actor directory, std::string thread,
+                  run_input in, std::shared_ptr<run_handle::state> st, int attempt) {
+  self->request(directory, caf::infinite, resolve_atom::value, thread)
+      .then(
+          [=](caf::actor& target) {
+            self->request(target, caf::infinite, send_atom::value, in)
+                .then([st](run_result& r) { st->finish(status::ok(), std::move(r)); },
+                      [=](caf::error& e) {
+                        if (receiver_down(e) && attempt < 8) deliver_send(self, directory, thread, in, st, attempt + 1);
+                        else st->finish(to_status(e), {});
+                      });
+          },
+          [st](caf::error& e) { st->finish(to_status(e), {}); });
+}
+
+caf::behavior client_actor(caf::event_based_actor* self, caf::actor directory) {
+  return {
+      [=](send_atom, std::string& thread, run_input& in, std::shared_ptr<run_handle::state>& st) {
+        deliver_send(self, directory, std::move(thread), std::move(in), std::move(st), 0);
+      },
+  };
+}
+
+caf::behavior sink_actor(caf::event_based_actor*, event_sink sink) {
+  return {
+      [sink](event_atom, std::string&, event& e) {
+        if (sink.on_event) sink.on_event(e);
+      },
+      [sink](delta_atom, std::string&, std::string& run_id, std::string& delta) {
+        if (sink.on_delta) sink.on_delta(run_id, delta);
+      },
+  };
+}
+
+}  // namespace
+
+const std::string& run_handle::run_id() const { return state_->run_id; }
+const std::string& run_handle::thread_id() const { return state_->thread_id; }
+
+bool run_handle::ready() const {
+  std::lock_guard<std::mutex> lock{state_->mu};
+  return state_->done;
+}
+
+status run_handle::wait(run_result* out, std::chrono::milliseconds timeout) const {
+  if (!state_) return status::invalid_input("run_handle: empty");
+  std::unique_lock<std::mutex> lock{state_->mu};
+  auto done = [&] { return state_->done; };
+  if (timeout == std::chrono::milliseconds::max()) state_->cv.wait(lock, done);
+  else if (!state_->cv.wait_for(lock, timeout, done))
+    return status::overloaded("run " + state_->run_id + " still running after " +
+                              std::to_string(timeout.count()) + " ms");
+  if (state_->result.is_ok() && out != nullptr) *out = state_->value;
+  return state_->result;
+}
+
+struct runtime::impl {
+  runtime_options options;
+  std::unique_ptr<event_log> log;
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  core actors;
+  std::vector<caf::actor> clients;
+  std::atomic<size_t> next_client{0};
+  std::mutex subs_mu;  // guards subs
+  std::map<uint64_t, caf::actor> subs;
+  std::atomic<uint64_t> next_sub{1};
+  std::mutex close_mu;  // guards closed
+  bool closed = false;
+
+  // Asks `dest` and waits for a T (or caf::unit when T is void-like).
+  status check_open() const {
+    if (!sys) return status::io_error("the runtime is closed");
+    return status::ok();
+  }
+
+  template <class T, class... Ts>
+  status ask(const caf::actor& dest, T* out, Ts&&... xs) {
+    SKEIN_TRY(check_open());
+    caf::scoped_actor self{*sys};
+    status result;
+    self->request(dest, caf::infinite, std::forward<Ts>(xs)...)
+        .receive([&](T& v) { *out = std::move(v); }, [&](caf::error& e) { result = to_status(e); });
+    return result;
+  }
+
+  template <class... Ts>
+  status tell(const caf::actor& dest, Ts&&... xs) {
+    SKEIN_TRY(check_open());
+    caf::scoped_actor self{*sys};
+    status result;
+    self->request(dest, caf::infinite, std::forward<Ts>(xs)...)
+        .receive([] {}, [&](caf::error& e) { result = to_status(e); });
+    return result;
+  }
+
+  // Asks the thread actor of `thread`, activating it; retries if it passivated meanwhile.
+  template <class T, class... Ts>
+  status ask_thread(const std::string& thread, T* out, Ts... xs) {
+    for (int attempt = 0;; ++attempt) {
+      caf::actor target;
+      SKEIN_TRY(ask(actors.directory, &target, resolve_atom::value, thread));
+      caf::scoped_actor self{*sys};
+      status result;
+      bool down = false;
+      self->request(target, caf::infinite, xs...)
+          .receive([&](T& v) { *out = std::move(v); },
+                   [&](caf::error& e) {
+                     down = receiver_down(e);
+                     result = to_status(e);
+                   });
+      if (!down || attempt == 8) return result;
+    }
+  }
+};
+
+runtime::runtime(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+
+runtime::~runtime() { close().ignore(); }
+
+status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
+  auto p = std::make_unique<impl>();
+  p->options = std::move(options);
+  log_options lo;
+  lo.path = p->options.data_dir;
+  lo.mode = p->options.mode;
+  SKEIN_TRY(event_log::open(lo, &p->log));
+
+  register_skein_types(p->cfg);
+  if (p->options.worker_threads > 0) p->cfg.set("scheduler.max-threads", p->options.worker_threads);
+  p->sys = std::make_unique<caf::actor_system>(p->cfg);
+
+  core_config cc;
+  cc.options.active_threads_max = p->options.active_threads_max;
+  cc.options.idle_passivate = std::chrono::milliseconds(p->options.idle_passivate_ms);
+  cc.options.thread_queue_max = p->options.thread_queue_max;
+  cc.reg.engines["scripted"] = make_scripted_engine;
+  for (auto& [name, factory] : p->options.engines) cc.reg.engines[name] = factory;
+  for (auto& t : p->options.tools) cc.reg.tools[t->spec().name] = t;
+  SKEIN_TRY(start_core(*p->sys, *p->log, std::move(cc), &p->actors));
+  size_t n = std::max<size_t>(2, p->sys->scheduler().num_workers());
+  for (size_t i = 0; i < n; ++i) p->clients.push_back(p->sys->spawn(client_actor, p->actors.directory));
+  out->reset(new runtime(std::move(p)));
+  return status::ok();
+}
+
+status runtime::create_agent(agent_config config, agent_config* out) {
+  agent_config created;
+  SKEIN_TRY(impl_->ask(impl_->actors.directory, &created, caf::put_atom::value, std::move(config)));
+  if (out != nullptr) *out = std::move(created);
+  return status::ok();
+}
+
+status runtime::get_agent(const std::string& id, agent_config* out) {
+  return impl_->ask(impl_->actors.directory, out, agent_atom::value, id);
+}
+
+status runtime::list_agents(std::vector<agent_config>* out) {
+  return impl_->ask(impl_->actors.directory, out, agent_atom::value);
+}
+
+status runtime::create_thread(thread_options options, manifest* out) {
+  SKEIN_TRY(validate_thread_options(options));
+  return impl_->ask(impl_->actors.directory, out, create_atom::value, std::move(options));
+}
+
+status runtime::get_thread(const std::string& id, manifest* out) {
+  SKEIN_TRY(impl_->check_open());
+  return impl_->log->read_manifest(id, out);
+}
+
+status runtime::list_threads(const thread_query& query, thread_page* out) {
+  SKEIN_TRY(impl_->check_open());
+  return impl_->log->list_threads(query, out);
+}
+
+status runtime::delete_thread(const std::string& id) {
+  return impl_->tell(impl_->actors.directory, delete_atom::value, id);
+}
+
+status runtime::fork(const std::string& id, uint64_t at_seq, manifest* out) {
+  SKEIN_TRY(validate_id(id, "thread id"));
+  return impl_->ask(impl_->actors.directory, out, fork_atom::value, id, at_seq);
+}
+
+run_handle runtime::send(const std::string& thread_id, run_input input) {
+  auto st = std::make_shared<run_handle::state>();
+  if (input.run_id.empty()) input.run_id = new_run_id();
+  st->run_id = input.run_id;
+  st->thread_id = thread_id;
+  if (status c = impl_->check_open(); !c) st->finish(c, {});
+  else if (status s = validate_id(thread_id, "thread id"); !s) st->finish(s, {});
+  else if (status v = validate_input(input); !v) st->finish(v, {});
+  else {
+    size_t i = impl_->next_client.fetch_add(1, std::memory_order_relaxed) % impl_->clients.size();
+    caf::anon_send(impl_->clients[i], send_atom::value, thread_id, std::move(input), st);
+  }
+  return run_handle{st};
+}
+
+status runtime::cancel(const std::string& thread_id, bool* cancelled) {
+  bool was = false;
+  SKEIN_TRY(impl_->ask_thread(thread_id, &was, cancel_atom::value));
+  if (cancelled != nullptr) *cancelled = was;
+  return status::ok();
+}
+
+status runtime::read(const std::string& thread_id, history_view view, uint64_t from_seq, size_t limit,
+                     std::vector<event>* out) {
+  SKEIN_TRY(impl_->check_open());
+  if (view == history_view::complete) return impl_->log->read_events(thread_id, from_seq, limit, out);
+  manifest m;
+  SKEIN_TRY(impl_->log->read_manifest(thread_id, &m));
+  std::vector<event> all;
+  SKEIN_TRY(impl_->log->read_events(thread_id, 1, 0, &all));
+  auto working = working_conversation(all);
+  out->clear();
+  for (auto& e : working) {
+    // Synthesized results (seq 0) follow the call they answer.
+    if (e.seq != 0 && e.seq < from_seq) continue;
+    if (e.seq == 0 && out->empty()) continue;
+    if (limit != 0 && out->size() == limit) break;
+    out->push_back(std::move(e));
+  }
+  return status::ok();
+}
+
+status runtime::subscribe(const std::string& thread_id, uint64_t from_seq, event_sink sink, uint64_t* id) {
+  SKEIN_TRY(impl_->check_open());
+  auto actor = impl_->sys->spawn(sink_actor, std::move(sink));
+  uint64_t next = 0;
+  status s = impl_->ask_thread(thread_id, &next, subscribe_atom::value, from_seq, actor);
+  if (!s) {
+    caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+    return s;
+  }
+  uint64_t sub = impl_->next_sub.fetch_add(1);
+  {
+    std::lock_guard<std::mutex> lock{impl_->subs_mu};
+    impl_->subs[sub] = actor;
+  }
+  if (id != nullptr) *id = sub;
+  return status::ok();
+}
+
+status runtime::unsubscribe(uint64_t id) {
+  caf::actor actor;
+  {
+    std::lock_guard<std::mutex> lock{impl_->subs_mu};
+    auto it = impl_->subs.find(id);
+    if (it == impl_->subs.end()) return status::not_found("subscription " + std::to_string(id));
+    actor = it->second;
+    impl_->subs.erase(it);
+  }
+  caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+  return status::ok();
+}
+
+status runtime::stats(runtime_stats* out) {
+  directory_stats d;
+  SKEIN_TRY(impl_->ask(impl_->actors.directory, &d, caf::get_atom::value, stats_atom::value));
+  out->active_threads = d.active;
+  out->activations = d.activations;
+  out->passivations = d.passivations;
+  out->agents = d.agents;
+  out->log = impl_->log->counters();
+  return status::ok();
+}
+
+const std::vector<std::string>& runtime::repaired_at_open() const { return impl_->actors.repaired; }
+
+status runtime::close() {
+  std::lock_guard<std::mutex> lock{impl_->close_mu};
+  if (impl_->closed) return status::ok();
+  impl_->closed = true;
+  status result = impl_->tell(impl_->actors.directory, caf::close_atom::value);
+  status journal = journal_close(*impl_->sys, impl_->actors.journal);
+  if (result.is_ok()) result = journal;
+  {
+    std::lock_guard<std::mutex> subs{impl_->subs_mu};
+    for (auto& [id, a] : impl_->subs) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    impl_->subs.clear();
+  }
+  for (auto& c : impl_->clients) caf::anon_send_exit(c, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(impl_->actors.directory, caf::exit_reason::user_shutdown);
+  impl_->actors.timers.reset();
+  impl_->clients.clear();
+  impl_->actors.directory = nullptr;
+  impl_->actors.journal = nullptr;
+  impl_->sys.reset();  // waits for every actor; they borrow the log
+  impl_->log.reset();
+  return result;
+}
+
+}  // namespace skein

@@ -1,0 +1,127 @@
+// skein::runtime — the one header an embedding agent host includes.
+//
+// A runtime owns one event log (a RocksDB database) and the actors over it:
+// agents create threads, inputs sent to a thread become runs, and every event is
+// acknowledged only once durable in the configured mode. All methods are
+// thread-safe and may be called from any number of host threads, except close(),
+// which must not race the others; blocking ones wait for the actors' answer. Callbacks given to subscribe() run on the
+// runtime's worker threads, one at a time per subscription, and must not block.
+//
+//   std::unique_ptr<skein::runtime> rt;
+//   skein::runtime_options o;  o.data_dir = "./data";
+//   if (auto s = skein::runtime::open(o, &rt); !s) ...
+//   rt->create_agent({.id = "helper", .system_prompt = "Be brief."});
+//   skein::manifest t;  rt->create_thread({.agent_id = "helper"}, &t);
+//   skein::run_result r;  rt->send(t.id, {.text = "hi"}).wait(&r);
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "persistence/event_log.hpp"
+#include "runtime/model/agent.hpp"
+#include "runtime/model/engine.hpp"
+#include "runtime/model/run.hpp"
+#include "runtime/model/tool.hpp"
+
+namespace skein {
+
+struct runtime_options {
+  std::string data_dir = "./skein-data";
+  durability mode = durability::sync;
+  size_t active_threads_max = 100000;   // thread actors alive at once (LRU passivation past it)
+  uint64_t idle_passivate_ms = 60000;   // an idle thread actor is passivated after this
+  size_t thread_queue_max = 64;         // inputs waiting on one thread
+  size_t worker_threads = 0;            // CAF scheduler threads; 0: one per core
+  std::map<std::string, engine_factory> engines;  // besides the built-in "scripted"
+  std::vector<std::shared_ptr<tool>> tools;
+};
+
+enum class history_view { working, complete };
+
+// The eventual result of one send(). Copyable; all copies see the same run.
+class run_handle {
+ public:
+  struct state;
+  run_handle() = default;
+  explicit run_handle(std::shared_ptr<state> s) : state_(std::move(s)) {}
+
+  const std::string& run_id() const;
+  const std::string& thread_id() const;
+  bool ready() const;
+  // Waits until the run has ended. `overloaded` if the timeout passed first (the
+  // run goes on); otherwise the send's own error, or ok with *out filled.
+  status wait(run_result* out,
+              std::chrono::milliseconds timeout = std::chrono::milliseconds::max()) const;
+
+ private:
+  std::shared_ptr<state> state_;
+};
+
+struct event_sink {
+  std::function<void(const event&)> on_event;                  // durable events, in seq order
+  std::function<void(const std::string& run_id, const std::string& delta)> on_delta;  // optional
+};
+
+struct runtime_stats {
+  uint64_t active_threads = 0;
+  uint64_t activations = 0;
+  uint64_t passivations = 0;
+  uint64_t agents = 0;
+  log_counters log;
+};
+
+class runtime {
+ public:
+  // Opens the log, repairs runs a crash interrupted, loads the agents.
+  static status open(runtime_options options, std::unique_ptr<runtime>* out);
+  ~runtime();  // close()s
+  runtime(const runtime&) = delete;
+  runtime& operator=(const runtime&) = delete;
+
+  // Agents. Creating an existing agent with the same config is a no-op; with
+  // another config, `conflict`.
+  status create_agent(agent_config config, agent_config* out = nullptr);
+  status get_agent(const std::string& id, agent_config* out);
+  status list_agents(std::vector<agent_config>* out);
+
+  // Threads, created through their agent only.
+  status create_thread(thread_options options, manifest* out);
+  status get_thread(const std::string& id, manifest* out);
+  status list_threads(const thread_query& query, thread_page* out);
+  status delete_thread(const std::string& id);  // idempotent
+  // A new thread of the same agent whose log starts as a copy of 1..at_seq.
+  status fork(const std::string& id, uint64_t at_seq, manifest* out);
+
+  // Runs. send() returns at once; errors (unknown thread, bad input, mid-run
+  // policy reject, full queue) come through the handle.
+  run_handle send(const std::string& thread_id, run_input input);
+  // Cancels the thread's current run; *cancelled tells whether there was one.
+  status cancel(const std::string& thread_id, bool* cancelled = nullptr);
+
+  // History: the working conversation or the complete log, from a seq on.
+  status read(const std::string& thread_id, history_view view, uint64_t from_seq, size_t limit,
+              std::vector<event>* out);
+  // Durable events from from_seq on, then live ones, in order and without
+  // duplicates; deltas as they stream. *id names the subscription.
+  status subscribe(const std::string& thread_id, uint64_t from_seq, event_sink sink, uint64_t* id);
+  status unsubscribe(uint64_t id);
+
+  status stats(runtime_stats* out);
+  // Threads that recovery repaired when this runtime opened.
+  const std::vector<std::string>& repaired_at_open() const;
+  // Ends every run as cancelled, writes what is queued, stops the actors. Idempotent.
+  status close();
+
+ private:
+  struct impl;
+  explicit runtime(std::unique_ptr<impl> p);
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace skein

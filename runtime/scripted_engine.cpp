@@ -1,0 +1,224 @@
+#include "runtime/scripted_engine.hpp"
+
+#include <atomic>
+#include <optional>
+#include <regex>
+
+#include "runtime/model/json_reader.hpp"
+
+namespace skein {
+namespace {
+
+struct scripted_rule {
+  std::optional<std::regex> match;
+  std::string match_text;
+  std::optional<uint32_t> turn;
+  std::string reply;
+  bool has_reply = false;
+  std::string thinking;
+  std::vector<requested_tool_call> tool_calls;
+  std::optional<uint64_t> latency_ms;
+  std::vector<std::string> deltas;
+  std::string error;
+  bool stall = false;
+  bool resume_fails = false;
+  std::optional<token_usage> usage;
+  double cost_usd = 0;
+};
+
+status parse_rule(json::dom::element el, const std::string& context, bool matching, scripted_rule* out) {
+  json::object_reader r;
+  SKEIN_TRY(json::object_reader::open(el, context, &r));
+  scripted_rule rule;
+  if (matching && r.has("match")) {
+    SKEIN_TRY(r.string("match", &rule.match_text));
+    try {
+      rule.match.emplace(rule.match_text, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      return status::invalid_input(r.name("match") + ": invalid regex: " + e.what());
+    }
+  }
+  if (matching && r.has("turn")) {
+    uint64_t turn = 0;
+    SKEIN_TRY(r.uint("turn", &turn));
+    rule.turn = static_cast<uint32_t>(turn);
+  }
+  rule.has_reply = r.has("reply");
+  SKEIN_TRY(r.string("reply", &rule.reply, false));
+  SKEIN_TRY(r.string("thinking", &rule.thinking, false));
+  SKEIN_TRY(r.string("error", &rule.error, false));
+  SKEIN_TRY(r.boolean("stall", &rule.stall, false));
+  SKEIN_TRY(r.boolean("resume_fails", &rule.resume_fails, false));
+  SKEIN_TRY(r.strings("deltas", &rule.deltas, false));
+  SKEIN_TRY(r.number("cost_usd", &rule.cost_usd, false));
+  if (r.has("latency_ms")) {
+    uint64_t ms = 0;
+    SKEIN_TRY(r.uint("latency_ms", &ms));
+    rule.latency_ms = ms;
+  }
+  if (r.has("usage")) {
+    json::dom::element u;
+    SKEIN_TRY(r.element("usage", &u));
+    json::object_reader ur;
+    SKEIN_TRY(json::object_reader::open(u, r.name("usage"), &ur));
+    token_usage usage;
+    SKEIN_TRY(ur.uint("input_tokens", &usage.input_tokens, false));
+    SKEIN_TRY(ur.uint("output_tokens", &usage.output_tokens, false));
+    rule.usage = usage;
+  }
+  if (r.has("tool_calls")) {
+    json::dom::element calls;
+    SKEIN_TRY(r.element("tool_calls", &calls));
+    json::dom::array arr;
+    if (calls.get(arr) != simdjson::SUCCESS) return status::invalid_input(r.name("tool_calls") + ": expected an array");
+    size_t i = 0;
+    for (json::dom::element c : arr) {
+      json::object_reader cr;
+      SKEIN_TRY(json::object_reader::open(c, r.name("tool_calls") + "[" + std::to_string(i++) + "]", &cr));
+      requested_tool_call call;
+      SKEIN_TRY(cr.string("name", &call.name));
+      SKEIN_TRY(cr.string("id", &call.call_id, false));
+      if (cr.has("arguments")) SKEIN_TRY(cr.raw("arguments", json::dom::element_type::OBJECT, &call.arguments_json));
+      rule.tool_calls.push_back(std::move(call));
+    }
+  }
+  *out = std::move(rule);
+  return status::ok();
+}
+
+const event* last_user_message(const std::vector<event>& conversation) {
+  for (auto it = conversation.rbegin(); it != conversation.rend(); ++it)
+    if (it->type == event_type::message && it->role == message_role::user) return &*it;
+  return nullptr;
+}
+
+class scripted_engine final : public engine {
+ public:
+  scripted_engine(std::vector<scripted_rule> rules, std::optional<scripted_rule> fallback,
+                  uint64_t latency_ms, timer_service& timers)
+      : rules_(std::move(rules)), fallback_(std::move(fallback)), latency_ms_(latency_ms), timers_(timers) {}
+
+  std::unique_ptr<call_handle> start(engine_request req, engine_callbacks cb) override {
+    const event* input = last_user_message(req.conversation);
+    std::string text = input != nullptr ? input->text : std::string{};
+    const scripted_rule* rule = pick(text, req.turn);
+    // The handle and the pending timers share the flag: cancel() silences both.
+    auto cancelled = std::make_shared<std::atomic<bool>>(false);
+    auto handle = std::make_unique<cancel_handle>(cancelled);
+
+    engine_reply reply = make_reply(rule, req, text);
+    if (rule != nullptr && rule->stall) return handle;
+    uint64_t latency = rule != nullptr && rule->latency_ms ? *rule->latency_ms : latency_ms_;
+    std::vector<std::string> deltas = rule != nullptr ? rule->deltas : std::vector<std::string>{};
+    auto on_done = cb.on_done;
+    auto deliver = [cancelled, on_done, reply]() {
+      if (!cancelled->load()) on_done(reply);
+    };
+    if (latency == 0 && deltas.empty()) {
+      deliver();
+      return handle;
+    }
+    for (size_t i = 0; i < deltas.size(); ++i) {
+      auto at = std::chrono::milliseconds(latency * (i + 1) / (deltas.size() + 1));
+      auto on_delta = cb.on_delta;
+      timers_.after(at, [cancelled, on_delta, d = deltas[i]]() {
+        if (!cancelled->load() && on_delta) on_delta(d);
+      });
+    }
+    timers_.after(std::chrono::milliseconds(latency), deliver);
+    return handle;
+  }
+
+ private:
+  class cancel_handle final : public call_handle {
+   public:
+    explicit cancel_handle(std::shared_ptr<std::atomic<bool>> flag) : flag_(std::move(flag)) {}
+    void cancel() override { flag_->store(true); }
+
+   private:
+    std::shared_ptr<std::atomic<bool>> flag_;
+  };
+
+  const scripted_rule* pick(const std::string& input, uint32_t turn) const {
+    for (const auto& r : rules_) {
+      if (r.turn && *r.turn != turn) continue;
+      if (r.match && !std::regex_search(input, *r.match)) continue;
+      return &r;
+    }
+    return fallback_ ? &*fallback_ : nullptr;
+  }
+
+  static engine_reply make_reply(const scripted_rule* rule, const engine_request& req, const std::string& input) {
+    engine_reply reply;
+    if (rule != nullptr && rule->resume_fails && !req.session_id.empty()) {
+      reply.result = status::io_error("scripted: cannot resume session " + req.session_id);
+      reply.resume_failed = true;
+      return reply;
+    }
+    if (rule != nullptr && !rule->error.empty()) {
+      reply.result = status::io_error(rule->error);
+      return reply;
+    }
+    engine_step& step = reply.step;
+    // A step that calls tools says nothing unless the rule gives it words.
+    bool calls = rule != nullptr && !rule->tool_calls.empty();
+    if (rule != nullptr && rule->has_reply) step.text = rule->reply;
+    else if (!calls) step.text = "(scripted) " + input;
+    if (rule != nullptr) {
+      step.thinking = rule->thinking;
+      step.tool_calls = rule->tool_calls;
+      step.cost_usd = rule->cost_usd;
+    }
+    if (rule != nullptr && rule->usage) {
+      step.usage = *rule->usage;
+    } else {
+      size_t chars = 0;
+      for (const auto& e : req.conversation) chars += e.text.size() + e.json.size();
+      step.usage.input_tokens = chars / 4 + 1;
+      step.usage.output_tokens = step.text.size() / 4 + 1;
+    }
+    step.session_id = req.session_id.empty() ? "scripted-" + req.thread_id : req.session_id;
+    return reply;
+  }
+
+  std::vector<scripted_rule> rules_;
+  std::optional<scripted_rule> fallback_;
+  uint64_t latency_ms_;
+  timer_service& timers_;
+};
+
+}  // namespace
+
+status make_scripted_engine(std::string_view config_json, timer_service& timers,
+                            std::shared_ptr<engine>* out) {
+  json::dom::element root;
+  SKEIN_TRY(json::parse(config_json.empty() ? "{}" : config_json, json_limits{}, "engine_config", &root));
+  json::object_reader r;
+  SKEIN_TRY(json::object_reader::open(root, "engine_config", &r));
+  uint64_t latency = 0;
+  SKEIN_TRY(r.uint("latency_ms", &latency, false));
+  std::vector<scripted_rule> rules;
+  if (r.has("rules")) {
+    json::dom::element el;
+    SKEIN_TRY(r.element("rules", &el));
+    json::dom::array arr;
+    if (el.get(arr) != simdjson::SUCCESS) return status::invalid_input("engine_config.rules: expected an array");
+    for (json::dom::element rule_el : arr) {
+      scripted_rule rule;
+      SKEIN_TRY(parse_rule(rule_el, "engine_config.rules[" + std::to_string(rules.size()) + "]", true, &rule));
+      rules.push_back(std::move(rule));
+    }
+  }
+  std::optional<scripted_rule> fallback;
+  if (r.has("default")) {
+    json::dom::element el;
+    SKEIN_TRY(r.element("default", &el));
+    scripted_rule rule;
+    SKEIN_TRY(parse_rule(el, "engine_config.default", false, &rule));
+    fallback = std::move(rule);
+  }
+  *out = std::make_shared<scripted_engine>(std::move(rules), std::move(fallback), latency, timers);
+  return status::ok();
+}
+
+}  // namespace skein

@@ -1,0 +1,30 @@
+// The built-in `scripted` engine: deterministic replies from JSON rules, for the
+// demo, the tests and the benchmarks.
+//
+//   config := {"latency_ms":uint, "rules":[rule...], "default":rule}
+//   rule   := {"match":regex, "turn":uint,                 (both optional: match any)
+//              "reply":string, "thinking":string,
+//              "tool_calls":[{"name":string,"arguments":object,"id":string}],
+//              "latency_ms":uint, "deltas":[string], "error":string, "stall":bool,
+//              "resume_fails":bool, "usage":{"input_tokens":uint,"output_tokens":uint},
+//              "cost_usd":number}
+//
+// A rule matches when its regex finds a match in the run's input (the last user
+// message) and its turn, if given, equals the step's turn. The first match wins;
+// without one the `default` rule applies, and without that the reply echoes the
+// input (a step with tool calls says nothing unless it has a reply). `error` fails the call, `stall` never answers (until cancelled),
+// `resume_fails` fails any call that resumes a session, `deltas` stream before
+// the reply. Latency runs on the runtime's timer_service.
+#pragma once
+
+#include <memory>
+#include <string_view>
+
+#include "runtime/model/engine.hpp"
+
+namespace skein {
+
+status make_scripted_engine(std::string_view config_json, timer_service& timers,
+                            std::shared_ptr<engine>* out);
+
+}  // namespace skein
