@@ -146,6 +146,10 @@ class directory_actor : public caf::event_based_actor {
   caf::result<agent_config> create_agent(agent_config a) {
     if (a.created_at_ms == 0) a.created_at_ms = now_ms();
     if (status s = validate_agent(a); !s) return to_error(s);
+    std::string config;  // compared and stored minified, as the log keeps it
+    if (status s = normalize_json(a.engine_config.empty() ? "{}" : a.engine_config, "agent.engine_config", &config); !s)
+      return to_error(s);
+    a.engine_config = std::move(config);
     if (auto it = agents_.find(a.id); it != agents_.end()) {
       agent_config existing = it->second.spec->config;
       a.created_at_ms = existing.created_at_ms;
