@@ -1,0 +1,306 @@
+// The embedded runtime under its real scheduler: concurrency, passivation,
+// subscriptions, fork and delete.
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "tests/support/runtime_fixture.hpp"
+
+using namespace skein;
+using namespace skein::test;
+using namespace std::chrono_literals;
+
+TEST_CASE("1,000 threads x 10 runs from 4 OS threads: every log gapless, runs never interleaved") {
+  runtime_options o;
+  o.mode = durability::sync;
+  runtime_fixture f{o};
+  f.agent("a", R"({"default": {"reply": "ok"}})");
+  std::vector<std::string> threads;
+  for (int i = 0; i < 1000; ++i) threads.push_back(f.thread("a").id);
+
+  std::atomic<int> failures{0};
+  std::vector<std::thread> senders;
+  for (int w = 0; w < 4; ++w) {
+    senders.emplace_back([&, w] {
+      std::vector<run_handle> handles;
+      for (int run = 0; run < 10; ++run)
+        for (size_t i = w; i < threads.size(); i += 4) {
+          run_input in;
+          in.text = "run " + std::to_string(run);
+          handles.push_back(f.rt->send(threads[i], in));
+        }
+      for (auto& h : handles) {
+        run_result r;
+        if (!h.wait(&r, 120s).is_ok() || r.outcome != run_outcome::completed) ++failures;
+      }
+    });
+  }
+  for (auto& s : senders) s.join();
+  CHECK(failures == 0);
+  for (const auto& id : threads) {
+    auto log = f.events(id);
+    REQUIRE(check_runs(log) == 10);
+  }
+}
+
+TEST_CASE("two concurrent sends to one thread: queue runs both in turn, reject refuses one") {
+  auto policy = GENERATE(mid_run_policy::queue, mid_run_policy::reject);
+  INFO("policy " << to_string(policy));
+  runtime_fixture f;
+  f.agent("a", R"({"default": {"reply": "ok", "latency_ms": 1000}})", policy);
+  auto t = f.thread("a");
+  std::vector<status> results(2);
+  std::vector<std::thread> senders;
+  for (int i = 0; i < 2; ++i)
+    senders.emplace_back([&, i] {
+      run_input in;
+      in.text = "input " + std::to_string(i);
+      run_result r;
+      results[i] = f.rt->send(t.id, in).wait(&r, 60s);
+    });
+  for (auto& s : senders) s.join();
+  int ok = 0, conflicts = 0;
+  for (const auto& r : results) {
+    if (r.is_ok()) ++ok;
+    if (r.code() == errc::conflict) ++conflicts;
+  }
+  auto log = f.events(t.id);
+  if (policy == mid_run_policy::queue) {
+    CHECK(ok == 2);
+    CHECK(check_runs(log) == 2);
+  } else {
+    CHECK(ok == 1);
+    CHECK(conflicts == 1);
+    CHECK(check_runs(log) == 1);
+  }
+}
+
+TEST_CASE("idle threads passivate; a message reactivates one with its state; activation is single-flight") {
+  runtime_options o;
+  o.mode = durability::flush;
+  o.idle_passivate_ms = 300;
+  o.thread_queue_max = 128;
+  runtime_fixture f{o};
+  f.agent("a", R"({"default": {"reply": "ok"}})");
+  std::vector<std::string> threads;
+  for (int i = 0; i < 10000; ++i) threads.push_back(f.thread("a").id);
+  auto before = f.stats().activations;
+  for (const auto& id : threads) REQUIRE(f.rt->cancel(id).is_ok());  // touch: activates
+  CHECK(f.stats().activations - before == 10000);
+  CHECK(runtime_fixture::eventually([&] { return f.stats().active_threads == 0; }));
+  CHECK(f.stats().passivations >= 10000);
+
+  // State survives passivation: the log goes on where it stopped.
+  auto first = f.run(threads[0], "one");
+  CHECK(runtime_fixture::eventually([&] { return f.stats().active_threads == 0; }));
+  auto second = f.run(threads[0], "two");
+  CHECK(second.first_seq == first.last_seq + 1);
+  CHECK(check_runs(f.events(threads[0])) == 2);
+
+  // 100 concurrent first messages to one cold thread: one activation.
+  CHECK(runtime_fixture::eventually([&] { return f.stats().active_threads == 0; }));
+  auto cold = threads[1];
+  auto activations = f.stats().activations;
+  std::vector<run_handle> handles;
+  std::mutex mu;
+  std::vector<std::thread> senders;
+  for (int w = 0; w < 4; ++w)
+    senders.emplace_back([&] {
+      for (int i = 0; i < 25; ++i) {
+        run_input in;
+        in.text = "hello";
+        auto h = f.rt->send(cold, in);
+        std::lock_guard<std::mutex> lock{mu};
+        handles.push_back(h);
+      }
+    });
+  for (auto& s : senders) s.join();
+  for (auto& h : handles) {
+    run_result r;
+    REQUIRE(h.wait(&r, 60s).is_ok());
+  }
+  CHECK(f.stats().activations - activations == 1);
+  CHECK(check_runs(f.events(cold)) == 100);
+}
+
+TEST_CASE("past active_threads_max the least recently used idle threads passivate") {
+  runtime_options o;
+  o.mode = durability::flush;
+  o.active_threads_max = 50;
+  runtime_fixture f{o};
+  f.agent("a", "{}");
+  for (int i = 0; i < 200; ++i) {
+    auto t = f.thread("a");
+    REQUIRE(f.rt->cancel(t.id).is_ok());
+  }
+  CHECK(runtime_fixture::eventually([&] { return f.stats().active_threads <= 50; }));
+}
+
+TEST_CASE("subscribe from seq k: k.. then live events, in order, no duplicates, all durable") {
+  runtime_fixture f;
+  f.agent("a", R"({"default": {"reply": "ok", "latency_ms": 50, "deltas": ["o", "k"]}})");
+  auto t = f.thread("a");
+  auto first = f.run(t.id, "one");
+  REQUIRE(first.last_seq >= 5);
+  const uint64_t k = 3;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<event> seen;
+  std::vector<std::string> deltas;
+  event_sink sink;
+  sink.on_event = [&](const event& e) {
+    std::lock_guard<std::mutex> lock{mu};
+    seen.push_back(e);
+    cv.notify_all();
+  };
+  sink.on_delta = [&](const std::string&, const std::string& d) {
+    std::lock_guard<std::mutex> lock{mu};
+    deltas.push_back(d);
+  };
+  uint64_t sub = 0;
+  REQUIRE(f.rt->subscribe(t.id, k, sink, &sub).is_ok());
+  auto second = f.run(t.id, "two");
+  {
+    std::unique_lock<std::mutex> lock{mu};
+    REQUIRE(cv.wait_for(lock, 30s, [&] { return !seen.empty() && seen.back().seq == second.last_seq; }));
+  }
+  REQUIRE(f.rt->unsubscribe(sub).is_ok());
+  auto log = f.events(t.id);
+  std::lock_guard<std::mutex> lock{mu};
+  REQUIRE(seen.size() == log.size() - (k - 1));
+  for (size_t i = 0; i < seen.size(); ++i) CHECK(seen[i] == log[k - 1 + i]);
+  CHECK(deltas == std::vector<std::string>{"o", "k"});
+  CHECK(f.rt->unsubscribe(sub).code() == errc::not_found);
+}
+
+TEST_CASE("fork copies 1..k into a new thread and both go on independently") {
+  runtime_fixture f;
+  f.agent("a", R"({"default": {"reply": "ok"}})");
+  auto t = f.thread("a");
+  auto first = f.run(t.id, "one");
+  f.run(t.id, "two");
+  manifest copy;
+  REQUIRE(f.rt->fork(t.id, first.last_seq, &copy).is_ok());
+  CHECK(copy.id != t.id);
+  CHECK(copy.agent_id == "a");
+  CHECK(copy.last_seq == first.last_seq);
+  auto original = f.events(t.id);
+  auto forked = f.events(copy.id);
+  REQUIRE(forked.size() == first.last_seq);
+  for (size_t i = 0; i < forked.size(); ++i) CHECK(forked[i] == original[i]);
+
+  auto on_fork = f.run(copy.id, "three");
+  CHECK(on_fork.first_seq == first.last_seq + 1);
+  CHECK(f.events(t.id).size() == original.size());
+  check_runs(f.events(copy.id));
+
+  manifest bad;
+  CHECK(f.rt->fork(t.id, first.last_seq - 1, &bad).code() == errc::invalid_input);
+  CHECK(f.rt->fork(t.id, 0, &bad).code() == errc::invalid_input);
+  CHECK(f.rt->fork("nope", 1, &bad).code() == errc::not_found);
+}
+
+TEST_CASE("threads are created through their agent, listed, read and deleted") {
+  runtime_fixture f;
+  f.agent("a", R"({"default": {"reply": "ok"}})");
+  manifest m;
+  thread_options o;
+  o.agent_id = "ghost";
+  CHECK(f.rt->create_thread(o, &m).code() == errc::not_found);
+  o.agent_id = "a";
+  o.tags = {"x"};
+  o.title = "hello";
+  REQUIRE(f.rt->create_thread(o, &m).is_ok());
+  CHECK(m.title == "hello");
+  f.run(m.id, "hi");
+
+  thread_query q;
+  q.index = thread_query::by::tag;
+  q.value = "x";
+  thread_page page;
+  REQUIRE(f.rt->list_threads(q, &page).is_ok());
+  REQUIRE(page.threads.size() == 1);
+
+  std::vector<event> working;
+  REQUIRE(f.rt->read(m.id, history_view::working, 1, 0, &working).is_ok());
+  CHECK(working.size() == 3);  // prompt, user, assistant
+
+  REQUIRE(f.rt->delete_thread(m.id).is_ok());
+  CHECK(f.rt->get_thread(m.id, &m).code() == errc::not_found);
+  CHECK(f.rt->delete_thread(m.id).is_ok());
+  run_input in;
+  in.text = "anyone?";
+  run_result r;
+  CHECK(f.rt->send(m.id, in).wait(&r, 10s).code() == errc::not_found);
+
+  agent_config a;
+  a.id = "a";
+  a.engine_config = R"({"other": true})";
+  CHECK(f.rt->create_agent(a).code() == errc::conflict);
+  std::vector<agent_config> agents;
+  REQUIRE(f.rt->list_agents(&agents).is_ok());
+  CHECK(agents.size() == 1);
+}
+
+TEST_CASE("bad input is refused with an error naming the field") {
+  runtime_fixture f;
+  f.agent("a", "{}");
+  auto t = f.thread("a");
+  run_input in;
+  in.text = "\xff";
+  run_result r;
+  auto s = f.rt->send(t.id, in).wait(&r, 10s);
+  CHECK(s.code() == errc::invalid_input);
+  CHECK_THAT(s.message(), Catch::Contains("text"));
+  in.text = "ok";
+  CHECK(f.rt->send("../etc", in).wait(&r, 10s).code() == errc::invalid_input);
+  agent_config a;
+  a.id = "b";
+  a.engine = "nope";
+  CHECK_THAT(f.rt->create_agent(a).message(), Catch::Contains("agent.engine"));
+  CHECK(f.events(t.id).empty());
+}
+
+TEST_CASE("close ends a running run as cancelled and a reopened runtime finds nothing to repair") {
+  temp_dir dir;
+  std::string id;
+  {
+    runtime_options o;
+    o.data_dir = dir.str();
+    std::unique_ptr<runtime> rt;
+    REQUIRE(runtime::open(o, &rt).is_ok());
+    agent_config a;
+    a.id = "a";
+    a.engine_config = R"({"latency_ms": 60000})";
+    REQUIRE(rt->create_agent(a).is_ok());
+    manifest m;
+    thread_options to;
+    to.agent_id = "a";
+    REQUIRE(rt->create_thread(to, &m).is_ok());
+    id = m.id;
+    run_input in;
+    in.text = "long";
+    auto h = rt->send(id, in);
+    CHECK_FALSE(h.ready());
+    // The run is in progress once its start is durable.
+    REQUIRE(runtime_fixture::eventually([&] {
+      manifest now;
+      return rt->get_thread(id, &now).is_ok() && now.status == thread_status::running;
+    }));
+    REQUIRE(rt->close().is_ok());
+    run_result r;
+    REQUIRE(h.wait(&r, 10s).is_ok());
+    CHECK(r.outcome == run_outcome::cancelled);
+  }
+  runtime_options o;
+  o.data_dir = dir.str();
+  std::unique_ptr<runtime> rt;
+  REQUIRE(runtime::open(o, &rt).is_ok());
+  CHECK(rt->repaired_at_open().empty());
+  std::vector<event> log;
+  REQUIRE(rt->read(id, history_view::complete, 1, 0, &log).is_ok());
+  check_runs(log);
+}
