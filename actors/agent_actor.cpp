@@ -79,6 +79,9 @@ class agent_actor : public caf::event_based_actor {
         [this](fork_atom, std::string& source, uint64_t at_seq) -> caf::result<manifest> {
           return fork(source, at_seq);
         },
+        [this](import_atom, manifest& m, std::vector<event>& events) -> caf::result<manifest> {
+          return import(std::move(m), std::move(events));
+        },
     };
   }
 
@@ -126,6 +129,19 @@ class agent_actor : public caf::event_based_actor {
       m.usage += e.usage;
       m.cost_usd += e.cost_usd;
     }
+    auto promise = make_response_promise<manifest>();
+    write(std::move(m), std::move(events), promise);
+    return promise;
+  }
+
+  caf::result<manifest> import(manifest m, std::vector<event> events) {
+    if (m.agent_id != spec_->config.id)
+      return to_error(status::invalid_input("manifest.agent_id: " + m.agent_id + " is not " + spec_->config.id));
+    if (m.status == thread_status::running)
+      m.status = thread_status::failed;  // nothing drives an imported run
+    if (m.created_at_ms == 0) m.created_at_ms = now_ms();
+    if (m.updated_at_ms == 0) m.updated_at_ms = m.created_at_ms;
+    m.children_count = 0;
     auto promise = make_response_promise<manifest>();
     write(std::move(m), std::move(events), promise);
     return promise;

@@ -1,6 +1,7 @@
 // agent actor: the one creation path for an agent's threads.
 //   (create_atom, thread_options)  -> manifest   a new thread (a child id is minted by its parent)
 //   (fork_atom, thread id, at_seq) -> manifest   a new thread whose log starts as 1..at_seq
+//   (import_atom, manifest, events) -> manifest  a thread brought from elsewhere, whole
 // Spawned by the directory, one per agent.
 #pragma once
 

@@ -72,6 +72,13 @@ class directory_actor : public caf::event_based_actor {
           delegate(it->second.actor, fork_atom::value, std::move(source), at_seq);
           return caf::delegated<manifest>{};
         },
+        [this](import_atom, manifest& m, std::vector<event>& events) -> caf::result<manifest> {
+          auto it = agents_.find(m.agent_id);
+          if (it == agents_.end())
+            return to_error(status::not_found("agent " + m.agent_id + " does not exist"));
+          delegate(it->second.actor, import_atom::value, std::move(m), std::move(events));
+          return caf::delegated<manifest>{};
+        },
         [this](delete_atom, std::string& id) -> caf::result<void> { return erase(id); },
         [this](caf::get_atom, stats_atom) { return stats(); },
         [this](caf::close_atom) -> caf::result<void> { return close(); },

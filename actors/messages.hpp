@@ -10,6 +10,7 @@
 //   (unsubscribe_atom, sink)
 //   (get_atom)                          -> manifest
 //   (mint_child_atom)                   -> std::string       (the next child id)
+//   (reconcile_atom)                    -> bool              (a stale run was closed as orphaned)
 // Values are local to one node for now (CAF_ALLOW_UNSAFE_MESSAGE_TYPE): sending
 // them to another node needs `inspect` overloads, which distribution will add.
 #pragma once
@@ -48,6 +49,8 @@ using agent_atom = caf::atom_constant<caf::atom("agent")>;
 using delete_atom = caf::atom_constant<caf::atom("delete")>;
 using stop_atom = caf::atom_constant<caf::atom("stop")>;
 using run_atom = caf::atom_constant<caf::atom("run")>;
+using reconcile_atom = caf::atom_constant<caf::atom("reconcile")>;
+using import_atom = caf::atom_constant<caf::atom("import")>;
 
 // Engines and tools an agent may name, resolved when the agent is loaded.
 struct registry {
@@ -75,7 +78,16 @@ struct core_options {
   size_t active_threads_max = 100000;                 // active thread actors before LRU passivation
   std::chrono::milliseconds idle_passivate{60000};    // an idle thread actor quits after this
   size_t thread_queue_max = 64;                       // inputs waiting on one thread
+  // Wall time (ms since the epoch) for event times, heartbeats and staleness;
+  // injectable so that tests control it.
+  std::function<int64_t()> wall_clock;
+  std::chrono::milliseconds heartbeat_interval{5000};  // a running thread records one this often
+  int64_t heartbeat_stale_ms = 90000;                  // running, last heartbeat older: orphaned
+  int64_t start_stale_ms = 1800000;                    // running, no heartbeat at all, this old: orphaned
 };
+
+// Whether a manifest describes a run nobody is driving any more, at wall time `now_ms`.
+bool run_is_stale(const manifest& m, const core_options& options, int64_t now_ms);
 
 struct directory_stats {
   uint64_t active = 0;        // thread actors alive now
@@ -90,6 +102,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::run_input)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::run_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::manifest)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::event)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<skein::event>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::engine_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::tool_output)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::thread_options)

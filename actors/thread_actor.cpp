@@ -17,6 +17,7 @@
 #include "actors/error.hpp"
 #include "actors/journal.hpp"
 #include "persistence/event_log.hpp"
+#include "persistence/recovery.hpp"
 #include "runtime/model/conversation.hpp"
 #include "runtime/model/ids.hpp"
 #include "runtime/model/json_writer.hpp"
@@ -30,6 +31,7 @@ using run_timeout_atom = caf::atom_constant<caf::atom("runtimeout")>;
 using idle_check_atom = caf::atom_constant<caf::atom("idlecheck")>;
 using tool_timeout_atom = caf::atom_constant<caf::atom("tooltime")>;
 using idle_timer_atom = caf::atom_constant<caf::atom("idletimer")>;
+using heartbeat_atom = caf::atom_constant<caf::atom("heartbeat")>;
 
 using clock_type = caf::actor_clock::clock_type;
 using time_point = caf::actor_clock::time_point;
@@ -125,6 +127,8 @@ class thread_actor : public caf::event_based_actor {
         [this](tool_timeout_atom, uint64_t gen, std::string& call_id) { on_tool_timeout(gen, call_id); },
         [this](run_timeout_atom, uint64_t gen) { on_run_timeout(gen); },
         [this](idle_check_atom, uint64_t call_gen) { on_idle_check(call_gen); },
+        [this](heartbeat_atom, uint64_t gen) { on_heartbeat(gen); },
+        [this](reconcile_atom) -> caf::result<bool> { return reconcile(); },
         [this](idle_timer_atom, uint64_t gen) {
           if (gen == idle_gen_ && idle()) passivate();
         },
@@ -211,6 +215,7 @@ class thread_actor : public caf::event_based_actor {
                                                               {"source", run_->input.source}})));
     delayed_send(this, std::chrono::milliseconds(agent_->config.budgets.run_time_ms_max),
                  run_timeout_atom::value, run_->gen);
+    delayed_send(this, ctx_->options.heartbeat_interval, heartbeat_atom::value, run_->gen);
     commit_job job;
     job.events = std::move(events);
     job.mutate = [](manifest& m) { m.status = thread_status::running; };
@@ -420,6 +425,42 @@ class thread_actor : public caf::event_based_actor {
                                          " ms: engine_idle_ms (" + std::to_string(idle_ms.count()) + ")");
   }
 
+  // While a run goes on, its heartbeat rides on every commit; when no commit
+  // happened for a heartbeat interval, a manifest-only one records it.
+  void on_heartbeat(uint64_t gen) {
+    if (!current(gen)) return;
+    int64_t interval = ctx_->options.heartbeat_interval.count();
+    if (!in_flight_ && commits_.empty() && wall_now() - manifest_.heartbeat_at_ms >= interval)
+      commit(commit_job{});
+    delayed_send(this, ctx_->options.heartbeat_interval, heartbeat_atom::value, gen);
+  }
+
+  int64_t wall_now() const { return ctx_->options.wall_clock ? ctx_->options.wall_clock() : now_ms(); }
+
+  // Closes a run that stopped sending heartbeats, as failed with thread.orphaned.
+  caf::result<bool> reconcile() {
+    if (manifest_.status != thread_status::running || !run_is_stale(manifest_, ctx_->options, wall_now()))
+      return false;
+    auto promise = make_response_promise<bool>();
+    if (run_ && !run_->ending) {
+      end_run(run_outcome::failed, "", "orphaned: no heartbeat since " + std::to_string(manifest_.heartbeat_at_ms),
+              "", "thread.orphaned");
+    } else if (!run_) {
+      // The log says running but no run lives here: close it from the log.
+      std::vector<event> log;
+      if (status s = ctx_->log->read_events(manifest_.id, 1, 0, &log); !s) return to_error(s);
+      commit_job job;
+      job.events = interrupted_run_closing(log, "thread.orphaned");
+      job.mutate = [](manifest& m) { m.status = thread_status::failed; };
+      commit(std::move(job));
+    }
+    commit_job marker;  // answers once everything before it is durable
+    marker.on_done = [promise](uint64_t) mutable { promise.deliver(true); };
+    marker.on_failed = [promise](const caf::error& e) mutable { promise.deliver(e); };
+    commit(std::move(marker));
+    return promise;
+  }
+
   bool cancel_run() {
     if (!run_ || run_->ending) return false;
     end_run(run_outcome::cancelled, "", "cancelled");
@@ -427,7 +468,8 @@ class thread_actor : public caf::event_based_actor {
   }
 
   // Ends the current run: stops what is in flight and commits the closing events.
-  void end_run(run_outcome outcome, std::string text, std::string error, std::string thinking = "") {
+  void end_run(run_outcome outcome, std::string text, std::string error, std::string thinking = "",
+               const char* signal_before_stop = nullptr) {
     run_->ending = true;
     if (run_->engine_pending && run_->engine_call) run_->engine_call->cancel();
     run_->engine_pending = false;
@@ -447,6 +489,8 @@ class thread_actor : public caf::event_based_actor {
     events.push_back(make_result(run_->usage, run_->cost_usd, static_cast<uint64_t>(duration.count()),
                                  run_->turns, std::string{to_string(outcome)}));
     std::string err = outcome == run_outcome::completed ? "" : error;
+    if (signal_before_stop != nullptr)
+      events.push_back(make_signal(signal_before_stop, signal_data({{"run_id", run_->input.run_id}})));
     events.push_back(make_signal("thread.stop", signal_data({{"run_id", run_->input.run_id},
                                                              {"outcome", std::string{to_string(outcome)}},
                                                              {"error", err}})));
@@ -503,8 +547,9 @@ class thread_actor : public caf::event_based_actor {
     t.thread_id = manifest_.id;
     t.manifest = manifest_;
     if (job.mutate) job.mutate(t.manifest);
-    int64_t now = now_ms();
+    int64_t now = wall_now();
     t.manifest.updated_at_ms = now;
+    if (t.manifest.status == thread_status::running) t.manifest.heartbeat_at_ms = now;
     uint64_t seq = manifest_.last_seq;
     std::string run_id = run_ ? run_->input.run_id : std::string{};
     for (auto& e : job.events) {
@@ -676,6 +721,12 @@ class thread_actor : public caf::event_based_actor {
 };
 
 }  // namespace
+
+bool run_is_stale(const manifest& m, const core_options& options, int64_t now_ms) {
+  if (m.status != thread_status::running) return false;
+  if (m.heartbeat_at_ms != 0) return now_ms - m.heartbeat_at_ms > options.heartbeat_stale_ms;
+  return now_ms - m.updated_at_ms > options.start_stale_ms;
+}
 
 caf::actor spawn_thread_actor(caf::actor_system& sys, std::shared_ptr<const thread_context> ctx,
                               manifest m, agent_spec_ptr agent) {

@@ -8,20 +8,20 @@
 namespace skein {
 namespace {
 
-std::string stop_data(const std::string& run_id) {
+std::string stop_data(const std::string& run_id, const std::string& why) {
   std::string out;
   json_writer w{&out};
   w.begin_object();
   w.field("run_id", run_id);
   w.field("outcome", "failed");
-  w.field("error", "interrupted: skein stopped while the run was in progress");
+  w.field("error", why);
   w.end_object();
   return out;
 }
 
 }  // namespace
 
-std::vector<event> interrupted_run_closing(const std::vector<event>& log) {
+std::vector<event> interrupted_run_closing(const std::vector<event>& log, const std::string& signal_name) {
   size_t start = 0;
   std::string run_id;
   for (size_t i = 0; i < log.size(); ++i) {
@@ -40,8 +40,10 @@ std::vector<event> interrupted_run_closing(const std::vector<event>& log) {
       out.push_back(make_tool_result(e.call_id, e.name,
                                      "(error: interrupted: the tool call never returned)", true));
   }
-  out.push_back(make_signal("thread.interrupted", "{\"run_id\":\"" + run_id + "\"}"));
-  out.push_back(make_signal("thread.stop", stop_data(run_id)));
+  bool crash = signal_name == "thread.interrupted";
+  out.push_back(make_signal(signal_name, "{\"run_id\":\"" + run_id + "\"}"));
+  out.push_back(make_signal("thread.stop", stop_data(run_id, crash ? "interrupted: skein stopped while the run was in progress"
+                                                                   : "orphaned: the run stopped sending heartbeats")));
   for (auto& e : out) e.run_id = run_id;
   return out;
 }

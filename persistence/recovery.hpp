@@ -16,7 +16,10 @@ namespace skein {
 
 status repair_interrupted(event_log& log, std::vector<std::string>* repaired);
 
-// The events that close thread `id`'s interrupted last run, given its log.
-std::vector<event> interrupted_run_closing(const std::vector<event>& log);
+// The events that close a thread's last run, given its log: error results for
+// its unanswered tool calls, signal `signal_name` (thread.interrupted after a
+// crash, thread.orphaned when reconciled), thread.stop failed.
+std::vector<event> interrupted_run_closing(const std::vector<event>& log,
+                                           const std::string& signal_name = "thread.interrupted");
 
 }  // namespace skein

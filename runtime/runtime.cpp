@@ -21,16 +21,20 @@ struct run_handle::state {
   bool done = false;  // guarded by mu
   status result;      // guarded by mu
   run_result value;   // guarded by mu
+  std::vector<std::function<void(const status&, const run_result&)>> callbacks;  // guarded by mu
 
   void finish(status s, run_result r) {
+    std::vector<std::function<void(const status&, const run_result&)>> todo;
     {
       std::lock_guard<std::mutex> lock{mu};
       if (done) return;
       done = true;
       result = std::move(s);
       value = std::move(r);
+      todo.swap(callbacks);
     }
     cv.notify_all();
+    for (auto& fn : todo) fn(result, value);  // done is final: no lock needed to read
   }
 };
 
@@ -104,6 +108,17 @@ status run_handle::wait(run_result* out, std::chrono::milliseconds timeout) cons
   return state_->result;
 }
 
+void run_handle::on_done(std::function<void(const status&, const run_result&)> fn) const {
+  {
+    std::lock_guard<std::mutex> lock{state_->mu};
+    if (!state_->done) {
+      state_->callbacks.push_back(std::move(fn));
+      return;
+    }
+  }
+  fn(state_->result, state_->value);
+}
+
 struct runtime::impl {
   runtime_options options;
   std::unique_ptr<event_log> log;
@@ -117,6 +132,7 @@ struct runtime::impl {
   std::atomic<uint64_t> next_sub{1};
   std::mutex close_mu;  // guards closed
   bool closed = false;
+  core_options core_opts;
 
   // Asks `dest` and waits for a T (or caf::unit when T is void-like).
   status check_open() const {
@@ -184,6 +200,11 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   cc.options.active_threads_max = p->options.active_threads_max;
   cc.options.idle_passivate = std::chrono::milliseconds(p->options.idle_passivate_ms);
   cc.options.thread_queue_max = p->options.thread_queue_max;
+  cc.options.wall_clock = p->options.clock ? p->options.clock : std::function<int64_t()>(now_ms);
+  cc.options.heartbeat_interval = std::chrono::milliseconds(p->options.heartbeat_interval_ms);
+  cc.options.heartbeat_stale_ms = p->options.heartbeat_stale_ms;
+  cc.options.start_stale_ms = p->options.start_stale_ms;
+  p->core_opts = cc.options;
   cc.reg.engines["scripted"] = make_scripted_engine;
   for (auto& [name, factory] : p->options.engines) cc.reg.engines[name] = factory;
   for (auto& t : p->options.tools) cc.reg.tools[t->spec().name] = t;
@@ -231,6 +252,69 @@ status runtime::delete_thread(const std::string& id) {
 status runtime::fork(const std::string& id, uint64_t at_seq, manifest* out) {
   SKEIN_TRY(validate_id(id, "thread id"));
   return impl_->ask(impl_->actors.directory, out, fork_atom::value, id, at_seq);
+}
+
+status runtime::import_thread(manifest m, std::vector<event> events, manifest* out) {
+  SKEIN_TRY(validate_id(m.id, "manifest.id"));
+  m.last_seq = events.size();
+  return impl_->ask(impl_->actors.directory, out, import_atom::value, std::move(m), std::move(events));
+}
+
+status runtime::reconcile(const std::string& id, bool* reconciled) {
+  SKEIN_TRY(impl_->check_open());
+  manifest m;
+  SKEIN_TRY(impl_->log->read_manifest(id, &m));
+  bool closed = false;
+  // Most reads find nothing stale: only then does the thread actor get involved.
+  if (run_is_stale(m, impl_->core_opts, impl_->core_opts.wall_clock()))
+    SKEIN_TRY(impl_->ask_thread(id, &closed, reconcile_atom::value));
+  if (reconciled != nullptr) *reconciled = closed;
+  return status::ok();
+}
+
+status runtime::prune(std::vector<std::string>* reconciled) {
+  SKEIN_TRY(impl_->check_open());
+  reconciled->clear();
+  std::vector<std::string> running;
+  SKEIN_TRY(impl_->log->list_running(&running));
+  for (const auto& id : running) {
+    bool closed = false;
+    SKEIN_TRY(reconcile(id, &closed));
+    if (closed) reconciled->push_back(id);
+  }
+  return status::ok();
+}
+
+status runtime::diagnose(const std::string& id, diagnosis* out) {
+  SKEIN_TRY(impl_->check_open());
+  manifest m;
+  SKEIN_TRY(impl_->log->read_manifest(id, &m));
+  int64_t now = impl_->core_opts.wall_clock();
+  diagnosis d;
+  d.thread_id = id;
+  d.status = m.status;
+  d.last_seq = m.last_seq;
+  d.heartbeat_age_ms = m.heartbeat_at_ms == 0 ? -1 : now - m.heartbeat_at_ms;
+  std::vector<event> tail;  // the last run's stop is near the end of the log
+  SKEIN_TRY(impl_->log->read_events(id, m.last_seq > 64 ? m.last_seq - 63 : 1, 0, &tail));
+  for (auto it = tail.rbegin(); it != tail.rend(); ++it) {
+    if (it->type == event_type::signal && it->name == "thread.start" && d.last_run_id.empty()) d.last_run_id = it->run_id;
+    if (it->type != event_type::signal || it->name != "thread.stop") continue;
+    run_result r;
+    std::vector<event> one{*it};
+    if (result_from_log(id, it->run_id, one, &r).is_ok()) {
+      d.last_outcome = std::string{to_string(r.outcome)};
+      d.last_error = r.error;
+      if (d.last_run_id.empty()) d.last_run_id = it->run_id;
+    }
+    break;
+  }
+  if (m.status == thread_status::running) d.stage = run_is_stale(m, impl_->core_opts, now) ? "stalled" : "running";
+  else if (m.status == thread_status::failed || d.last_outcome == "failed") d.stage = "failed";
+  else if (m.status == thread_status::cancelled) d.stage = "cancelled";
+  else d.stage = "idle";
+  *out = std::move(d);
+  return status::ok();
 }
 
 run_handle runtime::send(const std::string& thread_id, run_input input) {

@@ -40,6 +40,12 @@ struct runtime_options {
   size_t worker_threads = 0;            // CAF scheduler threads; 0: one per core
   std::map<std::string, engine_factory> engines;  // besides the built-in "scripted"
   std::vector<std::shared_ptr<tool>> tools;
+  // Wall time in ms since the epoch, for event times, heartbeats and staleness.
+  // Empty: the system clock. Tests inject their own.
+  std::function<int64_t()> clock;
+  uint64_t heartbeat_interval_ms = 5000;  // a running thread records a heartbeat this often
+  int64_t heartbeat_stale_ms = 90000;     // running with an older heartbeat: orphaned
+  int64_t start_stale_ms = 1800000;       // running with no heartbeat at all, this old: orphaned
 };
 
 enum class history_view { working, complete };
@@ -58,6 +64,9 @@ class run_handle {
   // run goes on); otherwise the send's own error, or ok with *out filled.
   status wait(run_result* out,
               std::chrono::milliseconds timeout = std::chrono::milliseconds::max()) const;
+  // Calls `fn` once when the run has ended — at once if it has. `fn` runs on a
+  // runtime thread (or the caller's) and must not block.
+  void on_done(std::function<void(const status&, const run_result&)> fn) const;
 
  private:
   std::shared_ptr<state> state_;
@@ -66,6 +75,18 @@ class run_handle {
 struct event_sink {
   std::function<void(const event&)> on_event;                  // durable events, in seq order
   std::function<void(const std::string& run_id, const std::string& delta)> on_delta;  // optional
+};
+
+// Where a thread stands, for people and scripts.
+struct diagnosis {
+  std::string thread_id;
+  thread_status status = thread_status::open;
+  std::string stage;            // idle | running | stalled | failed | cancelled
+  uint64_t last_seq = 0;
+  int64_t heartbeat_age_ms = -1;  // -1: no heartbeat recorded
+  std::string last_run_id;
+  std::string last_outcome;     // of the last finished run, "" if none
+  std::string last_error;
 };
 
 struct runtime_stats {
@@ -97,6 +118,16 @@ class runtime {
   status delete_thread(const std::string& id);  // idempotent
   // A new thread of the same agent whose log starts as a copy of 1..at_seq.
   status fork(const std::string& id, uint64_t at_seq, manifest* out);
+  // A thread brought from elsewhere (an export, another tool): written whole, in
+  // one batch, under its manifest's agent. Its id must be new.
+  status import_thread(manifest m, std::vector<event> events, manifest* out);
+
+  // A thread left `running` whose heartbeat is stale is closed as failed with
+  // signal thread.orphaned. *reconciled tells whether it was.
+  status reconcile(const std::string& id, bool* reconciled = nullptr);
+  // reconcile() for every running thread; the ids it closed.
+  status prune(std::vector<std::string>* reconciled);
+  status diagnose(const std::string& id, diagnosis* out);
 
   // Runs. send() returns at once; errors (unknown thread, bad input, mid-run
   // policy reject, full queue) come through the handle.

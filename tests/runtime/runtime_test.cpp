@@ -304,3 +304,86 @@ TEST_CASE("close ends a running run as cancelled and a reopened runtime finds no
   REQUIRE(rt->read(id, history_view::complete, 1, 0, &log).is_ok());
   check_runs(log);
 }
+
+TEST_CASE("a running thread records heartbeats; a stale one is reconciled as orphaned") {
+  std::atomic<int64_t> now{1'800'000'000'000};
+  runtime_options o;
+  o.clock = [&] { return now.load(); };
+  o.heartbeat_interval_ms = 20;
+  runtime_fixture f{o};
+  f.agent("a", R"({"default": {"reply": "late", "latency_ms": 3600000}})");
+  auto t = f.thread("a");
+  run_input in;
+  in.text = "long job";
+  auto handle = f.rt->send(t.id, in);
+  manifest m;
+  REQUIRE(runtime_fixture::eventually([&] {
+    return f.rt->get_thread(t.id, &m).is_ok() && m.status == thread_status::running;
+  }));
+  CHECK(m.heartbeat_at_ms == now.load());
+  // The heartbeat follows the clock while the run goes on.
+  now += 1000;
+  REQUIRE(runtime_fixture::eventually([&] {
+    return f.rt->get_thread(t.id, &m).is_ok() && m.heartbeat_at_ms == now.load();
+  }));
+  diagnosis d;
+  REQUIRE(f.rt->diagnose(t.id, &d).is_ok());
+  CHECK(d.stage == "running");
+
+  bool closed = true;
+  REQUIRE(f.rt->reconcile(t.id, &closed).is_ok());
+  CHECK_FALSE(closed);  // fresh: left alone
+
+  // A heartbeat that stops (here: the clock jumps past the threshold) is stale.
+  now += 91'000;
+  REQUIRE(f.rt->diagnose(t.id, &d).is_ok());
+  CHECK(d.stage == "stalled");
+  REQUIRE(f.rt->reconcile(t.id, &closed).is_ok());
+  CHECK(closed);
+  run_result r;
+  REQUIRE(handle.wait(&r, 10s).is_ok());
+  CHECK(r.outcome == run_outcome::failed);
+  CHECK_THAT(r.error, Catch::Contains("orphaned"));
+  auto log = f.events(t.id);
+  REQUIRE(log.size() >= 2);
+  CHECK(log[log.size() - 2].name == "thread.orphaned");
+  CHECK(log.back().name == "thread.stop");
+  CHECK(check_runs(log) == 1);
+  REQUIRE(f.rt->get_thread(t.id, &m).is_ok());
+  CHECK(m.status == thread_status::open);
+  REQUIRE(f.rt->diagnose(t.id, &d).is_ok());
+  CHECK(d.stage == "failed");
+  std::vector<std::string> pruned;
+  REQUIRE(f.rt->prune(&pruned).is_ok());
+  CHECK(pruned.empty());
+}
+
+TEST_CASE("import writes a whole thread under its agent; an existing id is a conflict") {
+  runtime_fixture f;
+  f.agent("a", R"({"default": {"reply": "ok"}})");
+  manifest m;
+  m.id = "imported-1";
+  m.agent_id = "a";
+  m.title = "from elsewhere";
+  m.status = thread_status::running;
+  std::vector<event> events;
+  for (int i = 1; i <= 3; ++i) {
+    event e = make_message(i % 2 ? message_role::user : message_role::assistant, "line " + std::to_string(i));
+    e.seq = i;
+    events.push_back(e);
+  }
+  manifest out;
+  REQUIRE(f.rt->import_thread(m, events, &out).is_ok());
+  CHECK(out.last_seq == 3);
+  CHECK(out.status == thread_status::failed);  // nothing drives an imported run
+  CHECK(f.events("imported-1").size() == 3);
+  CHECK(f.rt->import_thread(m, events, &out).code() == errc::conflict);
+  m.id = "imported-2";
+  m.agent_id = "ghost";
+  CHECK(f.rt->import_thread(m, events, &out).code() == errc::not_found);
+  m.agent_id = "a";
+  events[1].seq = 5;
+  CHECK(f.rt->import_thread(m, events, &out).code() == errc::conflict);
+  auto r = f.run("imported-1", "go on");
+  CHECK(r.first_seq == 4);
+}
