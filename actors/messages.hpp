@@ -3,6 +3,7 @@
 // Threads are reached through the directory: (resolve_atom, thread id) yields the
 // thread actor, activating it from the log if needed. The thread actor protocol:
 //   (send_atom, run_input)              -> run_result        (when the run has ended)
+//   (submit_atom, run_input)            -> std::string       (the run id, once the input is taken)
 //   (cancel_atom)                       -> bool              (a run was cancelled)
 //   (subscribe_atom, from_seq, sink)    -> uint64_t next seq; then to `sink`:
 //        (event_atom, thread id, event)          every durable event from from_seq on
@@ -35,6 +36,7 @@ namespace skein {
 class event_log;
 
 using send_atom = caf::atom_constant<caf::atom("send")>;
+using submit_atom = caf::atom_constant<caf::atom("submit")>;
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 using subscribe_atom = caf::atom_constant<caf::atom("subscribe")>;
 using unsubscribe_atom = caf::atom_constant<caf::atom("unsubscr")>;

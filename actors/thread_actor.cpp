@@ -108,6 +108,7 @@ class thread_actor : public caf::event_based_actor {
     arm_idle_timer();
     return {
         [this](send_atom, run_input& in) -> caf::result<run_result> { return on_send(std::move(in)); },
+        [this](submit_atom, run_input& in) -> caf::result<std::string> { return on_submit(std::move(in)); },
         [this](cancel_atom) { return cancel_run(); },
         [this](subscribe_atom, uint64_t from_seq, caf::actor& sink) -> caf::result<uint64_t> {
           return subscribe(from_seq, sink);
@@ -138,47 +139,92 @@ class thread_actor : public caf::event_based_actor {
  private:
   // --- inputs ---------------------------------------------------------------
 
-  caf::result<run_result> on_send(run_input in) {
-    if (stopping_) return to_error(status::not_found("thread " + manifest_.id + " is being deleted"));
-    if (status s = validate_input(in); !s) return to_error(s);
+  // What became of an input: refused (error), answered from an earlier run with
+  // the same idempotency key (earlier), or taken (run_id; `waiters` of its run).
+  struct admission {
+    caf::error error;
+    std::optional<run_result> earlier;
+    std::string run_id;
+    std::vector<caf::response_promise>* waiters = nullptr;
+  };
+
+  admission admit(run_input in) {
+    admission a;
+    if (stopping_) {
+      a.error = to_error(status::not_found("thread " + manifest_.id + " is being deleted"));
+      return a;
+    }
+    if (status s = validate_input(in); !s) {
+      a.error = to_error(s);
+      return a;
+    }
     if (in.run_id.empty()) in.run_id = new_run_id();
     if (!in.idempotency_key.empty()) {
-      if (auto* waiters = waiters_for_key(in.idempotency_key)) {
-        waiters->push_back(make_response_promise());
-        return waiters->back();
+      if (auto p = pending_key(in.idempotency_key)) {
+        a.run_id = p->input.run_id;
+        a.waiters = &p->waiters;
+        return a;
       }
       run_result earlier;
       status found = earlier_run(in.idempotency_key, &earlier);
-      if (found) return earlier;
-      if (found.code() != errc::not_found) return to_error(found);
+      if (found) a.earlier = std::move(earlier);
+      else if (found.code() != errc::not_found) a.error = to_error(found);
+      if (found.code() != errc::not_found) return a;
     }
     bool busy = run_ != nullptr || !queue_.empty();
-    if (busy && policy_ == mid_run_policy::reject)
-      return to_error(status::conflict("thread " + manifest_.id +
-                                       " is running and its mid-run policy is reject"));
-    if (queue_.size() >= ctx_->options.thread_queue_max)
-      return to_error(status::overloaded("thread " + manifest_.id + " has " +
-                                         std::to_string(queue_.size()) +
-                                         " inputs waiting: thread_queue_max (" +
-                                         std::to_string(ctx_->options.thread_queue_max) + ")"));
-    pending_input p{std::move(in), {make_response_promise()}};
-    auto promise = p.waiters.back();
+    if (busy && policy_ == mid_run_policy::reject) {
+      a.error = to_error(status::conflict("thread " + manifest_.id + " is running and its mid-run policy is reject"));
+      return a;
+    }
+    if (queue_.size() >= ctx_->options.thread_queue_max) {
+      a.error = to_error(status::overloaded("thread " + manifest_.id + " has " + std::to_string(queue_.size()) +
+                                            " inputs waiting: thread_queue_max (" +
+                                            std::to_string(ctx_->options.thread_queue_max) + ")"));
+      return a;
+    }
+    a.run_id = in.run_id;
+    pending_input p{std::move(in), {}};
     if (busy && policy_ == mid_run_policy::interrupt) {
       queue_.push_front(std::move(p));
+      a.waiters = &queue_.front().waiters;
       if (run_ && !run_->ending) end_run(run_outcome::cancelled, "", "interrupted by a new input");
     } else {
       queue_.push_back(std::move(p));
+      a.waiters = &queue_.back().waiters;
     }
+    return a;
+  }
+
+  // (send_atom, input): answers with the run's result when it has ended.
+  caf::result<run_result> on_send(run_input in) {
+    admission a = admit(std::move(in));
+    if (a.error) return a.error;
+    if (a.earlier) return *a.earlier;
+    a.waiters->push_back(make_response_promise());
+    auto promise = a.waiters->back();
     start_next();
     return promise;
   }
 
-  // While the thread holds a run or queued input with this key, its waiters.
-  std::vector<caf::response_promise>* waiters_for_key(const std::string& key) {
-    if (run_ && run_->input.idempotency_key == key) return &run_->waiters;
+  // (submit_atom, input): answers with the run id as soon as the input is taken.
+  caf::result<std::string> on_submit(run_input in) {
+    admission a = admit(std::move(in));
+    if (a.error) return a.error;
+    if (a.earlier) return a.earlier->run_id;
+    start_next();
+    return a.run_id;
+  }
+
+  // The run or queued input that carries this idempotency key, if any.
+  struct pending_ref {
+    run_input& input;
+    std::vector<caf::response_promise>& waiters;
+  };
+  std::optional<pending_ref> pending_key(const std::string& key) {
+    if (run_ && run_->input.idempotency_key == key) return pending_ref{run_->input, run_->waiters};
     for (auto& p : queue_)
-      if (p.input.idempotency_key == key) return &p.waiters;
-    return nullptr;
+      if (p.input.idempotency_key == key) return pending_ref{p.input, p.waiters};
+    return std::nullopt;
   }
 
   status earlier_run(const std::string& key, run_result* out) {

@@ -332,6 +332,13 @@ run_handle runtime::send(const std::string& thread_id, run_input input) {
   return run_handle{st};
 }
 
+status runtime::submit(const std::string& thread_id, run_input input, std::string* run_id) {
+  SKEIN_TRY(validate_id(thread_id, "thread id"));
+  SKEIN_TRY(validate_input(input));
+  if (input.run_id.empty()) input.run_id = new_run_id();
+  return impl_->ask_thread(thread_id, run_id, submit_atom::value, std::move(input));
+}
+
 status runtime::cancel(const std::string& thread_id, bool* cancelled) {
   bool was = false;
   SKEIN_TRY(impl_->ask_thread(thread_id, &was, cancel_atom::value));

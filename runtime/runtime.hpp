@@ -132,6 +132,10 @@ class runtime {
   // Runs. send() returns at once; errors (unknown thread, bad input, mid-run
   // policy reject, full queue) come through the handle.
   run_handle send(const std::string& thread_id, run_input input);
+  // Hands the input to the thread and returns once it is taken (queued or
+  // running), without waiting for the run: *run_id names it. Refusals (mid-run
+  // policy reject, full queue, unknown thread) come back at once.
+  status submit(const std::string& thread_id, run_input input, std::string* run_id);
   // Cancels the thread's current run; *cancelled tells whether there was one.
   status cancel(const std::string& thread_id, bool* cancelled = nullptr);
 

@@ -387,3 +387,24 @@ TEST_CASE("import writes a whole thread under its agent; an existing id is a con
   auto r = f.run("imported-1", "go on");
   CHECK(r.first_seq == 4);
 }
+
+TEST_CASE("submit returns once the input is taken; refusals come back at once") {
+  runtime_fixture f;
+  f.agent("a", R"({"default": {"reply": "ok", "latency_ms": 60000}})", mid_run_policy::reject);
+  auto t = f.thread("a");
+  run_input in;
+  in.text = "first";
+  in.idempotency_key = "k1";
+  std::string run_id, again;
+  REQUIRE(f.rt->submit(t.id, in, &run_id).is_ok());
+  CHECK_FALSE(run_id.empty());
+  REQUIRE(f.rt->submit(t.id, in, &again).is_ok());  // same key: the same run
+  CHECK(again == run_id);
+  in.idempotency_key.clear();
+  in.text = "second";
+  CHECK(f.rt->submit(t.id, in, &again).code() == errc::conflict);
+  CHECK(f.rt->submit("missing", in, &again).code() == errc::not_found);
+  bool cancelled = false;
+  REQUIRE(f.rt->cancel(t.id, &cancelled).is_ok());
+  CHECK(cancelled);
+}
