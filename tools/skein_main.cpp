@@ -5,35 +5,54 @@
 
 namespace skein::tools {
 int run_demo(int argc, char** argv);
-}
+int run_serve(int argc, char** argv);
+int run_cli(int argc, char** argv);
 
-namespace {
+extern const char* cli_usage;
+const char* cli_usage =
+    "usage: skein <command> [options]\n"
+    "\n"
+    "  serve [--listen HOST:PORT] [--data DIR] [--durability sync|flush|memory] [--tokens FILE]\n"
+    "        [--config FILE] [--demo] [--http-threads N] [--body-bytes-max N] [--port-file FILE] ...\n"
+    "      the HTTP API (default 127.0.0.1:7411, ./skein-data, sync); every setting also as\n"
+    "      SKEIN_<NAME> in the environment or `name = value` in the config file\n"
+    "  demo [--data DIR] [--durability MODE]   one scripted conversation, embedded, no server\n"
+    "\n"
+    "  thread create <agent> [--title T] [--tag X]... [--parent ID] [--task ID] [--policy P]\n"
+    "  thread list [--agent A] [--status S] [--tag T] [--parent ID] [--limit N]\n"
+    "  thread show|delete|reconcile|diagnose <id>\n"
+    "  thread prune\n"
+    "  thread export <id> [--output FILE]\n"
+    "  thread import <file> [--format auto|skein|opennova|lace|gitmem] [--agent A]\n"
+    "  thread fork <id> --at N\n"
+    "  entries create <thread|agent> \"<msg>\" [--wait] [--key IDEMPOTENCY-KEY]\n"
+    "      an agent id reuses that agent's direct-message thread, or creates it\n"
+    "  entries list <id> [--from N] [--follow]\n"
+    "  entries read <id>        prints the run's text as it streams; exits when the run ends\n"
+    "  agent create <id> [--prompt P] [--engine E] [--engine-config JSON] [--tool T]... [--policy P]\n"
+    "  agent list | agent show <id>\n"
+    "\n"
+    "client options: --server URL (SKEIN_SERVER, default http://127.0.0.1:7411),\n"
+    "                --token T (SKEIN_TOKEN), --json (machine-readable output)\n"
+    "\n"
+    "exit codes: 0 success; 1 failure (server error, network); 2 a run failed, or diagnose:\n"
+    "failed; 3 diagnose: stalled; 4 not found; 5 unauthorized or forbidden; 6 conflict;\n"
+    "64 usage error\n";
 
-void usage(std::FILE* out) {
-  std::fprintf(out,
-               "usage: skein <command> [options]\n"
-               "\n"
-               "commands:\n"
-               "  demo [--data DIR] [--durability sync|flush|memory]\n"
-               "      run a scripted conversation with a tool call and print its events as they stream\n"
-               "\n"
-               "exit codes: 0 success, 1 failure, 64 usage error\n");
-}
-
-}  // namespace
+}  // namespace skein::tools
 
 int main(int argc, char** argv) {
+  using namespace skein::tools;
   if (argc < 2) {
-    usage(stderr);
+    std::fputs(cli_usage, stderr);
     return 64;
   }
   std::string cmd = argv[1];
-  if (cmd == "demo") return skein::tools::run_demo(argc - 2, argv + 2);
   if (cmd == "--help" || cmd == "-h" || cmd == "help") {
-    usage(stdout);
+    std::fputs(cli_usage, stdout);
     return 0;
   }
-  std::fprintf(stderr, "skein: unknown command '%s'\n", cmd.c_str());
-  usage(stderr);
-  return 64;
+  if (cmd == "demo") return run_demo(argc - 2, argv + 2);
+  if (cmd == "serve") return run_serve(argc - 2, argv + 2);
+  return run_cli(argc - 1, argv + 1);
 }

@@ -3,7 +3,8 @@
 // error. Used by the codecs and by anything that parses untrusted JSON.
 //
 // parse() uses a thread-local parser: the element it yields stays valid until the
-// same thread parses again.
+// same thread parses again — so never decode (which parses) while iterating a
+// parsed document; copy the items out (simdjson::minify) first.
 #pragma once
 
 #include <simdjson.h>

@@ -1,0 +1,415 @@
+// skein serve's API through real HTTP on an ephemeral loopback port.
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "tests/support/runtime_fixture.hpp"
+#include "tests/support/server_fixture.hpp"
+#include "tools/io/import_export.hpp"
+
+using namespace skein;
+using namespace skein::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr const char* ok_rules = R"({"default":{"reply":"ok"}})";
+
+std::vector<event> events_of(const std::string& body) {
+  std::vector<std::string> items;
+  json::dom::element root, evs;
+  json::object_reader o;
+  json::dom::array arr;
+  if (json::parse(body, {}, "body", &root).is_ok() && json::object_reader::open(root, "body", &o).is_ok() &&
+      o.element("events", &evs).is_ok() && evs.get(arr) == simdjson::SUCCESS)
+    for (json::dom::element e : arr) items.push_back(simdjson::minify(e));
+  std::vector<event> out;
+  for (const auto& text : items) {
+    event e;
+    REQUIRE(decode_event(text, &e).is_ok());
+    out.push_back(e);
+  }
+  return out;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in{path, std::ios::binary};
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("every endpoint answers its happy path") {
+  server_fixture f;
+  CHECK(f.call("GET", "/healthz").body == R"({"status":"ok"})");
+  f.agent("a", ok_rules);
+  CHECK(f.call("GET", "/v1/agents").body.find(R"("id":"a")") != std::string::npos);
+  CHECK(f.call("GET", "/v1/agents/a").status == 200);
+
+  auto created = f.call("POST", "/v1/threads", R"({"agent_id":"a","title":"t","tags":["x"]})");
+  REQUIRE(created.status == 201);
+  std::string id = field(created.body, "id");
+  CHECK(f.call("GET", "/v1/threads?agent=a").body.find(id) != std::string::npos);
+  CHECK(f.call("GET", "/v1/threads?tag=x").body.find(id) != std::string::npos);
+  CHECK(f.call("GET", "/v1/threads/" + id).status == 200);
+
+  auto run = f.call("POST", "/v1/threads/" + id + "/entries", R"({"text":"hi","wait":true})");
+  REQUIRE(run.status == 200);
+  CHECK(run.body.find(R"("outcome":"completed")") != std::string::npos);
+  auto submitted = f.call("POST", "/v1/threads/" + id + "/entries", R"({"text":"again"})");
+  REQUIRE(submitted.status == 202);
+  CHECK_FALSE(field(submitted.body, "run_id").empty());
+
+  auto entries = f.call("GET", "/v1/threads/" + id + "/entries?from_seq=1&limit=3");
+  REQUIRE(entries.status == 200);
+  CHECK(events_of(entries.body).size() == 3);
+  CHECK(f.call("GET", "/v1/threads/" + id + "/entries?view=working").status == 200);
+
+  CHECK(f.call("POST", "/v1/threads/" + id + "/cancel").status == 200);
+  CHECK(f.call("GET", "/v1/threads/" + id + "/diagnose").body.find(R"("stage")") != std::string::npos);
+  CHECK(f.call("POST", "/v1/threads/" + id + "/reconcile").body.find(R"("reconciled":false)") != std::string::npos);
+  CHECK(f.call("POST", "/v1/prune").body == R"({"reconciled":[]})");
+  auto forked = f.call("POST", "/v1/threads/" + id + "/fork", R"({"at_seq":6})");
+  CHECK(forked.status == 201);
+  auto exported = f.call("GET", "/v1/threads/" + id + "/export");
+  CHECK(exported.status == 200);
+  CHECK(exported.content_type == "application/x-ndjson");
+  auto metrics = f.call("GET", "/metrics");
+  CHECK(metrics.body.find("skein_log_commits_total") != std::string::npos);
+  CHECK(metrics.body.find("skein_http_requests_total") != std::string::npos);
+  CHECK(f.call("DELETE", "/v1/threads/" + id).status == 204);
+  CHECK(f.call("DELETE", "/v1/threads/" + id).status == 204);
+  CHECK(f.call("GET", "/v1/threads/" + id).status == 404);
+}
+
+TEST_CASE("errors carry the right status and a body naming the code and the limit") {
+  http::server_limits limits;
+  limits.body_bytes_max = 4096;
+  server_fixture f{{}, limits};
+  f.agent("a", ok_rules);
+  f.agent("r", R"({"default":{"reply":"ok","latency_ms":5000}})", "", R"(,"policy":"reject")");
+  std::string id = f.thread("a");
+
+  auto r = f.call("POST", "/v1/threads", "{not json");
+  CHECK(r.status == 400);
+  CHECK(error_code(r.body) == "invalid_input");
+  r = f.call("POST", "/v1/threads", R"({"agent_id":"a b"})");
+  CHECK(r.status == 400);
+  CHECK(r.body.find("agent_id") != std::string::npos);
+  r = f.call("POST", "/v1/threads/" + id + "/entries", R"({"wait":true})");
+  CHECK(r.status == 400);
+  CHECK(r.body.find("body.text: missing") != std::string::npos);
+  r = f.call("GET", "/v1/threads?limit=5000");
+  CHECK(r.status == 400);
+  CHECK(error_limit(r.body) == "list_limit_max");
+  r = f.call("POST", "/v1/threads/" + id + "/entries", R"({"text":")" + std::string(5000, 'x') + R"("})");
+  CHECK(r.status == 413);
+  CHECK(error_limit(r.body) == "body_bytes_max");
+  std::string deep = std::string(100, '[') + std::string(100, ']');
+  r = f.call("POST", "/v1/threads", deep);
+  CHECK(r.status == 400);
+  CHECK(error_limit(r.body) == "json_depth_max");
+
+  CHECK(f.call("GET", "/v1/threads/nope").status == 404);
+  CHECK(f.call("GET", "/v1/nothing").status == 404);
+  CHECK(f.call("PUT", "/v1/threads/" + id).status == 405);
+  r = f.call("POST", "/v1/agents", R"({"id":"a","system_prompt":"other"})");
+  CHECK(r.status == 409);
+
+  // Mid-run policy reject: 409 while a run goes on.
+  std::string rid = f.thread("r");
+  CHECK(f.call("POST", "/v1/threads/" + rid + "/entries", R"({"text":"one"})").status == 202);
+  r = f.call("POST", "/v1/threads/" + rid + "/entries", R"({"text":"two"})");
+  CHECK(r.status == 409);
+  CHECK(error_code(r.body) == "conflict");
+
+  // The HTTP status of every skein error code.
+  CHECK(server::http_status(errc::not_found) == 404);
+  CHECK(server::http_status(errc::invalid_input) == 400);
+  CHECK(server::http_status(errc::conflict) == 409);
+  CHECK(server::http_status(errc::overloaded) == 429);
+  CHECK(server::http_status(errc::io_error) == 503);
+  CHECK(server::http_status(errc::no_space) == 507);
+  CHECK(server::http_status(errc::corruption) == 500);
+  auto e = server::error_response(status::no_space("disk full: max_allowed_space_max reached"));
+  CHECK(e.status == 507);
+  CHECK(error_code(e.body) == "no_space");
+}
+
+TEST_CASE("a full queue and too many requests in flight answer 429 naming the limit") {
+  runtime_options ro;
+  ro.thread_queue_max = 1;
+  http::server_limits limits;
+  limits.requests_in_flight_max = 2;
+  server_fixture f{ro, limits};
+  f.agent("slow", R"({"default":{"reply":"ok","latency_ms":3000}})");
+  std::string id = f.thread("slow");
+  CHECK(f.call("POST", "/v1/threads/" + id + "/entries", R"({"text":"1"})").status == 202);  // running
+  CHECK(f.call("POST", "/v1/threads/" + id + "/entries", R"({"text":"2"})").status == 202);  // queued
+  auto r = f.call("POST", "/v1/threads/" + id + "/entries", R"({"text":"3"})");
+  CHECK(r.status == 429);
+  CHECK(error_limit(r.body) == "thread_queue_max");
+
+  // Two waiting requests fill the server; the third is refused at the door.
+  std::string other = f.thread("slow"), third = f.thread("slow");
+  std::vector<std::thread> waiters;
+  std::atomic<int> answered{0};
+  for (const auto& t : {other, third})
+    waiters.emplace_back([&, t] {
+      f.call("POST", "/v1/threads/" + t + "/entries", R"({"text":"w","wait":true})");
+      ++answered;
+    });
+  REQUIRE(runtime_fixture::eventually([&] { return f.srv->counters().in_flight == 2; }));
+  r = f.call("GET", "/v1/agents");
+  CHECK(r.status == 429);
+  CHECK(error_limit(r.body) == "requests_in_flight_max");
+  for (auto& w : waiters) w.join();
+  CHECK(answered == 2);
+}
+
+TEST_CASE("auth matrix: no token, a wrong one, another agent's, admin") {
+  const std::string tokens =
+      "admin-token-0123456789 admin\n"
+      "alpha-token-0123456789 alpha\n"
+      "# a comment\n"
+      "beta-token-01234567890 beta\n";
+  server_fixture f{{}, {}, tokens};
+  const std::string admin = "admin-token-0123456789", alpha = "alpha-token-0123456789", beta = "beta-token-01234567890";
+  CHECK(f.call("GET", "/healthz").status == 200);
+  CHECK(f.call("GET", "/v1/agents").status == 401);
+  CHECK(f.call("GET", "/v1/agents", "", "wrong-token-0123456789").status == 401);
+  CHECK(f.call("POST", "/v1/agents", R"({"id":"alpha"})", alpha).status == 403);  // admin only
+  f.agent("alpha", ok_rules, admin);
+  f.agent("beta", ok_rules, admin);
+  std::string a_thread = f.thread("alpha", alpha);
+  CHECK(f.call("POST", "/v1/threads", R"({"agent_id":"alpha"})", beta).status == 403);
+  for (const auto& [method, suffix] : std::vector<std::pair<std::string, std::string>>{
+           {"GET", ""}, {"GET", "/entries"}, {"POST", "/cancel"}, {"GET", "/export"}, {"DELETE", ""}, {"GET", "/stream"}}) {
+    INFO(method << " " << suffix);
+    auto r = f.call(method, "/v1/threads/" + a_thread + suffix, "", beta);
+    CHECK(r.status == 403);
+    CHECK(error_code(r.body) == "forbidden");
+  }
+  CHECK(f.call("GET", "/v1/threads/" + a_thread, "", alpha).status == 200);
+  CHECK(f.call("GET", "/v1/threads/" + a_thread, "", admin).status == 200);
+  // A scoped token lists only its agent's threads.
+  std::string b_thread = f.thread("beta", beta);
+  auto listed = f.call("GET", "/v1/threads", "", alpha);
+  CHECK(listed.body.find(a_thread) != std::string::npos);
+  CHECK(listed.body.find(b_thread) == std::string::npos);
+  CHECK(f.call("GET", "/v1/threads?agent=beta", "", alpha).status == 403);
+  auto agents = f.call("GET", "/v1/agents", "", alpha);
+  CHECK(agents.body.find(R"("id":"beta")") == std::string::npos);
+  CHECK(f.call("GET", "/metrics", "", alpha).status == 403);
+  CHECK(f.call("GET", "/metrics", "", admin).status == 200);
+  CHECK(f.call("POST", "/v1/prune", "", alpha).status == 403);
+
+  server::token_store bad;
+  CHECK_THAT(server::token_store::parse("short admin\n", &bad).message(), Catch::Contains("token_bytes_min"));
+  CHECK_THAT(server::token_store::parse("long-enough-token-123\n", &bad).message(), Catch::Contains("no scope"));
+}
+
+TEST_CASE("SSE: follow, disconnect, resume by Last-Event-ID with no gap and no duplicate") {
+  server_fixture f;
+  f.agent("a", R"({"default":{"reply":"ok","deltas":["o","k"],"latency_ms":20}})");
+  std::string id = f.thread("a");
+  for (int i = 0; i < 3; ++i) f.call("POST", "/v1/threads/" + id + "/entries", R"({"text":"x","wait":true})");
+  manifest m;
+  REQUIRE(f.rt->get_thread(id, &m).is_ok());
+  const uint64_t total_first = m.last_seq;
+
+  // First connection: read part of the history, then hang up.
+  http::client c1{f.endpoint()};
+  std::vector<uint64_t> seen;
+  int status_code = 0;
+  REQUIRE(c1.stream("/v1/threads/" + id + "/stream?from_seq=1", {},
+                    [&](const http::sse_event& e) {
+                      if (e.event == "delta") return true;
+                      seen.push_back(std::stoull(e.id));
+                      return seen.size() < 7;  // disconnect mid-stream
+                    },
+                    &status_code)
+              .is_ok());
+  CHECK(status_code == 200);
+  REQUIRE(seen.size() == 7);
+
+  // More runs while disconnected, then resume from the last id seen.
+  std::thread writer([&] {
+    for (int i = 0; i < 3; ++i) f.call("POST", "/v1/threads/" + id + "/entries", R"({"text":"y","wait":true})");
+  });
+  http::client c2{f.endpoint()};
+  std::vector<std::string> deltas;
+  uint64_t target = total_first + 3 * 5;  // three more runs of five events each
+  REQUIRE(c2.stream("/v1/threads/" + id + "/stream", {{"Last-Event-ID", std::to_string(seen.back())}},
+                    [&](const http::sse_event& e) {
+                      if (e.event == "delta") {
+                        deltas.push_back(e.data);
+                        return true;
+                      }
+                      event ev;
+                      REQUIRE(decode_event(e.data, &ev).is_ok());
+                      REQUIRE(std::to_string(ev.seq) == e.id);
+                      REQUIRE(std::string{to_string(ev.type)} == e.event);
+                      seen.push_back(ev.seq);
+                      return ev.seq < target;
+                    },
+                    &status_code, 30s)
+              .is_ok());
+  writer.join();
+  REQUIRE(seen.size() == target);
+  for (size_t i = 0; i < seen.size(); ++i) CHECK(seen[i] == i + 1);
+  CHECK(deltas.size() >= 2);  // live runs streamed their deltas
+  CHECK(runtime_fixture::eventually([&] { return f.srv->counters().streams == 0; }));
+}
+
+TEST_CASE("a slow SSE reader is disconnected and never stalls the runtime") {
+  http::server_limits limits;
+  limits.stream_buffer_bytes_max = 64 << 10;
+  server_fixture f{{}, limits};
+  // Deltas reach subscribers only (never stored), so big ones load the stream
+  // without growing the conversation.
+  std::string big(64 << 10, 'z'), deltas;
+  for (int i = 0; i < 8; ++i) deltas += (i ? ",\"" : "\"") + big + "\"";
+  f.agent("a", R"({"default":{"reply":"ok","latency_ms":1,"deltas":[)" + deltas + "]}}");
+  std::string id = f.thread("a");
+
+  // A client that asks for the stream and then never reads.
+  http::client stalled{f.endpoint()};
+  std::atomic<bool> stop{false};
+  std::thread reader([&] {
+    int code = 0;
+    // Reads the first event, then blocks inside the callback: the socket fills up.
+    stalled.stream("/v1/threads/" + id + "/stream", {},
+                   [&](const http::sse_event&) {
+                     while (!stop) std::this_thread::sleep_for(10ms);
+                     return false;
+                   },
+                   &code);
+  });
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 200 && f.srv->counters().slow_clients == 0; ++i)
+    REQUIRE(f.call("POST", "/v1/threads/" + id + "/entries", R"({"text":"go","wait":true})").status == 200);
+  auto took = std::chrono::steady_clock::now() - start;
+  CHECK(f.srv->counters().slow_clients >= 1);
+  stop = true;
+  reader.join();
+  // The runs went on at full speed: none waited for the stalled reader.
+  CHECK(took < 60s);
+  CHECK(runtime_fixture::eventually([&] { return f.srv->counters().streams == 0; }));
+  CHECK(f.call("POST", "/v1/threads/" + id + "/entries", R"({"text":"after","wait":true})").status == 200);
+}
+
+TEST_CASE("idempotent retries of entries return the first run") {
+  server_fixture f;
+  f.agent("a", ok_rules);
+  std::string id = f.thread("a");
+  auto first = f.call("POST", "/v1/threads/" + id + "/entries", R"({"text":"pay","idempotency_key":"order-17","wait":true})");
+  auto retry = f.call("POST", "/v1/threads/" + id + "/entries", R"({"text":"pay","wait":true})", "",
+                      {{"Idempotency-Key", "order-17"}});
+  auto third = f.call("POST", "/v1/threads/" + id + "/entries", R"({"text":"pay","idempotency_key":"order-17"})");
+  REQUIRE(first.status == 200);
+  REQUIRE(retry.status == 200);
+  REQUIRE(third.status == 202);
+  auto run_of = [](const std::string& body) {
+    auto p = body.find(R"("run_id":")");
+    return body.substr(p + 10, body.find('"', p + 10) - p - 10);
+  };
+  CHECK(run_of(first.body) == run_of(retry.body));
+  CHECK(run_of(third.body) == run_of(first.body));
+  std::vector<event> log;
+  REQUIRE(f.rt->read(id, history_view::complete, 1, 0, &log).is_ok());
+  CHECK(check_runs(log) == 1);
+}
+
+TEST_CASE("reconcile of a stale running thread with a test-controlled clock") {
+  std::atomic<int64_t> now{1'900'000'000'000};
+  runtime_options ro;
+  ro.clock = [&] { return now.load(); };
+  server_fixture f{ro};
+  f.agent("a", R"({"default":{"reply":"late","latency_ms":3600000}})");
+  std::string id = f.thread("a");
+  REQUIRE(f.call("POST", "/v1/threads/" + id + "/entries", R"({"text":"go"})").status == 202);
+  REQUIRE(runtime_fixture::eventually([&] {
+    return f.call("GET", "/v1/threads/" + id).body.find(R"("status":"running")") != std::string::npos;
+  }));
+  CHECK(f.call("GET", "/v1/threads/" + id + "/diagnose").body.find(R"("stage":"running")") != std::string::npos);
+  now += 91'000;  // no heartbeat for longer than 90 s
+  CHECK(f.call("GET", "/v1/threads/" + id + "/diagnose").body.find(R"("stage":"stalled")") != std::string::npos);
+  auto shown = f.call("GET", "/v1/threads/" + id);  // reconcile on read
+  CHECK(shown.body.find(R"("status":"open")") != std::string::npos);
+  auto log = events_of(f.call("GET", "/v1/threads/" + id + "/entries?limit=1000").body);
+  REQUIRE(log.size() >= 2);
+  CHECK(log[log.size() - 2].name == "thread.orphaned");
+  CHECK(log.back().name == "thread.stop");
+  CHECK(f.call("GET", "/v1/threads/" + id + "/diagnose").body.find(R"("stage":"failed")") != std::string::npos);
+  CHECK(f.call("POST", "/v1/threads/" + id + "/reconcile").body.find(R"("reconciled":false)") != std::string::npos);
+}
+
+TEST_CASE("import of a fixture of every format, and export -> import round trip") {
+  server_fixture f;
+  for (const char* agent : {"imported", "a"}) f.agent(agent, ok_rules);
+  struct fixture_file {
+    const char* file;
+    const char* format;
+  };
+  for (const auto& [file, format] : {fixture_file{"skein.jsonl", "skein"}, {"opennova.jsonl", "opennova"},
+                                     {"lace.jsonl", "lace"}, {"gitmem_threads.json", "gitmem"}}) {
+    INFO(file);
+    std::string body = read_file(std::string(SKEIN_IO_FIXTURES) + "/" + file);
+    REQUIRE_FALSE(body.empty());
+    import_result parsed;
+    REQUIRE(parse_import(body, import_format::auto_detect, "imported", &parsed).is_ok());
+    for (auto& t : parsed.threads) f.agent(t.manifest.agent_id, ok_rules);
+    auto r = f.call("POST", std::string("/v1/import?format=auto&agent=imported"), body);
+    INFO(r.body);
+    REQUIRE(r.status == 201);
+    CHECK(r.body.find(std::string(R"("format":")") + format + "\"") != std::string::npos);
+    // Ids the source lacked are minted on import: follow the server's answer.
+    std::vector<std::string> items;
+    {
+      json::dom::element root, threads;
+      json::object_reader o;
+      json::dom::array arr;
+      REQUIRE(json::parse(r.body, {}, "body", &root).is_ok());
+      REQUIRE(json::object_reader::open(root, "body", &o).is_ok());
+      REQUIRE(o.element("threads", &threads).is_ok());
+      REQUIRE(threads.get(arr) == simdjson::SUCCESS);
+      for (json::dom::element t : arr) items.push_back(simdjson::minify(t));
+    }
+    REQUIRE(items.size() == parsed.threads.size());
+    for (size_t i = 0; i < items.size(); ++i) {
+      manifest m;
+      REQUIRE(decode_manifest(items[i], &m).is_ok());
+      CHECK(f.call("GET", "/v1/threads/" + m.id).status == 200);
+      std::vector<event> log;
+      REQUIRE(f.rt->read(m.id, history_view::complete, 1, 0, &log).is_ok());
+      CHECK(log.size() == parsed.threads[i].events.size());
+      for (size_t k = 0; k < log.size(); ++k) CHECK(log[k].text == parsed.threads[i].events[k].text);
+    }
+    // Importing the same ids again is a conflict, and writes nothing.
+    if (std::string{format} != "gitmem") CHECK(f.call("POST", "/v1/import", body).status == 409);
+  }
+
+  std::string id = f.thread("a");
+  f.call("POST", "/v1/threads/" + id + "/entries", R"({"text":"héllo \"quoted\" 🙂","wait":true})");
+  auto exported = f.call("GET", "/v1/threads/" + id + "/export").body;
+  REQUIRE(f.call("DELETE", "/v1/threads/" + id).status == 204);
+  auto r = f.call("POST", "/v1/import?format=skein", exported);
+  REQUIRE(r.status == 201);
+  CHECK(f.call("GET", "/v1/threads/" + id + "/export").body == exported);
+
+  // A bad line in the middle imports nothing and names the line.
+  std::string broken = exported;
+  auto second_nl = broken.find('\n', broken.find('\n') + 1);
+  broken.insert(second_nl + 1, "{oops\n");
+  REQUIRE(f.call("DELETE", "/v1/threads/" + id).status == 204);
+  r = f.call("POST", "/v1/import?format=skein", broken);
+  CHECK(r.status == 400);
+  CHECK(r.body.find("line 3") != std::string::npos);
+  CHECK(f.call("GET", "/v1/threads/" + id).status == 404);
+}

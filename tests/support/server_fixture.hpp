@@ -1,0 +1,92 @@
+// An in-process skein server (runtime + API + HTTP on an ephemeral loopback
+// port) with real HTTP clients, for integration tests.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include "runtime/model/json_reader.hpp"
+#include "tools/client/http_client.hpp"
+#include "tools/server/api.hpp"
+#include "tools/server/http_server.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace skein::test {
+
+struct server_fixture {
+  temp_dir dir;
+  std::unique_ptr<runtime> rt;
+  std::unique_ptr<server::api> api;
+  std::unique_ptr<http::server> srv;
+
+  explicit server_fixture(runtime_options ro = {}, http::server_limits limits = {}, const std::string& tokens = "") {
+    ro.data_dir = dir.str();
+    ro.mode = durability::flush;
+    REQUIRE(runtime::open(std::move(ro), &rt).is_ok());
+    server::token_store store;
+    if (!tokens.empty()) REQUIRE(server::token_store::parse(tokens, &store).is_ok());
+    api = std::make_unique<server::api>(*rt, store, server::api_options{},
+                                        [this] { return srv ? srv->counters() : http::server_counters{}; });
+    REQUIRE(http::server::start("127.0.0.1", 0, limits, api->handler(), 2, &srv).is_ok());
+  }
+  ~server_fixture() {
+    srv->stop();
+    rt->close().ignore();
+  }
+
+  http::endpoint endpoint() const { return {"127.0.0.1", srv->port()}; }
+
+  http::response call(const std::string& method, const std::string& target, const std::string& body = "",
+                      const std::string& token = "", const http::header_list& extra = {}) {
+    http::client c{endpoint(), token};
+    http::response r;
+    auto s = c.call(method, target, body, &r, extra);
+    INFO(method << " " << target << ": " << s.to_string());
+    REQUIRE(s.is_ok());
+    return r;
+  }
+
+  // POST an agent with scripted rules (admin).
+  void agent(const std::string& id, const std::string& rules, const std::string& token = "", const std::string& extra = "") {
+    auto r = call("POST", "/v1/agents",
+                  R"({"id":")" + id + R"(","system_prompt":"test","engine_config":)" + rules + extra + "}", token);
+    INFO(r.body);
+    REQUIRE(r.status < 300);
+  }
+
+  std::string thread(const std::string& agent, const std::string& token = "") {
+    auto r = call("POST", "/v1/threads", R"({"agent_id":")" + agent + R"("})", token);
+    INFO(r.body);
+    REQUIRE(r.status == 201);
+    manifest m;
+    REQUIRE(decode_manifest(r.body, &m).is_ok());
+    return m.id;
+  }
+};
+
+inline std::string field(const std::string& json, const char* name) {
+  json::dom::element root;
+  json::object_reader o;
+  std::string v;
+  if (json::parse(json, {}, "body", &root).is_ok() && json::object_reader::open(root, "body", &o).is_ok())
+    o.string(name, &v, false).ignore();
+  return v;
+}
+
+inline std::string error_code(const std::string& json) {
+  json::dom::element root, err;
+  json::object_reader o, e;
+  std::string v;
+  if (json::parse(json, {}, "body", &root).is_ok() && json::object_reader::open(root, "body", &o).is_ok() &&
+      o.element("error", &err).is_ok() && json::object_reader::open(err, "error", &e).is_ok())
+    e.string("code", &v, false).ignore();
+  return v;
+}
+
+inline std::string error_limit(const std::string& json) {
+  auto pos = json.find(R"("limit":")");
+  if (pos == std::string::npos) return "";
+  pos += 9;
+  return json.substr(pos, json.find('"', pos) - pos);
+}
+
+}  // namespace skein::test

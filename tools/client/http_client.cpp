@@ -1,0 +1,214 @@
+#include "tools/client/http_client.hpp"
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <charconv>
+
+namespace skein::http {
+namespace {
+
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+// Feeds bytes of an event stream and emits whole events.
+class sse_parser {
+ public:
+  // False when on_event asked to stop.
+  bool feed(std::string_view bytes, const std::function<bool(const sse_event&)>& on_event) {
+    pending_.append(bytes);
+    size_t start = 0;
+    for (;;) {
+      size_t nl = pending_.find('\n', start);
+      if (nl == std::string::npos) break;
+      std::string line = pending_.substr(start, nl - start);
+      start = nl + 1;
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (line.empty()) {
+        if (has_data_ && !on_event(current_)) return false;
+        current_ = sse_event{};
+        has_data_ = false;
+        continue;
+      }
+      if (line[0] == ':') continue;  // comment (keep-alive)
+      size_t colon = line.find(':');
+      std::string field = line.substr(0, colon);
+      std::string value = colon == std::string::npos ? "" : line.substr(colon + 1);
+      if (!value.empty() && value[0] == ' ') value.erase(0, 1);
+      if (field == "id") current_.id = value;
+      else if (field == "event") current_.event = value;
+      else if (field == "data") {
+        if (has_data_) current_.data += "\n";
+        current_.data += value;
+        has_data_ = true;
+      }
+    }
+    pending_.erase(0, start);
+    if (current_.event.empty()) current_.event = "";
+    return true;
+  }
+
+ private:
+  std::string pending_;
+  sse_event current_;
+  bool has_data_ = false;
+};
+
+}  // namespace
+
+status parse_server_url(const std::string& url, endpoint* out) {
+  std::string rest = url;
+  if (rest.rfind("http://", 0) == 0) rest = rest.substr(7);
+  else if (rest.find("://") != std::string::npos)
+    return status::invalid_input("server: only http:// URLs are supported: " + url);
+  while (!rest.empty() && rest.back() == '/') rest.pop_back();
+  endpoint ep;
+  size_t colon = rest.rfind(':');
+  if (colon == std::string::npos) {
+    ep.host = rest;
+  } else {
+    ep.host = rest.substr(0, colon);
+    unsigned port = 0;
+    auto p = rest.substr(colon + 1);
+    auto r = std::from_chars(p.data(), p.data() + p.size(), port);
+    if (p.empty() || r.ec != std::errc{} || r.ptr != p.data() + p.size() || port == 0 || port > 65535)
+      return status::invalid_input("server: bad port in " + url);
+    ep.port = static_cast<uint16_t>(port);
+  }
+  if (ep.host.empty()) return status::invalid_input("server: no host in " + url);
+  *out = ep;
+  return status::ok();
+}
+
+struct client::impl {
+  endpoint ep;
+  std::string token;
+  std::chrono::milliseconds timeout;
+  net::io_context ioc;
+  std::unique_ptr<beast::tcp_stream> stream;
+  beast::flat_buffer buffer;
+
+  status connect() {
+    stream = std::make_unique<beast::tcp_stream>(ioc);
+    tcp::resolver resolver{ioc};
+    beast::error_code ec;
+    auto results = resolver.resolve(ep.host, std::to_string(ep.port), ec);
+    if (ec) return status::io_error("resolve " + ep.host + ": " + ec.message());
+    stream->expires_after(timeout);
+    stream->connect(results, ec);
+    if (ec) {
+      stream.reset();
+      return status::io_error("connect " + ep.host + ":" + std::to_string(ep.port) + ": " + ec.message());
+    }
+    buffer.clear();
+    return status::ok();
+  }
+
+  bhttp::request<bhttp::string_body> make(const std::string& method, const std::string& target, const std::string& body,
+                                          const header_list& extra) {
+    bhttp::request<bhttp::string_body> req{bhttp::string_to_verb(method), target, 11};
+    req.set(bhttp::field::host, ep.host);
+    req.set(bhttp::field::user_agent, "skein-client");
+    if (!token.empty()) req.set(bhttp::field::authorization, "Bearer " + token);
+    if (!body.empty()) req.set(bhttp::field::content_type, "application/json");
+    for (const auto& [k, v] : extra) req.set(k, v);
+    req.body() = body;
+    req.keep_alive(true);
+    req.prepare_payload();
+    return req;
+  }
+};
+
+client::client(endpoint ep, std::string token, std::chrono::milliseconds timeout) : impl_(new impl) {
+  impl_->ep = std::move(ep);
+  impl_->token = std::move(token);
+  impl_->timeout = timeout;
+}
+
+client::~client() {
+  if (impl_->stream) {
+    beast::error_code ec;
+    impl_->stream->socket().shutdown(tcp::socket::shutdown_both, ec);
+  }
+}
+
+status client::call(const std::string& method, const std::string& target, const std::string& body, response* out,
+                    const header_list& extra) {
+  auto req = impl_->make(method, target, body, extra);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    bool fresh = !impl_->stream;
+    if (fresh) SKEIN_TRY(impl_->connect());
+    beast::error_code ec;
+    impl_->stream->expires_after(impl_->timeout);
+    bhttp::write(*impl_->stream, req, ec);
+    bhttp::response<bhttp::string_body> res;
+    if (!ec) bhttp::read(*impl_->stream, impl_->buffer, res, ec);
+    if (ec) {
+      impl_->stream.reset();
+      // A kept-alive connection the server closed meanwhile: try once on a new one.
+      if (!fresh) continue;
+      return status::io_error(method + " " + target + ": " + ec.message());
+    }
+    out->status = static_cast<int>(res.result_int());
+    out->content_type = std::string{res[bhttp::field::content_type]};
+    out->body = std::move(res.body());
+    out->headers.clear();
+    for (const auto& f : res) out->headers.emplace_back(std::string{f.name_string()}, std::string{f.value()});
+    if (!res.keep_alive()) impl_->stream.reset();
+    return status::ok();
+  }
+  return status::io_error(method + " " + target + ": connection closed");
+}
+
+status client::stream(const std::string& target, const header_list& extra,
+                      const std::function<bool(const sse_event&)>& on_event, int* http_status,
+                      std::chrono::milliseconds limit) {
+  impl_->stream.reset();  // a stream takes its own connection
+  SKEIN_TRY(impl_->connect());
+  auto req = impl_->make("GET", target, "", extra);
+  req.set(bhttp::field::accept, "text/event-stream");
+  beast::error_code ec;
+  bhttp::write(*impl_->stream, req, ec);
+  bhttp::response_parser<bhttp::string_body> parser;
+  parser.body_limit(64 << 20);
+  if (!ec) bhttp::read_header(*impl_->stream, impl_->buffer, parser, ec);
+  if (ec) {
+    impl_->stream.reset();
+    return status::io_error("GET " + target + ": " + ec.message());
+  }
+  *http_status = static_cast<int>(parser.get().result_int());
+  if (*http_status != 200) {
+    bhttp::read(*impl_->stream, impl_->buffer, parser, ec);
+    impl_->stream.reset();
+    if (ec && ec != bhttp::error::end_of_stream) return status::io_error("GET " + target + ": " + ec.message());
+    sse_event body;
+    body.event = "error";
+    body.data = parser.get().body();
+    on_event(body);
+    return status::ok();
+  }
+  sse_parser sse;
+  std::string first = beast::buffers_to_string(impl_->buffer.data());
+  impl_->buffer.consume(impl_->buffer.size());
+  bool go = sse.feed(first, on_event);
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  char chunk[8192];
+  while (go) {
+    if (limit.count() > 0) {
+      auto left = deadline - std::chrono::steady_clock::now();
+      if (left <= std::chrono::milliseconds(0)) break;
+      impl_->stream->expires_after(std::chrono::duration_cast<std::chrono::milliseconds>(left));
+    } else {
+      impl_->stream->expires_never();
+    }
+    size_t n = impl_->stream->read_some(net::buffer(chunk), ec);
+    if (ec) break;  // closed by the server, or the limit passed
+    go = sse.feed(std::string_view(chunk, n), on_event);
+  }
+  impl_->stream.reset();
+  return status::ok();
+}
+
+}  // namespace skein::http

@@ -1,0 +1,268 @@
+// skein serve: the HTTP API on an embedded runtime, until SIGINT or SIGTERM.
+//
+// Settings come from defaults, then a config file (--config or SKEIN_CONFIG),
+// then the environment (SKEIN_*), then flags; the later wins.
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <pthread.h>
+#include <sstream>
+
+#include "tools/client/http_client.hpp"
+#include "tools/server/api.hpp"
+#include "tools/server/http_server.hpp"
+#include "tools/tool_util.hpp"
+
+namespace skein::tools {
+namespace {
+
+struct serve_config {
+  std::string listen = "127.0.0.1:7411";
+  std::string data = "./skein-data";
+  std::string durability = "sync";
+  std::string tokens;
+  std::string port_file;  // written with the bound port once listening
+  uint64_t http_threads = 2;
+  uint64_t body_bytes_max = 1 << 20;
+  uint64_t import_body_bytes_max = 64 << 20;
+  uint64_t requests_in_flight_max = 1024;
+  uint64_t stream_buffer_bytes_max = 1 << 20;
+  uint64_t stream_keepalive_ms = 15000;
+  uint64_t active_threads_max = 100000;
+  uint64_t idle_passivate_ms = 60000;
+  uint64_t thread_queue_max = 64;
+  uint64_t heartbeat_interval_ms = 5000;
+  uint64_t heartbeat_stale_ms = 90000;
+  uint64_t start_stale_ms = 1800000;
+  bool demo = false;
+};
+
+// Applies one setting by name; the names are the config file keys, the flags
+// (with dashes) and the environment variables (SKEIN_ + upper case).
+status apply(serve_config& c, const std::string& key, const std::string& value) {
+  std::map<std::string, std::string*> text = {
+      {"listen", &c.listen}, {"data", &c.data}, {"durability", &c.durability},
+      {"tokens", &c.tokens}, {"port_file", &c.port_file}};
+  std::map<std::string, uint64_t*> numbers = {
+      {"http_threads", &c.http_threads},
+      {"body_bytes_max", &c.body_bytes_max},
+      {"import_body_bytes_max", &c.import_body_bytes_max},
+      {"requests_in_flight_max", &c.requests_in_flight_max},
+      {"stream_buffer_bytes_max", &c.stream_buffer_bytes_max},
+      {"stream_keepalive_ms", &c.stream_keepalive_ms},
+      {"active_threads_max", &c.active_threads_max},
+      {"idle_passivate_ms", &c.idle_passivate_ms},
+      {"thread_queue_max", &c.thread_queue_max},
+      {"heartbeat_interval_ms", &c.heartbeat_interval_ms},
+      {"heartbeat_stale_ms", &c.heartbeat_stale_ms},
+      {"start_stale_ms", &c.start_stale_ms}};
+  if (auto it = text.find(key); it != text.end()) {
+    *it->second = value;
+    return status::ok();
+  }
+  if (auto it = numbers.find(key); it != numbers.end()) {
+    uint64_t v = 0;
+    if (!parse_u64(value, &v) || v == 0) return status::invalid_input(key + ": expected a positive integer, got '" + value + "'");
+    *it->second = v;
+    return status::ok();
+  }
+  return status::invalid_input("unknown setting '" + key + "'");
+}
+
+const char* setting_names[] = {"listen", "data", "durability", "tokens", "port_file", "http_threads",
+                               "body_bytes_max", "import_body_bytes_max", "requests_in_flight_max",
+                               "stream_buffer_bytes_max", "stream_keepalive_ms", "active_threads_max",
+                               "idle_passivate_ms", "thread_queue_max", "heartbeat_interval_ms",
+                               "heartbeat_stale_ms", "start_stale_ms"};
+
+status load_file(serve_config& c, const std::string& path) {
+  std::ifstream in{path};
+  if (!in) return status::not_found("config file " + path + ": cannot open");
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    auto hash = line.find('#');
+    if (hash != std::string::npos) line.erase(hash);
+    auto eq = line.find('=');
+    std::string key = trim(line.substr(0, eq));
+    if (key.empty()) continue;
+    if (eq == std::string::npos) return status::invalid_input("config file " + path + " line " + std::to_string(n) + ": expected key = value");
+    if (status s = apply(c, key, trim(line.substr(eq + 1))); !s)
+      return status::invalid_input("config file " + path + " line " + std::to_string(n) + ": " + s.message());
+  }
+  return status::ok();
+}
+
+status configure(int argc, char** argv, serve_config* out) {
+  serve_config c;
+  std::string config_path;
+  if (const char* env = std::getenv("SKEIN_CONFIG")) config_path = env;
+  for (int i = 0; i < argc; ++i)
+    if (!std::strcmp(argv[i], "--config") && i + 1 < argc) config_path = argv[i + 1];
+  if (!config_path.empty()) SKEIN_TRY(load_file(c, config_path));
+  for (const char* name : setting_names) {
+    std::string var = "SKEIN_";
+    for (const char* p = name; *p; ++p) var += static_cast<char>(std::toupper(static_cast<unsigned char>(*p)));
+    if (const char* v = std::getenv(var.c_str())) {
+      status s = apply(c, name, v);
+      if (!s) return status::invalid_input(var + ": " + s.message());
+    }
+  }
+  for (int i = 0; i < argc; ++i) {
+    std::string flag = argv[i];
+    if (flag == "--demo") {
+      c.demo = true;
+      continue;
+    }
+    if (flag.rfind("--", 0) != 0 || i + 1 >= argc) return status::invalid_input("unexpected argument '" + flag + "'");
+    std::string key = flag.substr(2);
+    for (auto& ch : key)
+      if (ch == '-') ch = '_';
+    ++i;
+    if (key == "config") continue;
+    SKEIN_TRY(apply(c, key, argv[i]));
+  }
+  *out = c;
+  return status::ok();
+}
+
+status split_listen(const std::string& listen, std::string* host, uint16_t* port) {
+  auto colon = listen.rfind(':');
+  uint64_t p = 0;
+  if (colon == std::string::npos || !parse_u64(listen.substr(colon + 1), &p) || p > 65535)
+    return status::invalid_input("listen: expected host:port, got '" + listen + "'");
+  *host = listen.substr(0, colon);
+  if (host->size() > 2 && host->front() == '[' && host->back() == ']') *host = host->substr(1, host->size() - 2);
+  if (*host == "localhost") *host = "127.0.0.1";
+  *port = static_cast<uint16_t>(p);
+  return status::ok();
+}
+
+bool loopback(const std::string& host) { return host.rfind("127.", 0) == 0 || host == "::1"; }
+
+const char* demo_rules = R"({"rules": [
+  {"match": "weather", "turn": 1, "tool_calls": [{"name": "weather", "arguments": {"city": "Lisbon"}}]},
+  {"match": "weather", "turn": 2, "reply": "It is 18°C in Lisbon with a light northerly wind.", "deltas": ["It is 18°C ", "in Lisbon."], "latency_ms": 200}],
+  "default": {"reply": "I am the skein demo agent. Ask me about the weather.", "latency_ms": 100}})";
+
+// Holds one conversation through the server's own HTTP API, as a client would.
+void run_demo(uint16_t port) {
+  http::client c{{"127.0.0.1", port}};
+  http::response r;
+  agent_config a;
+  a.id = "demo";
+  a.system_prompt = "You are a concise weather assistant.";
+  a.engine_config = demo_rules;
+  a.tools = {"weather"};
+  std::string agent_body;
+  encode_agent(a, &agent_body).ignore();
+  if (!c.call("POST", "/v1/agents", agent_body, &r).is_ok() || r.status >= 300) {
+    std::fprintf(stderr, "skein serve --demo: creating the agent failed: %d %s\n", r.status, r.body.c_str());
+    return;
+  }
+  if (!c.call("POST", "/v1/threads", R"({"agent_id":"demo","title":"Weather in Lisbon"})", &r).is_ok() || r.status != 201) {
+    std::fprintf(stderr, "skein serve --demo: creating the thread failed: %d %s\n", r.status, r.body.c_str());
+    return;
+  }
+  manifest m;
+  decode_manifest(r.body, &m).ignore();
+  std::printf("demo: thread %s created; sending \"What is the weather in Lisbon?\"\n", m.id.c_str());
+  c.call("POST", "/v1/threads/" + m.id + "/entries", R"({"text":"What is the weather in Lisbon?","wait":true})", &r).ignore();
+  std::printf("demo: %s\n\n", r.body.c_str());
+  std::string base = "http://127.0.0.1:" + std::to_string(port);
+  std::printf("Go on from here:\n");
+  std::printf("  curl -s %s/v1/threads/%s/entries\n", base.c_str(), m.id.c_str());
+  std::printf("  curl -N %s/v1/threads/%s/stream\n", base.c_str(), m.id.c_str());
+  std::printf("  curl -s -X POST %s/v1/threads/%s/entries -d '{\"text\":\"hello\",\"wait\":true}'\n", base.c_str(), m.id.c_str());
+  std::printf("  skein --server %s entries create %s \"What is the weather in Lisbon?\" --wait\n", base.c_str(), m.id.c_str());
+  std::printf("  skein --server %s entries read %s\n", base.c_str(), m.id.c_str());
+  std::printf("  skein --server %s thread list --agent demo\n\n", base.c_str());
+  std::fflush(stdout);
+}
+
+std::shared_ptr<tool> weather_tool() {
+  return make_function_tool({"weather", "Current weather for a city", R"({"type":"object","properties":{"city":{"type":"string"}}})"},
+                            [](const tool_invocation&) { return tool_output{"18°C, light wind from the north", false}; });
+}
+
+}  // namespace
+
+int run_serve(int argc, char** argv) {
+  serve_config c;
+  if (status s = configure(argc, argv, &c); !s) {
+    std::fprintf(stderr, "skein serve: %s\n", s.message().c_str());
+    return 64;
+  }
+  std::string host;
+  uint16_t port = 0;
+  runtime_options ro;
+  if (status s = split_listen(c.listen, &host, &port); !s) return fail("skein serve", s, 64);
+  if (!parse_durability(c.durability, &ro.mode))
+    return fail("skein serve", status::invalid_input("durability: must be sync, flush or memory"), 64);
+  server::token_store tokens;
+  if (!c.tokens.empty()) {
+    if (status s = server::token_store::load(c.tokens, &tokens); !s) return fail("skein serve", s, 1);
+  } else if (!loopback(host)) {
+    std::fprintf(stderr,
+                 "skein serve: refusing to listen on %s without a tokens file (--tokens): with no auth, only "
+                 "loopback addresses (127.0.0.0/8, ::1) are allowed\n",
+                 host.c_str());
+    return 1;
+  }
+  // SIGINT and SIGTERM are taken by sigwait below, on this thread only.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  ro.data_dir = c.data;
+  ro.active_threads_max = c.active_threads_max;
+  ro.idle_passivate_ms = c.idle_passivate_ms;
+  ro.thread_queue_max = c.thread_queue_max;
+  ro.heartbeat_interval_ms = c.heartbeat_interval_ms;
+  ro.heartbeat_stale_ms = static_cast<int64_t>(c.heartbeat_stale_ms);
+  ro.start_stale_ms = static_cast<int64_t>(c.start_stale_ms);
+  if (c.demo) ro.tools.push_back(weather_tool());
+  std::unique_ptr<runtime> rt;
+  if (status s = runtime::open(ro, &rt); !s) return fail("skein serve", s, 1);
+  if (!rt->repaired_at_open().empty())
+    std::printf("skein serve: recovery closed %zu interrupted run(s)\n", rt->repaired_at_open().size());
+
+  http::server_limits limits;
+  limits.body_bytes_max = c.body_bytes_max;
+  limits.import_body_bytes_max = c.import_body_bytes_max;
+  limits.requests_in_flight_max = c.requests_in_flight_max;
+  limits.stream_buffer_bytes_max = c.stream_buffer_bytes_max;
+  limits.stream_keepalive = std::chrono::milliseconds(c.stream_keepalive_ms);
+  server::api_options ao;
+  ao.limits.json_bytes_max = c.body_bytes_max;
+  std::unique_ptr<http::server> srv;
+  server::api api{*rt, tokens, ao, [&srv] { return srv ? srv->counters() : http::server_counters{}; }};
+  if (status s = http::server::start(host, port, limits, api.handler(), c.http_threads, &srv); !s)
+    return fail("skein serve", s, 1);
+  std::printf("skein serve: listening on http://%s:%u (data %s, durability %s, auth %s)\n", host.c_str(), srv->port(),
+              c.data.c_str(), c.durability.c_str(), tokens.enabled() ? "bearer tokens" : "none: loopback only");
+  std::fflush(stdout);
+  if (!c.port_file.empty()) {
+    std::ofstream pf{c.port_file + ".tmp"};
+    pf << srv->port() << "\n";
+    pf.close();
+    std::rename((c.port_file + ".tmp").c_str(), c.port_file.c_str());
+  }
+  if (c.demo) run_demo(srv->port());
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  std::printf("skein serve: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  std::fflush(stdout);
+  srv->stop();
+  status closed = rt->close();  // runs end as cancelled; what is queued is written
+  if (!closed) return fail("skein serve", closed, 1);
+  std::printf("skein serve: stopped cleanly\n");
+  return 0;
+}
+
+}  // namespace skein::tools

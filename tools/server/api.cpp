@@ -1,0 +1,606 @@
+#include "tools/server/api.hpp"
+
+#include <charconv>
+#include <regex>
+
+#include "runtime/model/ids.hpp"
+#include "runtime/model/json_reader.hpp"
+#include "runtime/model/json_writer.hpp"
+#include "tools/io/import_export.hpp"
+
+namespace skein::server {
+namespace {
+
+using http::request;
+using http::response;
+using exchange_ptr = std::shared_ptr<http::exchange>;
+
+response json_response(int status, std::string body) { return response{status, "application/json", std::move(body), {}}; }
+
+std::string manifest_json(const manifest& m) {
+  std::string out;
+  encode_manifest(m, &out).ignore();  // stored manifests always encode
+  return out;
+}
+
+std::string agent_json(const agent_config& a) {
+  std::string out;
+  encode_agent(a, &out).ignore();
+  return out;
+}
+
+void write_run(json_writer& w, const run_result& r) {
+  w.begin_object();
+  w.field("thread_id", r.thread_id);
+  w.field("run_id", r.run_id);
+  w.field("outcome", to_string(r.outcome));
+  w.field("text", r.text);
+  w.field("error", r.error);
+  w.key("usage");
+  w.begin_object();
+  w.field_uint("input_tokens", r.usage.input_tokens);
+  w.field_uint("output_tokens", r.usage.output_tokens);
+  w.field_uint("cache_read_tokens", r.usage.cache_read_tokens);
+  w.field_uint("cache_write_tokens", r.usage.cache_write_tokens);
+  w.end_object();
+  w.key("cost_usd");
+  w.number(r.cost_usd);
+  w.field_uint("duration_ms", r.duration_ms);
+  w.field_uint("turns", r.turns);
+  w.field_uint("first_seq", r.first_seq);
+  w.field_uint("last_seq", r.last_seq);
+  w.end_object();
+}
+
+// The segments of a path: "/v1/threads/x/entries" -> {"v1","threads","x","entries"}.
+std::vector<std::string> segments(const std::string& path) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < path.size()) {
+    size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    if (j > i) out.push_back(path.substr(i, j - i));
+    i = j + 1;
+  }
+  return out;
+}
+
+status parse_uint(const std::string& text, const std::string& field, uint64_t* out) {
+  auto r = std::from_chars(text.data(), text.data() + text.size(), *out);
+  if (text.empty() || r.ec != std::errc{} || r.ptr != text.data() + text.size())
+    return status::invalid_input(field + ": expected an unsigned integer");
+  return status::ok();
+}
+
+// A query parameter as a number, or `fallback` when absent.
+status query_uint(const request& req, const std::string& name, uint64_t fallback, uint64_t* out) {
+  auto it = req.query.find(name);
+  if (it == req.query.end()) {
+    *out = fallback;
+    return status::ok();
+  }
+  return parse_uint(it->second, name, out);
+}
+
+std::string query(const request& req, const std::string& name) {
+  auto it = req.query.find(name);
+  return it == req.query.end() ? std::string{} : it->second;
+}
+
+status body_object(const request& req, const json_limits& limits, json::object_reader* out) {
+  json::dom::element root;
+  SKEIN_TRY(json::parse(req.body.empty() ? std::string_view{"{}"} : std::string_view{req.body}, limits,
+                        "request body", &root));
+  return json::object_reader::open(root, "body", out);
+}
+
+std::string sse_event_frame(const event& e) {
+  std::string json;
+  encode_event(e, &json).ignore();
+  std::string frame = "id: " + std::to_string(e.seq) + "\nevent: " + std::string{to_string(e.type)} + "\ndata: ";
+  frame += json;
+  frame += "\n\n";
+  return frame;
+}
+
+std::string sse_delta_frame(const std::string& run_id, const std::string& delta) {
+  std::string data;
+  json_writer w{&data};
+  w.begin_object();
+  w.field("run_id", run_id);
+  w.field("text", delta);
+  w.end_object();
+  return "event: delta\ndata: " + data + "\n\n";
+}
+
+}  // namespace
+
+int http_status(errc code) {
+  switch (code) {
+    case errc::ok: return 200;
+    case errc::not_found: return 404;
+    case errc::invalid_input: return 400;
+    case errc::conflict: return 409;
+    case errc::corruption: return 500;
+    case errc::io_error: return 503;
+    case errc::no_space: return 507;
+    case errc::overloaded: return 429;
+  }
+  return 500;
+}
+
+http::response error_response(const status& s, int http_status_override) {
+  static const std::regex limit_word{R"(\b([a-z][a-z_]*_(max|ms|min))\b)"};
+  std::smatch m;
+  std::string limit;
+  if (std::regex_search(s.message(), m, limit_word)) limit = m[1];
+  std::string body;
+  json_writer w{&body};
+  w.begin_object();
+  w.key("error");
+  w.begin_object();
+  std::string_view code = to_string(s.code());
+  if (http_status_override == 401) code = "unauthorized";
+  if (http_status_override == 403) code = "forbidden";
+  if (http_status_override == 405) code = "method_not_allowed";
+  w.field("code", code);
+  w.field("message", s.message());
+  if (!limit.empty()) w.field("limit", limit);
+  w.end_object();
+  w.end_object();
+  return json_response(http_status_override != 0 ? http_status_override : http_status(s.code()), std::move(body));
+}
+
+// Everything one request needs: the runtime, the caller's scope, the answer.
+struct api::context {
+  api& self;
+  request& req;
+  exchange_ptr ex;
+  token_scope scope;
+
+  runtime& rt() { return self.rt_; }
+  void reply(response r) { ex->reply(std::move(r)); }
+  void fail(const status& s, int code = 0) { ex->reply(error_response(s, code)); }
+  void forbidden(const std::string& what) { fail(status::invalid_input("forbidden: the token may not " + what), 403); }
+
+  // Reads the thread and checks the token may touch its agent; answers if not.
+  bool thread_allowed(const std::string& id, manifest* m) {
+    if (status s = validate_id(id, "thread id"); !s) return fail(s), false;
+    if (status s = rt().get_thread(id, m); !s) return fail(s), false;
+    if (!scope.allows(m->agent_id)) return forbidden("use threads of agent " + m->agent_id), false;
+    return true;
+  }
+};
+
+api::api(runtime& rt, token_store tokens, api_options options, std::function<http::server_counters()> counters)
+    : rt_(rt), tokens_(std::move(tokens)), options_(options), counters_(std::move(counters)) {}
+
+namespace {
+
+using ctx = api::context;
+
+void create_agent(ctx& c, const json_limits& limits) {
+  if (!c.scope.admin) return c.forbidden("create agents (admin only)");
+  agent_config a;
+  status s = decode_agent(c.req.body, &a, limits);
+  if (!s) return c.fail(s);
+  agent_config out;
+  if (s = c.rt().create_agent(a, &out); !s) return c.fail(s);
+  c.reply(json_response(201, agent_json(out)));
+}
+
+void list_agents(ctx& c) {
+  std::vector<agent_config> all;
+  if (status s = c.rt().list_agents(&all); !s) return c.fail(s);
+  std::string body;
+  json_writer w{&body};
+  w.begin_object();
+  w.key("agents");
+  w.begin_array();
+  for (const auto& a : all)
+    if (c.scope.allows(a.id)) w.raw(agent_json(a));
+  w.end_array();
+  w.end_object();
+  c.reply(json_response(200, body));
+}
+
+void get_agent(ctx& c, const std::string& id) {
+  if (!c.scope.allows(id)) return c.forbidden("read agent " + id);
+  agent_config a;
+  if (status s = c.rt().get_agent(id, &a); !s) return c.fail(s);
+  c.reply(json_response(200, agent_json(a)));
+}
+
+void create_thread(ctx& c, const json_limits& limits) {
+  json::object_reader r;
+  if (status s = body_object(c.req, limits, &r); !s) return c.fail(s);
+  thread_options o;
+  std::string policy;
+  status s = r.string("agent_id", &o.agent_id);
+  if (s) s = r.string("title", &o.title, false);
+  if (s) s = r.string("name", &o.name, false);
+  if (s) s = r.strings("tags", &o.tags, false);
+  if (s) s = r.string("parent_thread_id", &o.parent_thread_id, false);
+  if (s) s = r.string("task_id", &o.task_id, false);
+  if (s) s = r.string("policy", &policy, false);
+  if (!s) return c.fail(s);
+  if (!policy.empty()) {
+    o.policy = parse_mid_run_policy(policy);
+    if (!o.policy) return c.fail(status::invalid_input("body.policy: must be queue, reject or interrupt"));
+  }
+  if (!c.scope.allows(o.agent_id)) return c.forbidden("create threads of agent " + o.agent_id);
+  manifest m;
+  if (s = c.rt().create_thread(o, &m); !s) return c.fail(s);
+  c.reply(json_response(201, manifest_json(m)));
+}
+
+// Keeps the manifests that match every filter the index could not apply.
+bool matches(const manifest& m, const request& req) {
+  std::string agent = query(req, "agent"), status_name = query(req, "status"), tag = query(req, "tag"),
+              parent = query(req, "parent");
+  if (!agent.empty() && m.agent_id != agent) return false;
+  if (!status_name.empty() && to_string(m.status) != status_name) return false;
+  if (!parent.empty() && m.parent_id != parent) return false;
+  if (!tag.empty() && std::find(m.tags.begin(), m.tags.end(), tag) == m.tags.end()) return false;
+  return true;
+}
+
+void list_threads(ctx& c, size_t limit_max) {
+  thread_query q;
+  std::string agent = query(c.req, "agent");
+  if (agent.empty() && !c.scope.admin) {
+    if (c.scope.agents.size() != 1)
+      return c.fail(status::invalid_input("agent: required for a token scoped to several agents"));
+    agent = *c.scope.agents.begin();
+  }
+  if (!agent.empty() && !c.scope.allows(agent)) return c.forbidden("list threads of agent " + agent);
+  if (!agent.empty()) q = {thread_query::by::agent, agent};
+  else if (!query(c.req, "parent").empty()) q = {thread_query::by::parent, query(c.req, "parent")};
+  else if (!query(c.req, "tag").empty()) q = {thread_query::by::tag, query(c.req, "tag")};
+  else if (!query(c.req, "status").empty()) q = {thread_query::by::status, query(c.req, "status")};
+  else q.index = thread_query::by::updated;
+  uint64_t limit = 0;
+  if (status s = query_uint(c.req, "limit", 100, &limit); !s) return c.fail(s);
+  if (limit == 0 || limit > limit_max)
+    return c.fail(status::invalid_input("limit: must be between 1 and list_limit_max (" + std::to_string(limit_max) + ")"));
+  q.limit = limit;
+  q.cursor = query(c.req, "cursor");
+  thread_page page;
+  if (status s = c.rt().list_threads(q, &page); !s) return c.fail(s);
+  std::string body;
+  json_writer w{&body};
+  w.begin_object();
+  w.key("threads");
+  w.begin_array();
+  for (const auto& m : page.threads)
+    if (matches(m, c.req) && c.scope.allows(m.agent_id)) w.raw(manifest_json(m));
+  w.end_array();
+  w.field("next_cursor", page.next_cursor);
+  w.end_object();
+  c.reply(json_response(200, body));
+}
+
+void get_thread(ctx& c, const std::string& id) {
+  manifest m;
+  if (!c.thread_allowed(id, &m)) return;
+  // Reconcile on read: a stale running thread is closed before it is shown.
+  bool closed = false;
+  if (status s = c.rt().reconcile(id, &closed); !s) return c.fail(s);
+  if (closed && !c.rt().get_thread(id, &m).is_ok()) return c.fail(status::not_found("thread " + id));
+  c.reply(json_response(200, manifest_json(m)));
+}
+
+void delete_thread(ctx& c, const std::string& id) {
+  if (status s = validate_id(id, "thread id"); !s) return c.fail(s);
+  manifest m;
+  status s = c.rt().get_thread(id, &m);
+  if (s.code() == errc::not_found) return c.reply(response{204, "application/json", "", {}});  // idempotent
+  if (!s) return c.fail(s);
+  if (!c.scope.allows(m.agent_id)) return c.forbidden("delete threads of agent " + m.agent_id);
+  if (s = c.rt().delete_thread(id); !s) return c.fail(s);
+  c.reply(response{204, "application/json", "", {}});
+}
+
+void post_entry(ctx& c, const std::string& id, const json_limits& limits) {
+  manifest m;
+  if (!c.thread_allowed(id, &m)) return;
+  json::object_reader r;
+  if (status s = body_object(c.req, limits, &r); !s) return c.fail(s);
+  run_input in;
+  std::string role = "user";
+  bool wait = false;
+  status s = r.string("text", &in.text);
+  if (s) s = r.string("role", &role, false);
+  if (s) s = r.string("idempotency_key", &in.idempotency_key, false);
+  if (s) s = r.boolean("wait", &wait, false);
+  if (!s) return c.fail(s);
+  if (in.idempotency_key.empty()) in.idempotency_key = c.req.header("idempotency-key");
+  auto parsed_role = parse_role(role);
+  if (!parsed_role || *parsed_role == message_role::assistant)
+    return c.fail(status::invalid_input("body.role: must be user or system"));
+  in.role = *parsed_role;
+  if (!wait) {
+    std::string run_id;
+    if (s = c.rt().submit(id, in, &run_id); !s) return c.fail(s);
+    std::string body;
+    json_writer w{&body};
+    w.begin_object();
+    w.field("thread_id", id);
+    w.field("run_id", run_id);
+    w.end_object();
+    return c.reply(json_response(202, body));
+  }
+  auto ex = c.ex;
+  c.rt().send(id, in).on_done([ex](const status& st, const run_result& result) {
+    if (!st) return ex->reply(error_response(st));
+    std::string body;
+    json_writer w{&body};
+    w.begin_object();
+    w.key("run");
+    write_run(w, result);
+    w.end_object();
+    ex->reply(json_response(200, body));
+  });
+}
+
+void list_entries(ctx& c, const std::string& id, size_t limit_max) {
+  manifest m;
+  if (!c.thread_allowed(id, &m)) return;
+  uint64_t from = 0, limit = 0;
+  if (status s = query_uint(c.req, "from_seq", 1, &from); !s) return c.fail(s);
+  if (status s = query_uint(c.req, "limit", 100, &limit); !s) return c.fail(s);
+  if (limit == 0 || limit > limit_max)
+    return c.fail(status::invalid_input("limit: must be between 1 and entries_limit_max (" + std::to_string(limit_max) + ")"));
+  std::string view_name = query(c.req, "view");
+  if (!view_name.empty() && view_name != "working" && view_name != "complete")
+    return c.fail(status::invalid_input("view: must be working or complete"));
+  auto view = view_name == "working" ? history_view::working : history_view::complete;
+  std::vector<event> events;
+  if (status s = c.rt().read(id, view, from, limit, &events); !s) return c.fail(s);
+  std::string body, one;
+  json_writer w{&body};
+  w.begin_object();
+  w.key("events");
+  w.begin_array();
+  uint64_t next = from;
+  for (const auto& e : events) {
+    encode_event(e, &one).ignore();
+    w.raw(one);
+    if (e.seq >= next) next = e.seq + 1;
+  }
+  w.end_array();
+  w.field_uint("next_seq", next);
+  w.field_uint("last_seq", m.last_seq);
+  w.end_object();
+  c.reply(json_response(200, body));
+}
+
+void stream_entries(ctx& c, const std::string& id) {
+  manifest m;
+  if (!c.thread_allowed(id, &m)) return;
+  uint64_t from = 1;
+  if (status s = query_uint(c.req, "from_seq", 1, &from); !s) return c.fail(s);
+  std::string last_event = c.req.header("last-event-id");
+  if (!last_event.empty()) {
+    uint64_t last = 0;
+    if (status s = parse_uint(last_event, "Last-Event-ID", &last); !s) return c.fail(s);
+    from = last + 1;  // resume after the last event the client saw
+  }
+  auto stream = c.ex->stream({});
+  if (!stream) return;
+  event_sink sink;
+  sink.on_event = [stream](const event& e) { stream->send(sse_event_frame(e)); };
+  sink.on_delta = [stream](const std::string& run, const std::string& delta) { stream->send(sse_delta_frame(run, delta)); };
+  uint64_t sub = 0;
+  if (status s = c.rt().subscribe(id, from, sink, &sub); !s) {
+    stream->send("event: error\ndata: " + error_response(s).body + "\n\n");
+    stream->close();
+    return;
+  }
+  runtime* rt = &c.rt();
+  stream->on_close([rt, sub] { rt->unsubscribe(sub).ignore(); });
+}
+
+void cancel_thread(ctx& c, const std::string& id) {
+  manifest m;
+  if (!c.thread_allowed(id, &m)) return;
+  bool cancelled = false;
+  if (status s = c.rt().cancel(id, &cancelled); !s) return c.fail(s);
+  c.reply(json_response(200, std::string(R"({"cancelled":)") + (cancelled ? "true" : "false") + "}"));
+}
+
+void fork_thread(ctx& c, const std::string& id, const json_limits& limits) {
+  manifest m;
+  if (!c.thread_allowed(id, &m)) return;
+  json::object_reader r;
+  uint64_t at = 0;
+  status s = body_object(c.req, limits, &r);
+  if (s) s = r.uint("at_seq", &at);
+  if (!s) return c.fail(s);
+  manifest copy;
+  if (s = c.rt().fork(id, at, &copy); !s) return c.fail(s);
+  c.reply(json_response(201, manifest_json(copy)));
+}
+
+void diagnose_thread(ctx& c, const std::string& id) {
+  manifest m;
+  if (!c.thread_allowed(id, &m)) return;
+  diagnosis d;
+  if (status s = c.rt().diagnose(id, &d); !s) return c.fail(s);
+  std::string body;
+  json_writer w{&body};
+  w.begin_object();
+  w.field("thread_id", d.thread_id);
+  w.field("status", to_string(d.status));
+  w.field("stage", d.stage);
+  w.field_uint("last_seq", d.last_seq);
+  w.field_int("heartbeat_age_ms", d.heartbeat_age_ms);
+  w.field("last_run_id", d.last_run_id);
+  w.field("last_outcome", d.last_outcome);
+  w.field("last_error", d.last_error);
+  w.end_object();
+  c.reply(json_response(200, body));
+}
+
+void reconcile_thread(ctx& c, const std::string& id) {
+  manifest m;
+  if (!c.thread_allowed(id, &m)) return;
+  bool closed = false;
+  if (status s = c.rt().reconcile(id, &closed); !s) return c.fail(s);
+  if (status s = c.rt().get_thread(id, &m); !s) return c.fail(s);
+  c.reply(json_response(200, std::string(R"({"reconciled":)") + (closed ? "true" : "false") + R"(,"thread":)" +
+                                 manifest_json(m) + "}"));
+}
+
+void prune(ctx& c) {
+  if (!c.scope.admin) return c.forbidden("prune (admin only)");
+  std::vector<std::string> closed;
+  if (status s = c.rt().prune(&closed); !s) return c.fail(s);
+  std::string body;
+  json_writer w{&body};
+  w.begin_object();
+  w.key("reconciled");
+  w.begin_array();
+  for (const auto& id : closed) w.string(id);
+  w.end_array();
+  w.end_object();
+  c.reply(json_response(200, body));
+}
+
+void export_thread_route(ctx& c, const std::string& id) {
+  manifest m;
+  if (!c.thread_allowed(id, &m)) return;
+  std::vector<event> events;
+  if (status s = c.rt().read(id, history_view::complete, 1, 0, &events); !s) return c.fail(s);
+  m.last_seq = events.size();  // the log as read, even if a run appended meanwhile
+  std::string body;
+  if (status s = export_thread(m, events, &body); !s) return c.fail(s);
+  c.reply(response{200, "application/x-ndjson", std::move(body), {}});
+}
+
+void import_route(ctx& c) {
+  std::string format_name = query(c.req, "format");
+  auto format = parse_import_format(format_name.empty() ? "auto" : format_name);
+  if (!format) return c.fail(status::invalid_input("format: must be auto, skein, opennova, lace or gitmem"));
+  std::string agent = query(c.req, "agent");
+  if (agent.empty() && c.scope.agents.size() == 1 && !c.scope.admin) agent = *c.scope.agents.begin();
+  import_result parsed;
+  if (status s = parse_import(c.req.body, *format, agent.empty() ? "imported" : agent, &parsed); !s) return c.fail(s);
+  // Check everything before writing anything: a refused import leaves no trace.
+  for (const auto& t : parsed.threads) {
+    if (!c.scope.allows(t.manifest.agent_id)) return c.forbidden("import threads of agent " + t.manifest.agent_id);
+    manifest existing;
+    if (c.rt().get_thread(t.manifest.id, &existing).is_ok())
+      return c.fail(status::conflict("thread " + t.manifest.id + " already exists"));
+    agent_config a;
+    if (status s = c.rt().get_agent(t.manifest.agent_id, &a); !s) return c.fail(s);
+  }
+  std::string body;
+  json_writer w{&body};
+  w.begin_object();
+  w.field("format", to_string(parsed.format));
+  w.key("threads");
+  w.begin_array();
+  for (auto& t : parsed.threads) {
+    manifest out;
+    if (status s = c.rt().import_thread(t.manifest, std::move(t.events), &out); !s) return c.fail(s);
+    w.raw(manifest_json(out));
+  }
+  w.end_array();
+  w.key("torn_last_line");
+  w.boolean(parsed.torn_last_line);
+  w.field("torn_detail", parsed.torn_detail);
+  w.end_object();
+  c.reply(json_response(201, body));
+}
+
+void metric(std::string& out, const char* name, const char* type, const char* help, uint64_t value,
+            const char* labels = "") {
+  out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+  out += std::string(name) + labels + " " + std::to_string(value) + "\n";
+}
+
+}  // namespace
+
+void api::handle(http::request& req, std::shared_ptr<http::exchange> ex) {
+  auto seg = segments(req.path);
+  const std::string& m = req.method;
+  if (req.path == "/healthz" && m == "GET") return ex->reply(json_response(200, R"({"status":"ok"})"));
+  auto scope = tokens_.authenticate(req.header("authorization"));
+  if (!scope) {
+    auto r = error_response(status::invalid_input("unauthorized: a valid bearer token is required"), 401);
+    r.headers.emplace_back("WWW-Authenticate", "Bearer");
+    return ex->reply(std::move(r));
+  }
+  context c{*this, req, ex, *scope};
+  auto not_allowed = [&] { c.fail(status::invalid_input("method " + m + " is not allowed on " + req.path), 405); };
+  const auto& limits = options_.limits;
+
+  if (req.path == "/metrics") {
+    if (m != "GET") return not_allowed();
+    if (!c.scope.admin) return c.forbidden("read metrics (admin only)");
+    runtime_stats rs;
+    if (status s = rt_.stats(&rs); !s) return c.fail(s);
+    std::string out;
+    metric(out, "skein_threads_active", "gauge", "Thread actors alive now.", rs.active_threads);
+    metric(out, "skein_thread_activations_total", "counter", "Thread actors activated.", rs.activations);
+    metric(out, "skein_thread_passivations_total", "counter", "Thread actors passivated.", rs.passivations);
+    metric(out, "skein_agents", "gauge", "Agents loaded.", rs.agents);
+    metric(out, "skein_log_writes_total", "counter", "RocksDB batch writes.", rs.log.writes);
+    metric(out, "skein_log_commits_total", "counter", "Ticks committed.", rs.log.commits);
+    metric(out, "skein_log_events_total", "counter", "Events committed.", rs.log.events);
+    metric(out, "skein_log_bytes_total", "counter", "Bytes written in batches.", rs.log.bytes);
+    metric(out, "skein_log_failed_total", "counter", "Ticks failed by storage errors.", rs.log.failed);
+    if (counters_) {
+      auto hc = counters_();
+      metric(out, "skein_http_requests_total", "counter", "HTTP requests read.", hc.requests);
+      metric(out, "skein_http_requests_in_flight", "gauge", "HTTP requests being answered.", hc.in_flight);
+      metric(out, "skein_http_connections", "gauge", "Open HTTP connections.", hc.connections);
+      metric(out, "skein_sse_streams", "gauge", "Open event streams.", hc.streams);
+      metric(out, "skein_sse_slow_clients_total", "counter", "Streams closed for falling behind.", hc.slow_clients);
+      out += "# HELP skein_http_responses_total HTTP responses by status class.\n# TYPE skein_http_responses_total counter\n";
+      out += "skein_http_responses_total{class=\"2xx\"} " + std::to_string(hc.responses_2xx) + "\n";
+      out += "skein_http_responses_total{class=\"4xx\"} " + std::to_string(hc.responses_4xx) + "\n";
+      out += "skein_http_responses_total{class=\"5xx\"} " + std::to_string(hc.responses_5xx) + "\n";
+    }
+    return c.reply(response{200, "text/plain; version=0.0.4", out, {}});
+  }
+  if (seg.size() < 2 || seg[0] != "v1") return c.fail(status::not_found("no route " + req.path));
+
+  if (seg[1] == "agents" && seg.size() == 2) {
+    if (m == "POST") return create_agent(c, limits);
+    if (m == "GET") return list_agents(c);
+    return not_allowed();
+  }
+  if (seg[1] == "agents" && seg.size() == 3) return m == "GET" ? get_agent(c, seg[2]) : not_allowed();
+  if (seg[1] == "prune" && seg.size() == 2) return m == "POST" ? prune(c) : not_allowed();
+  if (seg[1] == "import" && seg.size() == 2) return m == "POST" ? import_route(c) : not_allowed();
+  if (seg[1] != "threads") return c.fail(status::not_found("no route " + req.path));
+  if (seg.size() == 2) {
+    if (m == "POST") return create_thread(c, limits);
+    if (m == "GET") return list_threads(c, options_.list_limit_max);
+    return not_allowed();
+  }
+  const std::string& id = seg[2];
+  if (seg.size() == 3) {
+    if (m == "GET") return get_thread(c, id);
+    if (m == "DELETE") return delete_thread(c, id);
+    return not_allowed();
+  }
+  if (seg.size() != 4) return c.fail(status::not_found("no route " + req.path));
+  const std::string& action = seg[3];
+  if (action == "entries") {
+    if (m == "POST") return post_entry(c, id, limits);
+    if (m == "GET") return list_entries(c, id, options_.entries_limit_max);
+    return not_allowed();
+  }
+  if (action == "stream") return m == "GET" ? stream_entries(c, id) : not_allowed();
+  if (action == "cancel") return m == "POST" ? cancel_thread(c, id) : not_allowed();
+  if (action == "fork") return m == "POST" ? fork_thread(c, id, limits) : not_allowed();
+  if (action == "diagnose") return m == "GET" ? diagnose_thread(c, id) : not_allowed();
+  if (action == "reconcile") return m == "POST" ? reconcile_thread(c, id) : not_allowed();
+  if (action == "export") return m == "GET" ? export_thread_route(c, id) : not_allowed();
+  c.fail(status::not_found("no route " + req.path));
+}
+
+}  // namespace skein::server

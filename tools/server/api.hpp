@@ -1,0 +1,50 @@
+// api: the skein HTTP API (JSON over HTTP/1.1, SSE for live events) on top of
+// an embedded runtime. Routes, auth scopes and error shapes are listed in
+// tools/API.md. Thread-safe: handle() is called from many connections at once.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "runtime/runtime.hpp"
+#include "tools/server/auth.hpp"
+#include "tools/server/http.hpp"
+#include "tools/server/http_server.hpp"
+
+namespace skein::server {
+
+struct api_options {
+  json_limits limits{1 << 20, 64};  // request bodies (imports have their own size limit)
+  size_t list_limit_max = 1000;
+  size_t entries_limit_max = 1000;
+};
+
+class api {
+ public:
+  // `rt` is borrowed and must outlive the api; `counters` reports the HTTP
+  // server's own figures for /metrics (may be empty).
+  api(runtime& rt, token_store tokens, api_options options,
+      std::function<http::server_counters()> counters = {});
+
+  void handle(http::request& req, std::shared_ptr<http::exchange> ex);
+  http::handler handler() {
+    return [this](http::request& req, std::shared_ptr<http::exchange> ex) { handle(req, std::move(ex)); };
+  }
+
+  struct context;
+
+ private:
+  runtime& rt_;
+  token_store tokens_;
+  api_options options_;
+  std::function<http::server_counters()> counters_;
+};
+
+// The HTTP status for a skein error code.
+int http_status(errc code);
+// {"error":{"code":..,"message":..,"limit":..}}; `limit` is taken from the
+// message when it names one (a word ending in _max or _ms).
+http::response error_response(const status& s, int http_status_override = 0);
+
+}  // namespace skein::server

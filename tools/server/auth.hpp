@@ -1,0 +1,43 @@
+// Bearer tokens for skein serve, each scoped to a set of agents or admin.
+//
+// Tokens file: one token a line, `<token> admin` or `<token> <agent> [<agent> ...]`;
+// blank lines and lines starting with '#' are skipped. Tokens are at least
+// token_bytes_min characters of [A-Za-z0-9_.~+/=-]. Thread-safe after load.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "runtime/model/status.hpp"
+
+namespace skein::server {
+
+inline constexpr size_t token_bytes_min = 16;
+
+struct token_scope {
+  bool admin = false;
+  std::set<std::string> agents;
+
+  bool allows(const std::string& agent) const { return admin || agents.count(agent) > 0; }
+};
+
+class token_store {
+ public:
+  // No file: auth disabled (every request is admin).
+  token_store() = default;
+  static status load(const std::string& path, token_store* out);
+  static status parse(const std::string& text, token_store* out);
+
+  bool enabled() const { return enabled_; }
+  // The scope of an "Authorization: Bearer <token>" header value; nullopt when it
+  // is missing or unknown. With auth disabled, admin.
+  std::optional<token_scope> authenticate(const std::string& authorization) const;
+
+ private:
+  bool enabled_ = false;
+  std::map<std::string, token_scope> tokens_;
+};
+
+}  // namespace skein::server

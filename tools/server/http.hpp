@@ -1,0 +1,64 @@
+// HTTP values shared by the server, its API handlers and the client, without
+// Beast: handlers see requests and answer through an `exchange`.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace skein::http {
+
+using header_list = std::vector<std::pair<std::string, std::string>>;
+
+struct request {
+  std::string method;                          // "GET", "POST", ...
+  std::string target;                          // as sent: path and query
+  std::string path;                            // percent-decoded, without the query
+  std::map<std::string, std::string> query;    // percent-decoded; last one wins
+  std::map<std::string, std::string> headers;  // names in lower case
+  std::string body;
+
+  std::string header(const std::string& lower_name) const;
+};
+
+struct response {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  header_list headers;
+};
+
+// A server-sent event stream to one client. Thread-safe.
+class event_stream {
+ public:
+  virtual ~event_stream() = default;
+  // Queues bytes for the client. False once the stream is closed — also when the
+  // client fell more than the stream's buffer behind, which closes it.
+  virtual bool send(std::string bytes) = 0;
+  virtual void close() = 0;
+  // `fn` runs once when the stream ends, whatever ended it (at once if it has).
+  virtual void on_close(std::function<void()> fn) = 0;
+};
+
+// One request's answer: reply() once, or stream() once. Thread-safe; may be
+// answered later from any thread.
+class exchange {
+ public:
+  virtual ~exchange() = default;
+  virtual void reply(response r) = 0;
+  virtual std::shared_ptr<event_stream> stream(header_list headers) = 0;
+};
+
+using handler = std::function<void(request& req, std::shared_ptr<exchange> ex)>;
+
+// Splits and percent-decodes a request target. False when it is malformed.
+bool parse_target(std::string_view target, std::string* path, std::map<std::string, std::string>* query);
+std::string percent_encode(std::string_view s);
+
+}  // namespace skein::http
