@@ -15,14 +15,17 @@ configure: setup
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
-run: build
-	$(BUILD_DIR)/tools/skein demo
+run: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target skein
+	$(BUILD_DIR)/tools/skein serve --demo
 
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
-bench: build
-	$(BUILD_DIR)/bench/skein-bench append
+bench: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target skein-bench
+	@mkdir -p bench/results
+	$(BUILD_DIR)/bench/skein-bench --json bench/results/report.json
 
 clean:
 	rm -rf $(BUILD_DIR)
