@@ -1,0 +1,61 @@
+// Internals shared by the event log's translation units (event_log.cpp: open and
+// the write side; event_log_read.cpp: the read side). Not part of the API.
+#pragma once
+
+#include <memory>
+#include <rocksdb/db.h>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "persistence/event_log.hpp"
+
+namespace skein::detail {
+
+enum cf_id : size_t { cf_default, cf_threads, cf_events, cf_index, cf_usage, cf_effects,
+                      cf_embeddings, cf_schedules, cf_agents, cf_meta, cf_count };
+
+inline constexpr const char* cf_names[cf_count] = {"default",    "threads",   "events", "index",
+                                                   "usage",      "effects",   "embeddings",
+                                                   "schedules",  "agents",    "meta"};
+
+status from_rocks(const rocksdb::Status& s, std::string_view what);
+std::string hex_encode(std::string_view bytes);
+bool hex_decode(std::string_view hex, std::string* out);
+// A key with its non-printable bytes as \xNN, for error messages.
+std::string printable_key(std::string_view key);
+
+// Releases a snapshot when it goes out of scope.
+class snapshot_guard {
+ public:
+  explicit snapshot_guard(rocksdb::DB* db) : db_(db), snap_(db->GetSnapshot()) {}
+  ~snapshot_guard() { db_->ReleaseSnapshot(snap_); }
+  snapshot_guard(const snapshot_guard&) = delete;
+  snapshot_guard& operator=(const snapshot_guard&) = delete;
+  const rocksdb::Snapshot* get() const { return snap_; }
+
+ private:
+  rocksdb::DB* db_;
+  const rocksdb::Snapshot* snap_;
+};
+
+}  // namespace skein::detail
+
+namespace skein {
+
+struct event_log::impl {
+  std::unique_ptr<rocksdb::DB> db;
+  std::vector<rocksdb::ColumnFamilyHandle*> cfs;  // indexed by detail::cf_id
+  rocksdb::WriteOptions write_options;
+
+  rocksdb::ColumnFamilyHandle* cf(detail::cf_id i) const { return cfs[i]; }
+
+  ~impl() {
+    for (auto* h : cfs) {
+      if (h != nullptr) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+    }
+    if (db) db->Close().PermitUncheckedError();
+  }
+};
+
+}  // namespace skein

@@ -1,0 +1,225 @@
+// The event log's read side: manifests, events, listings, agents. Reads run on
+// any thread, concurrently with the writer (event_log.hpp).
+#include <algorithm>
+#include <rocksdb/db.h>
+
+#include "persistence/event_log_internal.hpp"
+#include "persistence/keys.hpp"
+#include "runtime/model/ids.hpp"
+
+namespace skein {
+
+using namespace detail;
+
+// --- read side ---------------------------------------------------------------
+
+status event_log::read_agent(std::string_view agent_id, agent_config* out) const {
+  SKEIN_TRY(validate_id(agent_id, "agent id"));
+  std::string value;
+  auto s = impl_->db->Get(rocksdb::ReadOptions(), impl_->cf(cf_agents), agent_id, &value);
+  if (s.IsNotFound()) return status::not_found("agent " + std::string{agent_id} + " does not exist");
+  SKEIN_TRY(from_rocks(s, "read agent"));
+  status d = decode_agent(value, out, options_.limits);
+  if (!d) return status::corruption("agents key " + std::string{agent_id} + ": " + d.message());
+  return status::ok();
+}
+
+status event_log::list_agents(std::vector<agent_config>* out) const {
+  out->clear();
+  std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->cf(cf_agents))};
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    agent_config a;
+    status d = decode_agent(it->value().ToStringView(), &a, options_.limits);
+    if (!d) return status::corruption("agents key " + it->key().ToString() + ": " + d.message());
+    out->push_back(std::move(a));
+  }
+  return from_rocks(it->status(), "scan agents");
+}
+
+status event_log::find_idempotent(std::string_view thread_id, std::string_view key,
+                                  idempotent_run* out) const {
+  SKEIN_TRY(validate_id(thread_id, "thread id"));
+  SKEIN_TRY(validate_id(key, "idempotency_key"));
+  std::string value;
+  auto s = impl_->db->Get(rocksdb::ReadOptions(), impl_->cf(cf_index),
+                          keys::idempotency_key(thread_id, key), &value);
+  if (s.IsNotFound()) return status::not_found("no run used idempotency key " + std::string{key});
+  SKEIN_TRY(from_rocks(s, "read idempotency key"));
+  if (value.size() < 8)
+    return status::corruption("index key " + keys::idempotency_key(thread_id, key) + ": value too short");
+  out->first_seq = keys::get_be64(value);
+  out->run_id = value.substr(8);
+  return status::ok();
+}
+
+status event_log::read_manifest(std::string_view thread_id, manifest* out) const {
+  SKEIN_TRY(validate_id(thread_id, "thread id"));
+  std::string value;
+  auto s = impl_->db->Get(rocksdb::ReadOptions(), impl_->cf(cf_threads), thread_id, &value);
+  if (s.IsNotFound()) return status::not_found("thread " + std::string{thread_id} + " does not exist");
+  SKEIN_TRY(from_rocks(s, "read manifest"));
+  status d = decode_manifest(value, out, options_.limits);
+  if (!d) return status::corruption("threads key " + std::string{thread_id} + ": " + d.message());
+  return status::ok();
+}
+
+status event_log::read_events(std::string_view thread_id, uint64_t from_seq, size_t limit,
+                              std::vector<event>* out) const {
+  SKEIN_TRY(validate_id(thread_id, "thread id"));
+  out->clear();
+  std::string upper = keys::event_prefix_end(thread_id);
+  rocksdb::Slice upper_slice{upper};
+  rocksdb::ReadOptions ro;
+  ro.iterate_upper_bound = &upper_slice;
+  std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(ro, impl_->cf(cf_events))};
+  for (it->Seek(keys::event_key(thread_id, std::max<uint64_t>(from_seq, 1)));
+       it->Valid() && (limit == 0 || out->size() < limit); it->Next()) {
+    std::string_view key = it->key().ToStringView(), thread;
+    uint64_t seq = 0;
+    if (!keys::parse_event_key(key, &thread, &seq) || thread != thread_id)
+      return status::corruption("events key " + printable_key(key) + ": malformed");
+    event e;
+    status d = decode_event(it->value().ToStringView(), &e, options_.limits);
+    if (!d)
+      return status::corruption("events key " + std::string{thread} + "#" + std::to_string(seq) +
+                                ": " + d.message());
+    if (e.seq != seq)
+      return status::corruption("events key " + std::string{thread} + "#" + std::to_string(seq) +
+                                ": value holds seq " + std::to_string(e.seq));
+    out->push_back(std::move(e));
+  }
+  return from_rocks(it->status(), "scan events");
+}
+
+status event_log::list_threads(const thread_query& q, thread_page* out) const {
+  out->threads.clear();
+  out->next_cursor.clear();
+  if (q.limit == 0 || q.limit > thread_query::limit_max)
+    return status::invalid_input("limit: must be between 1 and " +
+                                 std::to_string(thread_query::limit_max));
+  std::string prefix;
+  switch (q.index) {
+    case thread_query::by::agent: SKEIN_TRY(validate_id(q.value, "agent")); prefix = keys::index_prefix('a', q.value); break;
+    case thread_query::by::parent: SKEIN_TRY(validate_id(q.value, "parent")); prefix = keys::index_prefix('p', q.value); break;
+    case thread_query::by::tag: SKEIN_TRY(validate_id(q.value, "tag")); prefix = keys::index_prefix('t', q.value); break;
+    case thread_query::by::status:
+      if (!parse_thread_status(q.value))
+        return status::invalid_input("status: unknown status '" + q.value + "'");
+      prefix = keys::index_prefix('s', q.value);
+      break;
+    case thread_query::by::updated: prefix = "u/"; break;
+  }
+  std::string after;
+  if (!q.cursor.empty() && !hex_decode(q.cursor, &after))
+    return status::invalid_input("cursor: malformed");
+
+  const bool newest_first = q.index == thread_query::by::updated;
+  snapshot_guard snap{impl_->db.get()};
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snap.get();
+  std::string lower = prefix, upper = prefix;
+  upper.back() = static_cast<char>(upper.back() + 1);  // '/' + 1: end of the prefix range
+  rocksdb::Slice lower_slice{lower}, upper_slice{upper};
+  ro.iterate_lower_bound = &lower_slice;
+  ro.iterate_upper_bound = &upper_slice;
+  std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(ro, impl_->cf(cf_index))};
+
+  if (newest_first) {
+    if (after.empty()) it->SeekToLast();
+    else {
+      it->SeekForPrev(prefix + after);
+      if (it->Valid() && it->key().ToStringView() == prefix + after) it->Prev();
+    }
+  } else {
+    // Ids hold no 0x00, so suffix + 0x00 is the first key after the cursor.
+    if (after.empty()) it->Seek(prefix);
+    else it->Seek(prefix + after + std::string(1, '\0'));
+  }
+  std::string last_suffix;
+  for (; it->Valid(); newest_first ? it->Prev() : it->Next()) {
+    std::string_view suffix = it->key().ToStringView().substr(prefix.size());
+    if (out->threads.size() == q.limit) {
+      out->next_cursor = hex_encode(last_suffix);
+      break;
+    }
+    std::string_view thread = suffix;
+    if (newest_first) {
+      if (suffix.size() < 10) return status::corruption("index key " + printable_key(it->key().ToStringView()) + ": malformed");
+      thread = suffix.substr(9);
+    }
+    std::string value;
+    auto s = impl_->db->Get(ro, impl_->cf(cf_threads), thread, &value);
+    if (s.IsNotFound())
+      return status::corruption("index key " + printable_key(it->key().ToStringView()) +
+                                ": names a thread that does not exist");
+    SKEIN_TRY(from_rocks(s, "read manifest"));
+    manifest m;
+    status d = decode_manifest(value, &m, options_.limits);
+    if (!d) return status::corruption("threads key " + std::string{thread} + ": " + d.message());
+    out->threads.push_back(std::move(m));
+    last_suffix.assign(suffix);
+  }
+  return from_rocks(it->status(), "scan index");
+}
+
+status event_log::list_running(std::vector<std::string>* out) const {
+  out->clear();
+  thread_query q;
+  q.index = thread_query::by::status;
+  q.value = std::string{to_string(thread_status::running)};
+  q.limit = thread_query::limit_max;
+  thread_page page;
+  do {
+    SKEIN_TRY(list_threads(q, &page));
+    for (const auto& m : page.threads) out->push_back(m.id);
+    q.cursor = page.next_cursor;
+  } while (!q.cursor.empty());
+  return status::ok();
+}
+
+status event_log::count_thread_keys(std::string_view thread_id, size_t* out) const {
+  SKEIN_TRY(validate_id(thread_id, "thread id"));
+  *out = 0;
+  std::string id{thread_id};
+  for (size_t c = 0; c < cf_count; ++c) {
+    if (c == cf_meta || c == cf_default || c == cf_agents || c == cf_schedules) continue;
+    std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->cf(static_cast<cf_id>(c)))};
+    if (c == cf_events || c == cf_embeddings) {
+      rocksdb::ReadOptions ro;
+      ro.total_order_seek = true;
+      it.reset(impl_->db->NewIterator(ro, impl_->cf(static_cast<cf_id>(c))));
+    }
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      std::string_view key = it->key().ToStringView();
+      bool mine = false;
+      switch (c) {
+        case cf_threads: mine = key == id; break;
+        case cf_events:
+        case cf_embeddings: mine = key.starts_with(keys::event_prefix(id)); break;
+        case cf_index:
+          mine = key.ends_with("/" + id) || key.starts_with(keys::idempotency_prefix(id));
+          break;
+        case cf_usage: mine = key.size() > 17 && key.substr(8, key.size() - 17) == id; break;
+        case cf_effects: mine = key.ends_with(std::string(1, '\0') + id); break;
+        default: break;
+      }
+      if (mine) ++*out;
+    }
+    SKEIN_TRY(from_rocks(it->status(), "scan"));
+  }
+  return status::ok();
+}
+
+log_counters event_log::counters() const {
+  log_counters c;
+  c.writes = counters_.writes.load(std::memory_order_relaxed);
+  c.commits = counters_.commits.load(std::memory_order_relaxed);
+  c.events = counters_.events.load(std::memory_order_relaxed);
+  c.rejected = counters_.rejected.load(std::memory_order_relaxed);
+  c.failed = counters_.failed.load(std::memory_order_relaxed);
+  c.bytes = counters_.bytes.load(std::memory_order_relaxed);
+  c.group_max = counters_.group_max.load(std::memory_order_relaxed);
+  return c;
+}
+
+}  // namespace skein
