@@ -1,5 +1,6 @@
 // skein-bench: runs benchmark workloads against the event log and the journal,
-// prints a table per workload and, with --json, writes every figure to a file.
+// and end to end through skein::runtime; prints a table per workload and, with
+// --json, writes every figure to a file.
 //
 // Exit codes: 0 done, 1 a workload failed (a lost or failed write is a failure,
 // not a figure), 64 bad usage.
@@ -34,6 +35,12 @@ struct workload {
 constexpr workload workloads[] = {
     {"append", "256 threads x 200 one-event ticks through the journal in each durability "
                "mode, vs RocksDB Puts", run_append},
+    {"runs", "1,000 threads x 10 end-to-end runs through skein::runtime (scripted engine at "
+             "0 ms, durability sync)", run_runs},
+    {"latency", "10,000 runs in flight at once against a 1 s scripted engine: runs/s and "
+                "peak RSS", run_latency},
+    {"scale", "100,000 threads: RSS per active and per passivated thread, cold activation "
+              "of a 10,000-event thread", run_scale},
 };
 
 struct command_line {

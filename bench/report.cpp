@@ -27,8 +27,9 @@ std::string fixed(double v, int decimals) {
   return buf;
 }
 
-// Left-aligns the first two columns (names), right-aligns the figures.
-void print_table(const std::vector<std::vector<std::string>>& rows, std::FILE* out) {
+// Left-aligns the first `names` columns, right-aligns the figures.
+void print_table(const std::vector<std::vector<std::string>>& rows, std::FILE* out,
+                 size_t names = 2) {
   std::vector<size_t> width;
   for (const auto& row : rows) {
     width.resize(std::max(width.size(), row.size()));
@@ -38,7 +39,7 @@ void print_table(const std::vector<std::vector<std::string>>& rows, std::FILE* o
     std::string line;
     for (size_t c = 0; c < row.size(); ++c) {
       std::string pad(width[c] - row[c].size(), ' ');
-      line += c < 2 ? row[c] + pad : pad + row[c];
+      line += c < names ? row[c] + pad : pad + row[c];
       if (c + 1 < row.size()) line += "  ";
     }
     std::fprintf(out, "%s\n", line.c_str());
@@ -211,6 +212,262 @@ void write_append_json(const append_figures& f, json_writer& w) {
   write_number(w, "events_per_s_target", append_events_per_s_target);
   w.key("events_per_s_met");
   w.boolean(rate >= append_events_per_s_target);
+  w.end_object();
+  w.end_object();
+}
+
+namespace {
+
+std::string ms(double us) { return fixed(us / 1000, 3); }
+
+std::string mb(uint64_t bytes) { return fixed(static_cast<double>(bytes) / (1 << 20), 1); }
+
+double per_thread(uint64_t after, uint64_t before, size_t threads) {
+  if (threads == 0) return 0;
+  return (static_cast<double>(after) - static_cast<double>(before)) / static_cast<double>(threads);
+}
+
+std::string at_least(double figure, double target) {
+  return "(target >= " + with_commas(static_cast<uint64_t>(target)) + ": " +
+         verdict(figure >= target) + ")";
+}
+
+std::string at_most(double figure, double target) {
+  return "(target <= " + with_commas(static_cast<uint64_t>(target)) + ": " +
+         verdict(figure <= target) + ")";
+}
+
+void write_target(json_writer& w, std::string_view name, double figure, double target,
+                  bool met) {
+  w.key(name);
+  w.begin_object();
+  write_number(w, "figure", figure);
+  write_number(w, "target", target);
+  w.key("met");
+  w.boolean(met);
+  w.end_object();
+}
+
+}  // namespace
+
+double runs_figures::runs_per_s() const {
+  return seconds > 0 ? static_cast<double>(runs) / seconds : 0;
+}
+
+void print_runs(const runs_figures& f, std::FILE* out) {
+  std::fprintf(out,
+               "runs: %s threads x %zu runs through skein::runtime, scripted engine at 0 ms, "
+               "durability sync;\n"
+               "%zu host threads, %zu runs in flight per thread (one running, the rest queued)\n\n",
+               with_commas(f.threads).c_str(), f.runs_per_thread, f.host_threads,
+               f.window_per_thread);
+  double per_write =
+      f.writes > 0 ? static_cast<double>(f.commits) / static_cast<double>(f.writes) : 0;
+  print_table({{"system", "durability", "runs", "seconds", "runs/s", "p50 ms", "p99 ms",
+                "commits/write", "failures"},
+               {"skein", "sync", with_commas(f.runs), fixed(f.seconds, 2),
+                with_commas(static_cast<uint64_t>(f.runs_per_s())), ms(f.p50_us), ms(f.p99_us),
+                fixed(per_write, 1), with_commas(f.failures)}},
+              out);
+  std::fprintf(out,
+               "\nlatency: send to completion, waited for in send order (a run that ended before "
+               "an earlier one\n"
+               "is recorded when that one ends)\n");
+  std::fprintf(out, "runs/s: %s  %s\n", with_commas(static_cast<uint64_t>(f.runs_per_s())).c_str(),
+               at_least(f.runs_per_s(), runs_per_s_target).c_str());
+}
+
+void write_runs_json(const runs_figures& f, json_writer& w) {
+  w.begin_object();
+  w.field_uint("threads", f.threads);
+  w.field_uint("runs_per_thread", f.runs_per_thread);
+  w.field_uint("host_threads", f.host_threads);
+  w.field_uint("window_per_thread", f.window_per_thread);
+  w.field("durability", "sync");
+  w.field_uint("engine_latency_ms", 0);
+  w.field_uint("runs", f.runs);
+  write_number(w, "seconds", f.seconds);
+  write_number(w, "runs_per_s", f.runs_per_s());
+  write_number(w, "p50_us", f.p50_us);
+  write_number(w, "p99_us", f.p99_us);
+  w.field_uint("commits", f.commits);
+  w.field_uint("writes", f.writes);
+  w.field_uint("failures", f.failures);
+  w.key("targets");
+  w.begin_object();
+  write_target(w, "runs_per_s", f.runs_per_s(), runs_per_s_target,
+               f.runs_per_s() >= runs_per_s_target);
+  w.end_object();
+  w.end_object();
+}
+
+double latency_figures::runs_per_s() const {
+  return seconds > 0 ? static_cast<double>(completed) / seconds : 0;
+}
+
+void print_latency(const latency_figures& f, std::FILE* out) {
+  std::fprintf(out,
+               "latency: %s runs in flight at once (one per thread), scripted engine at %s ms, "
+               "durability sync\n\n",
+               with_commas(f.runs).c_str(), with_commas(f.engine_latency_ms).c_str());
+  print_table({{"system", "durability", "runs", "seconds", "runs/s", "p50 ms", "p99 ms",
+                "RSS at start MB", "peak RSS MB", "failures"},
+               {"skein", "sync", with_commas(f.completed), fixed(f.seconds, 2),
+                with_commas(static_cast<uint64_t>(f.runs_per_s())), ms(f.p50_us), ms(f.p99_us),
+                mb(f.rss_start_bytes), mb(f.rss_peak_bytes), with_commas(f.failures)}},
+              out);
+  double peak_mb = static_cast<double>(f.rss_peak_bytes) / (1 << 20);
+  std::fprintf(out,
+               "\npeak RSS: the whole process, sampled every 50 ms (%s samples), from a start "
+               "after malloc_trim(0)\n",
+               with_commas(f.rss_samples).c_str());
+  std::fprintf(out, "runs/s: %s  %s\n", with_commas(static_cast<uint64_t>(f.runs_per_s())).c_str(),
+               at_least(f.runs_per_s(), latency_runs_per_s_target).c_str());
+  std::fprintf(out, "peak RSS MB: %s  %s\n", fixed(peak_mb, 1).c_str(),
+               at_most(peak_mb, latency_rss_mb_max).c_str());
+}
+
+void write_latency_json(const latency_figures& f, json_writer& w) {
+  double peak_mb = static_cast<double>(f.rss_peak_bytes) / (1 << 20);
+  w.begin_object();
+  w.field_uint("runs", f.runs);
+  w.field_uint("engine_latency_ms", f.engine_latency_ms);
+  w.field("durability", "sync");
+  w.field_uint("completed", f.completed);
+  write_number(w, "seconds", f.seconds);
+  write_number(w, "runs_per_s", f.runs_per_s());
+  write_number(w, "p50_us", f.p50_us);
+  write_number(w, "p99_us", f.p99_us);
+  w.field_uint("rss_start_bytes", f.rss_start_bytes);
+  w.field_uint("rss_peak_bytes", f.rss_peak_bytes);
+  w.field_uint("rss_samples", f.rss_samples);
+  w.field_uint("failures", f.failures);
+  w.key("targets");
+  w.begin_object();
+  write_target(w, "runs_per_s", f.runs_per_s(), latency_runs_per_s_target,
+               f.runs_per_s() >= latency_runs_per_s_target);
+  write_target(w, "peak_rss_mb", peak_mb, latency_rss_mb_max, peak_mb <= latency_rss_mb_max);
+  w.end_object();
+  w.end_object();
+}
+
+double scale_figures::active_bytes_per_thread() const {
+  return per_thread(rss_active_bytes, rss_created_bytes, threads);
+}
+
+double scale_figures::passivated_bytes_per_thread() const {
+  return per_thread(rss_passivated_bytes, rss_baseline_bytes, threads);
+}
+
+double scale_figures::trimmed_bytes_per_thread() const {
+  return per_thread(rss_trimmed_bytes, rss_baseline_bytes, threads);
+}
+
+namespace {
+
+// A table cell: "<= 2,048 met".
+std::string limit(double figure, double target) {
+  return "<= " + with_commas(static_cast<uint64_t>(target)) + " " + verdict(figure <= target);
+}
+
+void print_scale_memory(const scale_figures& f, std::FILE* out) {
+  double active = f.active_bytes_per_thread();
+  double passivated = f.passivated_bytes_per_thread();
+  double trimmed = f.trimmed_bytes_per_thread();
+  print_table(
+      {{"state", "RSS MB", "bytes/thread", "target"},
+       {"baseline: runtime open, no thread (trimmed)", mb(f.rss_baseline_bytes), "", ""},
+       {"threads created, none active", mb(f.rss_created_bytes), "", ""},
+       {"every thread active", mb(f.rss_active_bytes), with_commas(static_cast<uint64_t>(active)),
+        limit(active, scale_active_bytes_max)},
+       {"every thread passivated", mb(f.rss_passivated_bytes),
+        with_commas(static_cast<uint64_t>(std::max(0.0, passivated))),
+        limit(passivated, scale_passivated_bytes_max)},
+       {"  the same after malloc_trim(0)", mb(f.rss_trimmed_bytes),
+        with_commas(static_cast<uint64_t>(std::max(0.0, trimmed))), ""}},
+      out, 1);
+  std::fprintf(out,
+               "\nactive: RSS over 'threads created', per thread actor: the directory's entry, the "
+               "actor, its idle timer\n"
+               "and the RocksDB blocks its activation read.\n"
+               "passivated: RSS over the baseline, per thread: RocksDB memtables and block cache "
+               "count here, and so\n"
+               "does heap that malloc keeps after the actors are gone (the malloc_trim row shows "
+               "how much was free).\n");
+}
+
+void print_scale_cold(const scale_figures& f, std::FILE* out) {
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"cold threads", "history events", "samples", "cancel() p50 ms", "p99 ms",
+                  "first run p50 ms", "p99 ms"});
+  for (const auto& r : f.cold) {
+    rows.push_back({r.threads, with_commas(r.history_events), with_commas(r.samples),
+                    ms(r.cancel_p50_us), ms(r.cancel_p99_us), ms(r.run_p50_us), ms(r.run_p99_us)});
+  }
+  print_table(rows, out, 1);
+  std::fprintf(out,
+               "\ncancel() on a passive thread activates its actor from the manifest alone; the "
+               "history is read\n"
+               "by the thread's first run, which is why that run is timed too. RocksDB's caches "
+               "are warm.\n");
+}
+
+}  // namespace
+
+void print_scale(const scale_figures& f, std::FILE* out) {
+  std::fprintf(out,
+               "scale: %s threads, idle_passivate_ms %s (the targets are set for %s threads; "
+               "--scale %g creates them)\n",
+               with_commas(f.threads).c_str(), with_commas(f.idle_passivate_ms).c_str(),
+               with_commas(f.threads_target).c_str(), f.scale_for_target);
+  std::fprintf(out,
+               "created in %s s, every thread touched with cancel() in %s s, all passivated %s s "
+               "after the last touch\n\n",
+               fixed(f.create_seconds, 1).c_str(), fixed(f.touch_seconds, 1).c_str(),
+               fixed(f.passivate_seconds, 1).c_str());
+  print_scale_memory(f, out);
+  std::fprintf(out, "\n");
+  print_scale_cold(f, out);
+}
+
+void write_scale_json(const scale_figures& f, json_writer& w) {
+  w.begin_object();
+  w.field_uint("threads", f.threads);
+  w.field_uint("threads_target", f.threads_target);
+  w.field_uint("idle_passivate_ms", f.idle_passivate_ms);
+  write_number(w, "create_seconds", f.create_seconds);
+  write_number(w, "touch_seconds", f.touch_seconds);
+  write_number(w, "passivate_seconds", f.passivate_seconds);
+  w.field_uint("rss_baseline_bytes", f.rss_baseline_bytes);
+  w.field_uint("rss_created_bytes", f.rss_created_bytes);
+  w.field_uint("rss_active_bytes", f.rss_active_bytes);
+  w.field_uint("rss_passivated_bytes", f.rss_passivated_bytes);
+  w.field_uint("rss_trimmed_bytes", f.rss_trimmed_bytes);
+  write_number(w, "active_bytes_per_thread", f.active_bytes_per_thread());
+  write_number(w, "passivated_bytes_per_thread", f.passivated_bytes_per_thread());
+  write_number(w, "trimmed_bytes_per_thread", f.trimmed_bytes_per_thread());
+  w.key("cold");
+  w.begin_array();
+  for (const auto& r : f.cold) {
+    w.begin_object();
+    w.field("threads", r.threads);
+    w.field_uint("history_events", r.history_events);
+    w.field_uint("samples", r.samples);
+    write_number(w, "cancel_p50_us", r.cancel_p50_us);
+    write_number(w, "cancel_p99_us", r.cancel_p99_us);
+    write_number(w, "run_p50_us", r.run_p50_us);
+    write_number(w, "run_p99_us", r.run_p99_us);
+    w.end_object();
+  }
+  w.end_array();
+  w.key("targets");
+  w.begin_object();
+  double active = f.active_bytes_per_thread();
+  double passivated = f.passivated_bytes_per_thread();
+  write_target(w, "active_bytes_per_thread", active, scale_active_bytes_max,
+               active <= scale_active_bytes_max);
+  write_target(w, "passivated_bytes_per_thread", passivated, scale_passivated_bytes_max,
+               passivated <= scale_passivated_bytes_max);
   w.end_object();
   w.end_object();
 }

@@ -49,6 +49,88 @@ inline constexpr double append_events_per_s_target = 100'000;
 void print_append(const append_figures& f, std::FILE* out);
 void write_append_json(const append_figures& f, json_writer& w);
 
+// The runs workload: end-to-end runs through skein::runtime.
+struct runs_figures {
+  size_t threads = 0;
+  size_t runs_per_thread = 0;
+  size_t host_threads = 0;
+  size_t window_per_thread = 0;  // runs in flight per thread (one running, the rest queued)
+  uint64_t runs = 0;             // completed as scripted
+  double seconds = 0;            // first send to last completion
+  double p50_us = 0;             // send to completion
+  double p99_us = 0;
+  uint64_t commits = 0;          // ticks the log acknowledged during the runs
+  uint64_t writes = 0;           // RocksDB writes (one fsync each) they took
+  uint64_t failures = 0;
+
+  double runs_per_s() const;
+};
+
+inline constexpr double runs_per_s_target = 15'000;
+
+void print_runs(const runs_figures& f, std::FILE* out);
+void write_runs_json(const runs_figures& f, json_writer& w);
+
+// The latency workload: every run in flight at once against a slow engine.
+struct latency_figures {
+  size_t runs = 0;                 // sent at once, one per thread
+  uint64_t engine_latency_ms = 0;  // the scripted engine's answer time
+  uint64_t completed = 0;
+  double seconds = 0;              // first send to last completion
+  double p50_us = 0;               // send to completion
+  double p99_us = 0;
+  uint64_t rss_start_bytes = 0;    // just before the first send, after malloc_trim
+  uint64_t rss_peak_bytes = 0;     // highest sample until the last completion
+  uint64_t rss_samples = 0;
+  uint64_t failures = 0;
+
+  double runs_per_s() const;
+};
+
+inline constexpr double latency_runs_per_s_target = 9'000;
+inline constexpr double latency_rss_mb_max = 512;
+
+void print_latency(const latency_figures& f, std::FILE* out);
+void write_latency_json(const latency_figures& f, json_writer& w);
+
+// Cold activation of one kind of thread in the scale workload.
+struct cold_row {
+  std::string threads;          // which threads were activated
+  uint64_t history_events = 0;  // in each thread's log before activation
+  size_t samples = 0;
+  double cancel_p50_us = 0;     // cancel() on the passive thread: activation alone
+  double cancel_p99_us = 0;
+  double run_p50_us = 0;        // the first run after it: reads the whole log
+  double run_p99_us = 0;
+};
+
+// The scale workload: memory per thread, active and passivated, and cold activation.
+struct scale_figures {
+  size_t threads = 0;
+  size_t threads_target = 0;        // the thread count the targets are set for
+  double scale_for_target = 0;      // the --scale that creates threads_target threads
+  uint64_t idle_passivate_ms = 0;
+  double create_seconds = 0;
+  double touch_seconds = 0;         // cancel() on every thread
+  double passivate_seconds = 0;     // last touch until no thread actor was left
+  uint64_t rss_baseline_bytes = 0;  // runtime open, agent created, no thread; after malloc_trim
+  uint64_t rss_created_bytes = 0;   // threads created, none active
+  uint64_t rss_active_bytes = 0;    // every thread active
+  uint64_t rss_passivated_bytes = 0;  // every thread passivated again
+  uint64_t rss_trimmed_bytes = 0;   // the same after malloc_trim(0)
+  std::vector<cold_row> cold;
+
+  double active_bytes_per_thread() const;      // (active - created) / threads
+  double passivated_bytes_per_thread() const;  // (passivated - baseline) / threads
+  double trimmed_bytes_per_thread() const;     // (trimmed - baseline) / threads
+};
+
+inline constexpr double scale_active_bytes_max = 16 * 1024;
+inline constexpr double scale_passivated_bytes_max = 2 * 1024;
+
+void print_scale(const scale_figures& f, std::FILE* out);
+void write_scale_json(const scale_figures& f, json_writer& w);
+
 struct machine_info {
   unsigned cores = 0;
   uint64_t memory_bytes = 0;  // 0: unknown

@@ -5,9 +5,15 @@
 // the workload returns it and skein-bench exits 1.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/model/status.hpp"
+#include "runtime/runtime.hpp"
 
 namespace skein::bench {
 
@@ -20,5 +26,57 @@ struct bench_options {
 // Concurrent one-event ticks through the journal in each durability mode, against
 // RocksDB written directly by one writer.
 status run_append(const bench_options& options, std::string* json);
+
+// End-to-end runs through skein::runtime, scripted engine at 0 ms, durability sync.
+status run_runs(const bench_options& options, std::string* json);
+
+// Many runs in flight at once against a slow (1 s) scripted engine; throughput and peak RSS.
+status run_latency(const bench_options& options, std::string* json);
+
+// Memory per active and per passivated thread, and cold activation of a long thread.
+status run_scale(const bench_options& options, std::string* json);
+
+// --- What the workloads over skein::runtime share (runs.cpp defines it) ---------
+
+using bench_clock = std::chrono::steady_clock;
+
+inline constexpr const char* bench_agent_id = "bench";
+
+// `n` times `scale`, rounded, at least 1.
+size_t scaled_count(size_t n, double scale);
+
+// Opens a runtime over the fresh database `options.dir`/`name` (removing an
+// earlier one) and creates the agent `agent`. `ro.data_dir` is set here.
+status open_bench_runtime(const bench_options& options, const std::string& name,
+                          runtime_options ro, const agent_config& agent,
+                          std::unique_ptr<runtime>* out);
+
+// Runs fn(i) for every i < n, spread over `hosts` host threads; the first failure
+// stops them all and is returned.
+status on_host_threads(size_t n, size_t hosts, const std::function<status(size_t)>& fn);
+
+// Creates `n` threads of `agent_id`. Each creation waits for its durable commit,
+// so several host threads create at once and share the journal's fsyncs.
+status create_bench_threads(runtime& rt, const std::string& agent_id, size_t n, bool quiet,
+                            std::vector<std::string>* ids);
+
+// What a thread's complete log must hold after the workload.
+struct log_expectation {
+  uint64_t events = 0;          // seqs 1..events, no gap
+  uint64_t completed_runs = 0;  // `result` events with outcome completed, and no other outcome
+};
+
+// Reads back the complete log of up to `sample` of `ids` (all when sample >= size,
+// else evenly spread ones) through runtime::read and checks it against `want`.
+status check_thread_logs(runtime& rt, const std::vector<std::string>& ids, size_t sample,
+                         const log_expectation& want);
+
+// The process's resident set (VmRSS of /proc/self/status) in bytes; 0 if unreadable.
+uint64_t rss_bytes();
+
+// The q-quantile (nearest rank) of `ns`, in microseconds; reorders `ns`. 0 when empty.
+double quantile_us(std::vector<int64_t>& ns, double q);
+
+double seconds_since(bench_clock::time_point from, bench_clock::time_point to);
 
 }  // namespace skein::bench

@@ -1,0 +1,204 @@
+// latency: every run in flight at once. N threads get one run each, all sent
+// before any completes, against a scripted engine that answers after 1 s: the
+// runtime must hold N runs (actors, timers, pending commits) and finish them all
+// close to the engine's own latency, within a memory budget.
+#include <algorithm>
+#include <condition_variable>
+#include <malloc.h>
+#include <mutex>
+#include <thread>
+
+#include "bench/progress.hpp"
+#include "bench/report.hpp"
+#include "bench/workloads.hpp"
+
+namespace skein::bench {
+namespace {
+
+constexpr size_t runs_at_scale_1 = 10'000;
+constexpr uint64_t engine_latency_ms = 1000;
+constexpr size_t host_threads = 2;
+constexpr auto rss_sample_period = std::chrono::milliseconds(50);
+// system prompt, user message, thread.start, assistant message, result, thread.stop
+constexpr uint64_t events_per_thread = 6;
+
+// Samples VmRSS every rss_sample_period on its own thread until stop().
+class rss_sampler {
+ public:
+  rss_sampler() : peak_(rss_bytes()), thread_([this] { loop(); }) {}
+  ~rss_sampler() { stop(); }
+  rss_sampler(const rss_sampler&) = delete;
+  rss_sampler& operator=(const rss_sampler&) = delete;
+
+  // Joins the thread and takes a last sample; idempotent.
+  void stop() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock{mu_};
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+    sample();
+  }
+
+  uint64_t peak() const { return peak_; }
+  uint64_t samples() const { return samples_; }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> lock{mu_};
+    while (!cv_.wait_for(lock, rss_sample_period, [this] { return stopping_; })) sample();
+  }
+
+  void sample() {
+    peak_ = std::max(peak_, rss_bytes());
+    ++samples_;
+  }
+
+  std::mutex mu_;  // guards stopping_; peak_ and samples_ belong to the sampling thread until join
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  uint64_t peak_;
+  uint64_t samples_ = 0;
+  std::thread thread_;
+};
+
+struct host_outcome {
+  std::vector<int64_t> latencies_ns;
+  bench_clock::time_point first_send;
+  bench_clock::time_point last_done;
+  uint64_t completed = 0;
+  uint64_t failures = 0;
+  std::string first_error;
+};
+
+// A run that did not wait out the engine, or did not complete as scripted, fails.
+status check_run(const run_handle& h, const status& waited, const run_result& r) {
+  std::string where = "thread " + h.thread_id() + " run " + h.run_id() + ": ";
+  if (!waited) return status{waited.code(), where + waited.message()};
+  if (r.outcome != run_outcome::completed)
+    return status::io_error(where + "ended " + std::string{to_string(r.outcome)} + ": " + r.error);
+  if (r.text != "ok") return status::corruption(where + "replied '" + r.text + "', expected 'ok'");
+  if (r.duration_ms < engine_latency_ms)
+    return status::corruption(where + "took " + std::to_string(r.duration_ms) +
+                              " ms, less than the engine's " + std::to_string(engine_latency_ms));
+  if (r.first_seq != 1 || r.last_seq != events_per_thread)
+    return status::corruption(where + "events " + std::to_string(r.first_seq) + ".." +
+                              std::to_string(r.last_seq) + ", expected 1.." +
+                              std::to_string(events_per_thread));
+  return status::ok();
+}
+
+// Sends one run to each of `threads`, then waits for them in send order: a run
+// that ended before an earlier one is recorded when that one ends. They all end
+// about engine_latency_ms after their send, so the overstatement stays small.
+void drive_host(runtime& rt, const std::vector<std::string>& threads, progress& bar,
+                host_outcome* out) {
+  std::vector<std::pair<run_handle, bench_clock::time_point>> sent;
+  sent.reserve(threads.size());
+  out->first_send = bench_clock::now();
+  for (const auto& id : threads) {
+    run_input in;
+    in.text = "hello";
+    auto at = bench_clock::now();
+    sent.emplace_back(rt.send(id, std::move(in)), at);
+  }
+  out->latencies_ns.reserve(sent.size());
+  out->last_done = out->first_send;
+  for (auto& [handle, at] : sent) {
+    run_result r;
+    status waited = handle.wait(&r);
+    out->last_done = bench_clock::now();
+    out->latencies_ns.push_back((out->last_done - at).count());
+    bar.advance();
+    if (status s = check_run(handle, waited, r); !s) {
+      if (out->failures++ == 0) out->first_error = s.to_string();
+    } else {
+      ++out->completed;
+    }
+  }
+}
+
+// Runs the host threads under the RSS sampler and merges what they saw.
+void drive(runtime& rt, const std::vector<std::string>& ids, bool quiet, latency_figures* f,
+           std::vector<int64_t>* latencies_ns, std::string* first_error) {
+  std::vector<host_outcome> outcomes(host_threads);
+  // Heap that earlier workloads freed but malloc kept would otherwise sit under the peak.
+  ::malloc_trim(0);
+  f->rss_start_bytes = rss_bytes();
+  rss_sampler sampler;
+  {
+    progress bar{"latency", ids.size(), progress_wanted(quiet)};
+    std::vector<std::thread> hosts;
+    for (size_t h = 0; h < host_threads; ++h) {
+      hosts.emplace_back([&, h] {
+        std::vector<std::string> mine;
+        for (size_t i = h; i < ids.size(); i += host_threads) mine.push_back(ids[i]);
+        drive_host(rt, mine, bar, &outcomes[h]);
+      });
+    }
+    for (auto& t : hosts) t.join();
+  }
+  sampler.stop();
+  f->rss_peak_bytes = sampler.peak();
+  f->rss_samples = sampler.samples();
+  auto first = outcomes.front().first_send;
+  auto last = outcomes.front().last_done;
+  for (auto& o : outcomes) {
+    first = std::min(first, o.first_send);
+    last = std::max(last, o.last_done);
+    f->completed += o.completed;
+    f->failures += o.failures;
+    if (first_error->empty()) *first_error = o.first_error;
+    latencies_ns->insert(latencies_ns->end(), o.latencies_ns.begin(), o.latencies_ns.end());
+  }
+  f->seconds = seconds_since(first, last);
+}
+
+status verify(runtime& rt, const std::vector<std::string>& ids, const latency_figures& f,
+              const std::string& first_error) {
+  if (f.failures > 0)
+    return status::io_error(std::to_string(f.failures) + " of " + std::to_string(f.runs) +
+                            " runs failed; first: " + first_error);
+  if (f.completed != f.runs)
+    return status::corruption(std::to_string(f.completed) + " runs completed, expected " +
+                              std::to_string(f.runs));
+  return check_thread_logs(rt, ids, ids.size(), {events_per_thread, 1});
+}
+
+}  // namespace
+
+status run_latency(const bench_options& options, std::string* json) {
+  runtime_options ro;
+  ro.mode = durability::sync;
+  agent_config agent;
+  agent.id = bench_agent_id;
+  agent.system_prompt = "Be brief.";
+  agent.engine_config =
+      R"({"default":{"reply":"ok","latency_ms":)" + std::to_string(engine_latency_ms) + "}}";
+  std::unique_ptr<runtime> rt;
+  SKEIN_TRY(open_bench_runtime(options, "latency", ro, agent, &rt));
+  std::vector<std::string> ids;
+  SKEIN_TRY(create_bench_threads(*rt, agent.id, scaled_count(runs_at_scale_1, options.scale),
+                                 options.quiet, &ids));
+
+  latency_figures f;
+  f.runs = ids.size();
+  f.engine_latency_ms = engine_latency_ms;
+  std::vector<int64_t> latencies_ns;
+  std::string first_error;
+  drive(*rt, ids, options.quiet, &f, &latencies_ns, &first_error);
+  f.p50_us = quantile_us(latencies_ns, 0.50);
+  f.p99_us = quantile_us(latencies_ns, 0.99);
+  SKEIN_TRY(verify(*rt, ids, f, first_error));
+  SKEIN_TRY(rt->close());
+
+  print_latency(f, stdout);
+  std::fflush(stdout);
+  json_writer w{json};
+  write_latency_json(f, w);
+  return status::ok();
+}
+
+}  // namespace skein::bench
