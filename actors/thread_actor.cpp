@@ -65,7 +65,6 @@ struct run_state {
   time_point started;
   uint64_t first_seq = 0;
   uint32_t turns = 0;
-  std::vector<event> conversation;
 
   uint64_t call_gen = 0;  // names the engine call in flight
   bool engine_pending = false;
@@ -254,6 +253,8 @@ class thread_actor : public caf::event_based_actor {
     run_->waiters = std::move(p.waiters);
     run_->started = clock().now();
     std::vector<event> events;
+    if (manifest_.last_seq == 0 && !conversation_ && !in_flight_ && commits_.empty())
+      conversation_.emplace();  // an empty log: nothing to read, the commits fill it
     if (manifest_.last_seq == 0 && !agent_->config.system_prompt.empty())
       events.push_back(make_system_prompt(agent_->config.system_prompt));
     events.push_back(make_message(run_->input.role, run_->input.text));
@@ -271,12 +272,14 @@ class thread_actor : public caf::event_based_actor {
     job.on_done = [this, gen](uint64_t first_seq) {
       if (run_ && run_->gen == gen) run_->first_seq = first_seq;
       if (!current(gen)) return;
-      std::vector<event> log;
-      if (status s = ctx_->log->read_events(manifest_.id, 1, 0, &log); !s) {
-        end_run(run_outcome::failed, "", "cannot read the thread's log: " + s.to_string());
-        return;
+      if (!conversation_) {  // the first run since activation reads the log once
+        std::vector<event> log;
+        if (status s = ctx_->log->read_events(manifest_.id, 1, 0, &log); !s) {
+          end_run(run_outcome::failed, "", "cannot read the thread's log: " + s.to_string());
+          return;
+        }
+        conversation_ = working_conversation(log);
       }
-      run_->conversation = working_conversation(log);
       call_engine();
     };
     commit(std::move(job));
@@ -298,7 +301,7 @@ class thread_actor : public caf::event_based_actor {
     req.run_id = run_->input.run_id;
     req.turn = run_->turns;
     req.session_id = run_->resume_disabled ? std::string{} : manifest_.session_id;
-    req.conversation = run_->conversation;
+    req.conversation = *conversation_;
     req.tools = agent_->tool_specs;
     run_->call_gen = ++gens_;
     run_->engine_pending = true;
@@ -624,9 +627,7 @@ class thread_actor : public caf::event_based_actor {
     uint64_t first_seq = job.events.empty() ? 0 : job.events.front().seq;
     for (const auto& e : job.events) {
       for (const auto& sub : subscribers_) send(sub, event_atom::value, manifest_.id, e);
-      if (run_ && !run_->ending && e.type != event_type::signal && e.type != event_type::result &&
-          e.type != event_type::local_system_message && e.type != event_type::system_prompt)
-        run_->conversation.push_back(e);
+      if (conversation_) extend_working_conversation(&*conversation_, e);
     }
     if (job.on_done) job.on_done(first_seq);
     if (stopping_ && commits_.empty()) finish_stop();
@@ -756,6 +757,9 @@ class thread_actor : public caf::event_based_actor {
 
   std::deque<pending_input> queue_;
   std::unique_ptr<run_state> run_;
+  // The working conversation, loaded by the first run after activation and kept
+  // up to date by every commit, so later runs do not read the log again.
+  std::optional<std::vector<event>> conversation_;
   std::deque<commit_job> commits_;  // front() is in flight when in_flight_
   bool in_flight_ = false;
   bool failed_ = false;

@@ -3,6 +3,7 @@
 #include <caf/all.hpp>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #include "actors/core.hpp"
 #include "actors/error.hpp"
@@ -193,7 +194,9 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   SKEIN_TRY(event_log::open(lo, &p->log));
 
   register_skein_types(p->cfg);
-  if (p->options.worker_threads > 0) p->cfg.set("scheduler.max-threads", p->options.worker_threads);
+  size_t workers = p->options.worker_threads > 0 ? p->options.worker_threads
+                                                 : std::max<size_t>(2, std::thread::hardware_concurrency());
+  p->cfg.set("scheduler.max-threads", workers);
   p->sys = std::make_unique<caf::actor_system>(p->cfg);
 
   core_config cc;

@@ -37,7 +37,7 @@ struct runtime_options {
   size_t active_threads_max = 100000;   // thread actors alive at once (LRU passivation past it)
   uint64_t idle_passivate_ms = 60000;   // an idle thread actor is passivated after this
   size_t thread_queue_max = 64;         // inputs waiting on one thread
-  size_t worker_threads = 0;            // CAF scheduler threads; 0: one per core
+  size_t worker_threads = 0;            // CAF scheduler threads; 0: one per core (at least 2)
   std::map<std::string, engine_factory> engines;  // besides the built-in "scripted"
   std::vector<std::shared_ptr<tool>> tools;
   // Wall time in ms since the epoch, for event times, heartbeats and staleness.

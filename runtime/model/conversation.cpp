@@ -46,4 +46,19 @@ std::vector<event> working_conversation(const std::vector<event>& log) {
   return out;
 }
 
+void extend_working_conversation(std::vector<event>* view, const event& e) {
+  bool has_prompt = !view->empty() && view->front().type == event_type::system_prompt;
+  if (e.type == event_type::system_prompt) {
+    if (has_prompt) view->front() = e;
+    else view->insert(view->begin(), e);
+    return;
+  }
+  if (e.type == event_type::compaction) {
+    view->erase(view->begin() + (has_prompt ? 1 : 0), view->end());
+    view->push_back(e);
+    return;
+  }
+  if (shown_to_engine(e.type)) view->push_back(e);
+}
+
 }  // namespace skein

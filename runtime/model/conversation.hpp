@@ -16,6 +16,12 @@ namespace skein {
 // `log` is a thread's complete history in seq order.
 std::vector<event> working_conversation(const std::vector<event>& log);
 
+// Extends a working conversation by one new event of its log, by the same rules
+// (a compaction starts the view again; a system prompt replaces the one in
+// front). For a log whose tool calls all have results, folding this over the
+// log gives working_conversation(log).
+void extend_working_conversation(std::vector<event>* view, const event& e);
+
 // The text of the synthesized result for a tool call that never got one.
 inline constexpr const char* missing_tool_result_text = "(error: tool call has no result)";
 

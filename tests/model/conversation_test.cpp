@@ -132,3 +132,20 @@ TEST_CASE("a run's result is rebuilt from its slice of the log") {
   log.pop_back();
   CHECK(result_from_log("t", "r", log, &r).code() == errc::not_found);
 }
+
+TEST_CASE("extending a working conversation event by event equals building it from the log") {
+  auto log = numbered({make_message(message_role::user, "a"), make_system_prompt("p1"),
+                       make_signal("thread.start"), make_tool_call("c", "t", "{}"),
+                       make_tool_result("c", "t", "r", false), make_message(message_role::assistant, "b"),
+                       make_result({}, 0, 0, 1, "completed"), make_system_prompt("p2"),
+                       make_compaction("summarize", 1, 6, "[]"), make_local_system_message("x"),
+                       make_message(message_role::user, "c")});
+  for (size_t n = 0; n <= log.size(); ++n) {
+    INFO("prefix of " << n << " events");
+    std::vector<event> prefix(log.begin(), log.begin() + static_cast<std::ptrdiff_t>(n));
+    if (!prefix.empty() && prefix.back().type == event_type::tool_call) continue;  // a call still waiting
+    std::vector<event> view;
+    for (const auto& e : prefix) extend_working_conversation(&view, e);
+    CHECK(view == working_conversation(prefix));
+  }
+}
