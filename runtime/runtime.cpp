@@ -162,7 +162,7 @@ struct runtime::impl {
   }
 
   // Asks the thread actor of `thread`, activating it; retries if it passivated meanwhile.
-  template <class T, class... Ts>
+  template <caf::message_priority P = caf::message_priority::normal, class T, class... Ts>
   status ask_thread(const std::string& thread, T* out, Ts... xs) {
     for (int attempt = 0;; ++attempt) {
       caf::actor target;
@@ -170,7 +170,7 @@ struct runtime::impl {
       caf::scoped_actor self{*sys};
       status result;
       bool down = false;
-      self->request(target, caf::infinite, xs...)
+      self->request<P>(target, caf::infinite, xs...)
           .receive([&](T& v) { *out = std::move(v); },
                    [&](caf::error& e) {
                      down = receiver_down(e);
@@ -344,7 +344,8 @@ status runtime::submit(const std::string& thread_id, run_input input, std::strin
 
 status runtime::cancel(const std::string& thread_id, bool* cancelled) {
   bool was = false;
-  SKEIN_TRY(impl_->ask_thread(thread_id, &was, cancel_atom::value));
+  // High priority: the cancel overtakes inputs queued in the thread's mailbox.
+  SKEIN_TRY(impl_->ask_thread<caf::message_priority::high>(thread_id, &was, cancel_atom::value));
   if (cancelled != nullptr) *cancelled = was;
   return status::ok();
 }
