@@ -56,12 +56,7 @@ void encode_usage_row(const std::string& thread, const std::string& agent, const
   w.field("run", e.run_id);
   w.field("agent_id", agent);
   w.key("usage");
-  w.begin_object();
-  w.field_uint("input_tokens", e.usage.input_tokens);
-  w.field_uint("output_tokens", e.usage.output_tokens);
-  w.field_uint("cache_read_tokens", e.usage.cache_read_tokens);
-  w.field_uint("cache_write_tokens", e.usage.cache_write_tokens);
-  w.end_object();
+  write_usage(w, e.usage);
   w.key("cost_usd");
   w.number(e.cost_usd);
   w.field_uint("duration_ms", e.duration_ms);

@@ -122,14 +122,6 @@ status check_raw(std::string_view json, std::string_view field, const char* kind
   return status::ok();
 }
 
-void write_usage(json_writer& w, const token_usage& u) {
-  w.begin_object();
-  w.field_uint("input_tokens", u.input_tokens);
-  w.field_uint("output_tokens", u.output_tokens);
-  w.field_uint("cache_read_tokens", u.cache_read_tokens);
-  w.field_uint("cache_write_tokens", u.cache_write_tokens);
-  w.end_object();
-}
 
 status write_payload(json_writer& w, const event& e) {
   std::string raw;
@@ -201,6 +193,16 @@ status write_payload(json_writer& w, const event& e) {
 }  // namespace
 
 bool valid_utf8(std::string_view s) { return simdjson::validate_utf8(s.data(), s.size()); }
+
+void write_usage(json_writer& w, const token_usage& u) {
+  w.begin_object();
+  w.field_uint("input_tokens", u.input_tokens);
+  w.field_uint("output_tokens", u.output_tokens);
+  w.field_uint("cache_read_tokens", u.cache_read_tokens);
+  w.field_uint("cache_write_tokens", u.cache_write_tokens);
+  w.end_object();
+}
+
 
 status normalize_json(std::string_view json, std::string_view field, std::string* out,
                       const json_limits& limits) {

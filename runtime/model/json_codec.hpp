@@ -34,6 +34,10 @@ status decode_manifest(std::string_view json, manifest* out, const json_limits& 
 status normalize_json(std::string_view json, std::string_view field, std::string* out,
                       const json_limits& limits = {});
 
+class json_writer;
+// Writes the `usage` object of the grammar (json_codec.cpp) as the next value.
+void write_usage(json_writer& w, const token_usage& u);
+
 // True when `s` is valid UTF-8.
 bool valid_utf8(std::string_view s);
 

@@ -37,12 +37,7 @@ void write_run(json_writer& w, const run_result& r) {
   w.field("text", r.text);
   w.field("error", r.error);
   w.key("usage");
-  w.begin_object();
-  w.field_uint("input_tokens", r.usage.input_tokens);
-  w.field_uint("output_tokens", r.usage.output_tokens);
-  w.field_uint("cache_read_tokens", r.usage.cache_read_tokens);
-  w.field_uint("cache_write_tokens", r.usage.cache_write_tokens);
-  w.end_object();
+  write_usage(w, r.usage);
   w.key("cost_usd");
   w.number(r.cost_usd);
   w.field_uint("duration_ms", r.duration_ms);
