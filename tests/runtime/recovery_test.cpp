@@ -6,50 +6,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/support/child_process.hpp"
 #include "tests/support/runtime_fixture.hpp"
 
 using namespace skein;
 using namespace skein::test;
 using namespace std::chrono_literals;
 
-namespace {
-
-// Runs the writer until it reports "ready", then kills it; returns its line.
-std::string run_until_ready_and_kill(const std::string& dir) {
-  int fds[2];
-  REQUIRE(::pipe(fds) == 0);
-  pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::dup2(fds[1], 1);
-    ::close(fds[0]);
-    ::close(fds[1]);
-    ::execl(SKEIN_RUN_WRITER, SKEIN_RUN_WRITER, dir.c_str(), nullptr);
-    std::_Exit(127);
-  }
-  ::close(fds[1]);
-  std::string out;
-  char buf[256];
-  auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (out.find('\n') == std::string::npos && std::chrono::steady_clock::now() < deadline) {
-    pollfd p{fds[0], POLLIN, 0};
-    if (::poll(&p, 1, 100) <= 0) continue;
-    ssize_t n = ::read(fds[0], buf, sizeof buf);
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  ::kill(pid, SIGKILL);
-  int st = 0;
-  ::waitpid(pid, &st, 0);
-  ::close(fds[0]);
-  return out;
-}
-
-}  // namespace
-
 TEST_CASE("a run killed mid-tool is repaired at open; other threads are untouched") {
   temp_dir dir;
-  auto line = run_until_ready_and_kill(dir.str());
+  child_process writer{{SKEIN_RUN_WRITER, dir.str()}};
+  auto line = writer.read_until(60s, [](const std::string& out) { return out.find('\n') != std::string::npos; });
+  writer.kill();
   std::istringstream in{line};
   std::string word, bystander, running;
   in >> word >> bystander >> running;

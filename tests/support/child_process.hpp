@@ -1,0 +1,82 @@
+// A child process for crash tests: started with its stdout on a pipe, read with
+// a deadline, killed with SIGKILL. The parent collects everything it printed,
+// also what was still in the pipe when it died.
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <csignal>
+#include <functional>
+#include <poll.h>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+namespace skein::test {
+
+class child_process {
+ public:
+  explicit child_process(const std::vector<std::string>& argv) {
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    pid_ = ::fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      ::dup2(fds[1], 1);
+      ::close(fds[0]);
+      ::close(fds[1]);
+      std::vector<char*> args;
+      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      ::execv(args[0], args.data());
+      std::_Exit(127);
+    }
+    ::close(fds[1]);
+    out_ = fds[0];
+  }
+
+  ~child_process() {
+    if (pid_ > 0) kill();
+  }
+  child_process(const child_process&) = delete;
+  child_process& operator=(const child_process&) = delete;
+
+  // Reads its output until `done(output)` holds, it closes stdout, or `limit` passes.
+  const std::string& read_until(std::chrono::milliseconds limit,
+                                const std::function<bool(const std::string&)>& done = {}) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    char buf[4096];
+    while (!(done && done(output_))) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) break;
+      pollfd p{out_, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+      ssize_t n = ::read(out_, buf, sizeof buf);
+      if (n <= 0) break;
+      output_.append(buf, static_cast<size_t>(n));
+    }
+    return output_;
+  }
+
+  // SIGKILLs it, takes what is left in the pipe and returns its wait status.
+  int kill() {
+    ::kill(pid_, SIGKILL);
+    char buf[4096];
+    for (ssize_t n; (n = ::read(out_, buf, sizeof buf)) > 0;) output_.append(buf, static_cast<size_t>(n));
+    ::close(out_);
+    int status = 0;
+    REQUIRE(::waitpid(pid_, &status, 0) == pid_);
+    pid_ = -1;
+    return status;
+  }
+
+  const std::string& output() const { return output_; }
+
+ private:
+  pid_t pid_ = -1;
+  int out_ = -1;
+  std::string output_;
+};
+
+}  // namespace skein::test
