@@ -1,6 +1,6 @@
 // skein-bench: runs benchmark workloads against the event log and the journal,
-// and end to end through skein::runtime; prints a table per workload and, with
-// --json, writes every figure to a file.
+// end to end through skein::runtime, and through its HTTP server; prints a table
+// per workload and, with --json, writes every figure to a file.
 //
 // Exit codes: 0 done, 1 a workload failed (a lost or failed write is a failure,
 // not a figure), 64 bad usage.
@@ -41,6 +41,10 @@ constexpr workload workloads[] = {
                 "peak RSS", run_latency},
     {"scale", "100,000 threads: RSS per active and per passivated thread, cold activation "
               "of a 10,000-event thread", run_scale},
+    {"http", "the runs of 'runs' as POSTs from 64 keep-alive clients to the in-process "
+             "server, against the same runs embedded", run_http},
+    {"fanout", "1,000 SSE subscribers on one thread (one poll() reader), 200 runs: events "
+               "delivered per second", run_fanout},
 };
 
 struct command_line {

@@ -472,6 +472,173 @@ void write_scale_json(const scale_figures& f, json_writer& w) {
   w.end_object();
 }
 
+double http_row::runs_per_s() const {
+  return seconds > 0 ? static_cast<double>(runs) / seconds : 0;
+}
+
+double http_figures::http_over_embedded() const {
+  double base = embedded.runs_per_s();
+  return base > 0 ? http.runs_per_s() / base : 0;
+}
+
+void print_http(const http_figures& f, std::FILE* out) {
+  std::fprintf(out,
+               "http: %s threads x %zu runs, scripted engine at 0 ms, durability sync, each path on "
+               "a fresh database;\n"
+               "http: POST /v1/threads/{id}/entries {\"wait\":true} from %zu client threads (one "
+               "keep-alive connection each)\n"
+               "to the server in this process on 127.0.0.1 (%zu I/O threads); embedded: "
+               "runtime::send().wait() from %zu host threads\n\n",
+               with_commas(f.threads).c_str(), f.runs_per_thread, f.clients, f.io_threads,
+               f.clients);
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"path", "runs", "seconds", "runs/s", "p50 ms", "p99 ms", "failures"});
+  for (const http_row* r : {&f.http, &f.embedded}) {
+    rows.push_back({r->path, with_commas(r->runs), fixed(r->seconds, 2),
+                    with_commas(static_cast<uint64_t>(r->runs_per_s())), ms(r->p50_us),
+                    ms(r->p99_us), with_commas(r->failures)});
+  }
+  print_table(rows, out, 1);
+  std::fprintf(out,
+               "\nlatency: http, request written to response read; embedded, send to completion. "
+               "Each client has\n"
+               "one run in flight, so both paths hold the same %zu runs at once.\n",
+               f.clients);
+  std::fprintf(out, "http / embedded runs/s: %s (the cost of the HTTP layer)\n",
+               fixed(f.http_over_embedded(), 2).c_str());
+}
+
+void write_http_json(const http_figures& f, json_writer& w) {
+  w.begin_object();
+  w.field_uint("threads", f.threads);
+  w.field_uint("runs_per_thread", f.runs_per_thread);
+  w.field_uint("clients", f.clients);
+  w.field_uint("io_threads", f.io_threads);
+  w.field("durability", "sync");
+  w.field_uint("engine_latency_ms", 0);
+  for (const http_row* r : {&f.http, &f.embedded}) {
+    w.key(r->path);
+    w.begin_object();
+    w.field_uint("runs", r->runs);
+    write_number(w, "seconds", r->seconds);
+    write_number(w, "runs_per_s", r->runs_per_s());
+    write_number(w, "p50_us", r->p50_us);
+    write_number(w, "p99_us", r->p99_us);
+    w.field_uint("failures", r->failures);
+    w.end_object();
+  }
+  write_number(w, "http_over_embedded", f.http_over_embedded());
+  w.end_object();
+}
+
+double fanout_row::events_per_s() const {
+  return seconds > 0 ? static_cast<double>(delivered) / seconds : 0;
+}
+
+namespace {
+
+// "1 MiB", "64 KiB", "1,000 B": a limit as it would be written.
+std::string binary_size(uint64_t bytes) {
+  if (bytes > 0 && bytes % (1 << 20) == 0) return with_commas(bytes >> 20) + " MiB";
+  if (bytes > 0 && bytes % (1 << 10) == 0) return with_commas(bytes >> 10) + " KiB";
+  return with_commas(bytes) + " B";
+}
+
+std::string buffer_cell(const fanout_row& r) {
+  return binary_size(r.stream_buffer_bytes_max) + (r.default_buffer ? " (default)" : " (raised)");
+}
+
+// Says whether the buffer had to be raised, and why, or that it did not.
+void print_buffer_note(const fanout_figures& f, std::FILE* out) {
+  const fanout_row& first = f.rows.front();
+  if (f.rows.size() == 1) {
+    std::fprintf(out,
+                 "stream_buffer_bytes_max: the default %s disconnected no subscriber at this "
+                 "load; not raised\n",
+                 binary_size(first.stream_buffer_bytes_max).c_str());
+    return;
+  }
+  std::fprintf(out,
+               "stream_buffer_bytes_max: the default %s disconnected %s of %s subscribers at this "
+               "load, so the\n"
+               "second row raises it to %s\n",
+               binary_size(first.stream_buffer_bytes_max).c_str(),
+               with_commas(first.disconnected).c_str(), with_commas(f.subscribers).c_str(),
+               binary_size(f.rows.back().stream_buffer_bytes_max).c_str());
+}
+
+}  // namespace
+
+void print_fanout(const fanout_figures& f, std::FILE* out) {
+  std::fprintf(out,
+               "fanout: %s subscribers on one thread's event stream (GET "
+               "/v1/threads/{id}/stream?from_seq=%s),\n"
+               "%s runs from one producer (runtime::send().wait()), scripted engine at 0 ms, "
+               "durability sync;\n"
+               "server in this process on 127.0.0.1 (%zu I/O threads); subscribers: non-blocking "
+               "sockets on one poll() thread\n",
+               with_commas(f.subscribers).c_str(), with_commas(f.from_seq).c_str(),
+               with_commas(f.runs).c_str(), f.io_threads);
+  std::string nofile = with_commas(f.nofile_limit);
+  if (f.nofile_limit != f.nofile_before) nofile += " (raised from " + with_commas(f.nofile_before) + ")";
+  std::fprintf(out, "RLIMIT_NOFILE: %s\n\n", nofile.c_str());
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"stream_buffer_bytes_max", "events", "expected", "delivered", "MB",
+                  "subscribe s", "produce s", "deliver s", "events/s", "disconnected"});
+  for (const auto& r : f.rows) {
+    rows.push_back({buffer_cell(r), with_commas(r.events), with_commas(r.expected),
+                    with_commas(r.delivered), mb(r.bytes), fixed(r.subscribe_seconds, 2),
+                    fixed(r.produce_seconds, 2), fixed(r.seconds, 2),
+                    with_commas(static_cast<uint64_t>(r.events_per_s())),
+                    with_commas(r.disconnected)});
+  }
+  print_table(rows, out, 1);
+  std::fprintf(out,
+               "\nevents: the thread's last_seq delta; expected: subscribers x events; delivered: "
+               "frames with an id:\n"
+               "line counted over all subscribers (deltas and keep-alives are not). produce: first "
+               "send to the last\n"
+               "run's end; deliver: first send to the last event at the last subscriber; events/s "
+               "= delivered / deliver.\n"
+               "disconnected: streams the server closed for falling behind (its slow_clients "
+               "counter).\n");
+  print_buffer_note(f, out);
+}
+
+void write_fanout_json(const fanout_figures& f, json_writer& w) {
+  w.begin_object();
+  w.field_uint("subscribers", f.subscribers);
+  w.field_uint("runs", f.runs);
+  w.field_uint("io_threads", f.io_threads);
+  w.field("durability", "sync");
+  w.field_uint("engine_latency_ms", 0);
+  w.field_uint("from_seq", f.from_seq);
+  w.field_uint("nofile_limit", f.nofile_limit);
+  w.field_uint("nofile_before", f.nofile_before);
+  w.key("rows");
+  w.begin_array();
+  for (const auto& r : f.rows) {
+    w.begin_object();
+    w.field_uint("stream_buffer_bytes_max", r.stream_buffer_bytes_max);
+    w.key("default_buffer");
+    w.boolean(r.default_buffer);
+    w.field_uint("events", r.events);
+    w.field_uint("expected", r.expected);
+    w.field_uint("delivered", r.delivered);
+    w.field_uint("bytes", r.bytes);
+    w.field_uint("disconnected", r.disconnected);
+    write_number(w, "subscribe_seconds", r.subscribe_seconds);
+    write_number(w, "produce_seconds", r.produce_seconds);
+    write_number(w, "seconds", r.seconds);
+    write_number(w, "events_per_s", r.events_per_s());
+    w.end_object();
+  }
+  w.end_array();
+  w.key("buffer_raised");
+  w.boolean(f.rows.size() > 1);
+  w.end_object();
+}
+
 machine_info probe_machine(const std::string& dir) {
   machine_info m;
   m.cores = std::thread::hardware_concurrency();

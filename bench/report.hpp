@@ -131,6 +131,63 @@ inline constexpr double scale_passivated_bytes_max = 2 * 1024;
 void print_scale(const scale_figures& f, std::FILE* out);
 void write_scale_json(const scale_figures& f, json_writer& w);
 
+// One way of running the http workload's runs: through the server or embedded.
+struct http_row {
+  std::string path;       // "http" or "embedded"
+  uint64_t runs = 0;      // completed as scripted
+  double seconds = 0;     // first send to last answer
+  double p50_us = 0;      // http: request written to response read; embedded: send to completion
+  double p99_us = 0;
+  uint64_t failures = 0;  // http: any answer but 200, or a connection error
+
+  double runs_per_s() const;
+};
+
+// The http workload: the same runs through the HTTP API and embedded.
+struct http_figures {
+  size_t threads = 0;
+  size_t runs_per_thread = 0;
+  size_t clients = 0;     // client threads (http) and host threads (embedded), one run each in flight
+  size_t io_threads = 0;  // the server's
+  http_row http;
+  http_row embedded;
+
+  double http_over_embedded() const;  // of runs/s; 0 without embedded runs
+};
+
+void print_http(const http_figures& f, std::FILE* out);
+void write_http_json(const http_figures& f, json_writer& w);
+
+// One pass of the fanout workload, with one stream buffer limit.
+struct fanout_row {
+  uint64_t stream_buffer_bytes_max = 0;
+  bool default_buffer = true;
+  uint64_t events = 0;         // produced on the thread: its last_seq delta
+  uint64_t expected = 0;       // subscribers x events
+  uint64_t delivered = 0;      // frames with an id, counted over all subscribers
+  uint64_t bytes = 0;          // stream bytes after the headers, all subscribers
+  uint64_t disconnected = 0;   // the server's slow_clients: streams closed for falling behind
+  double subscribe_seconds = 0;  // first connect until every stream was open
+  double produce_seconds = 0;  // first send to the last run's completion
+  double seconds = 0;          // first send to the last event at the last subscriber
+
+  double events_per_s() const;  // delivered / seconds
+};
+
+// The fanout workload: one thread's events streamed to many subscribers at once.
+struct fanout_figures {
+  size_t subscribers = 0;
+  size_t runs = 0;
+  size_t io_threads = 0;
+  uint64_t from_seq = 0;       // where every subscription starts: the thread's next seq
+  uint64_t nofile_limit = 0;   // RLIMIT_NOFILE (soft) during the workload
+  uint64_t nofile_before = 0;  // the same before it; lower when the workload raised it
+  std::vector<fanout_row> rows;  // the default buffer; then a raised one if it disconnected clients
+};
+
+void print_fanout(const fanout_figures& f, std::FILE* out);
+void write_fanout_json(const fanout_figures& f, json_writer& w);
+
 struct machine_info {
   unsigned cores = 0;
   uint64_t memory_bytes = 0;  // 0: unknown

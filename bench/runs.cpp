@@ -149,6 +149,18 @@ status check_thread_logs(runtime& rt, const std::vector<std::string>& ids, size_
   return status::ok();
 }
 
+status check_scripted_run(const std::string& where, const run_result& r) {
+  if (r.outcome != run_outcome::completed)
+    return status::io_error(where + "ended " + std::string{to_string(r.outcome)} + ": " + r.error);
+  if (r.text != "ok") return status::corruption(where + "replied '" + r.text + "', expected 'ok'");
+  uint64_t expected = r.first_seq == 1 ? scripted_events_per_run + 1 : scripted_events_per_run;
+  if (r.first_seq == 0 || r.last_seq + 1 - r.first_seq != expected)
+    return status::corruption(where + "events " + std::to_string(r.first_seq) + ".." +
+                              std::to_string(r.last_seq) + ", expected " +
+                              std::to_string(expected));
+  return status::ok();
+}
+
 // --- the runs workload -----------------------------------------------------------
 
 namespace {
@@ -160,9 +172,6 @@ constexpr size_t host_threads = 2;
 // One run executing and one queued behind it: a thread never idles while its host
 // thread is busy waiting on another thread's run. Far below thread_queue_max (64).
 constexpr size_t window_per_thread = 2;
-// user message, thread.start, assistant message, result, thread.stop; the first
-// run of a thread also writes the system prompt.
-constexpr uint64_t events_per_run = 5;
 constexpr const char* runs_engine_config = R"({"default":{"reply":"ok","latency_ms":0}})";
 
 // What one host thread measured.
@@ -179,16 +188,7 @@ struct host_outcome {
 status check_run(const run_handle& h, const status& waited, const run_result& r) {
   std::string where = "thread " + h.thread_id() + " run " + h.run_id() + ": ";
   if (!waited) return status{waited.code(), where + waited.message()};
-  if (r.outcome != run_outcome::completed)
-    return status::io_error(where + "ended " + std::string{to_string(r.outcome)} + ": " + r.error);
-  if (r.text != "ok") return status::corruption(where + "replied '" + r.text + "', expected 'ok'");
-  uint64_t span = r.last_seq + 1 - r.first_seq;
-  uint64_t expected = r.first_seq == 1 ? events_per_run + 1 : events_per_run;
-  if (r.first_seq == 0 || span != expected)
-    return status::corruption(where + "events " + std::to_string(r.first_seq) + ".." +
-                              std::to_string(r.last_seq) + ", expected " +
-                              std::to_string(expected));
-  return status::ok();
+  return check_scripted_run(where, r);
 }
 
 struct in_flight {
@@ -275,7 +275,7 @@ status verify_runs(runtime& rt, const std::vector<std::string>& ids, const runs_
   if (f.runs != runs)
     return status::corruption(std::to_string(f.runs) + " runs completed, expected " +
                               std::to_string(runs));
-  log_expectation want{1 + events_per_run * runs_per_thread, runs_per_thread};
+  log_expectation want{1 + scripted_events_per_run * runs_per_thread, runs_per_thread};
   SKEIN_TRY(check_thread_logs(rt, ids, ids.size(), want));
   runtime_stats st;
   SKEIN_TRY(rt.stats(&st));

@@ -15,6 +15,14 @@
 #include "runtime/model/status.hpp"
 #include "runtime/runtime.hpp"
 
+namespace skein::server {
+class api;
+}
+namespace skein::http {
+class server;
+struct server_limits;
+}  // namespace skein::http
+
 namespace skein::bench {
 
 struct bench_options {
@@ -35,6 +43,13 @@ status run_latency(const bench_options& options, std::string* json);
 
 // Memory per active and per passivated thread, and cold activation of a long thread.
 status run_scale(const bench_options& options, std::string* json);
+
+// The runs workload through the HTTP API in this process, against the same runs
+// embedded: the cost of the HTTP layer.
+status run_http(const bench_options& options, std::string* json);
+
+// One thread's events streamed (SSE) to many subscribers at once.
+status run_fanout(const bench_options& options, std::string* json);
 
 // --- What the workloads over skein::runtime share (runs.cpp defines it) ---------
 
@@ -60,6 +75,16 @@ status on_host_threads(size_t n, size_t hosts, const std::function<status(size_t
 status create_bench_threads(runtime& rt, const std::string& agent_id, size_t n, bool quiet,
                             std::vector<std::string>* ids);
 
+// What the scripted engine's default rule {"reply":"ok"} makes of one run: user
+// message, thread.start, assistant message, result, thread.stop. The first run of
+// a thread also writes the system prompt.
+inline constexpr uint64_t scripted_events_per_run = 5;
+
+// Checks that a run of that rule ended as scripted: completed, replied "ok", and
+// wrote scripted_events_per_run events (one more when it was the thread's first).
+// `where` names the run in the error.
+status check_scripted_run(const std::string& where, const run_result& r);
+
 // What a thread's complete log must hold after the workload.
 struct log_expectation {
   uint64_t events = 0;          // seqs 1..events, no gap
@@ -78,5 +103,29 @@ uint64_t rss_bytes();
 double quantile_us(std::vector<int64_t>& ns, double q);
 
 double seconds_since(bench_clock::time_point from, bench_clock::time_point to);
+
+// --- What the workloads over the HTTP server share (http.cpp defines it) -------
+
+// The HTTP API over a runtime, served in this process on 127.0.0.1 at an
+// ephemeral port, without a tokens file (every request is admin, as skein serve
+// allows on loopback). Stops, joining its I/O threads, when destroyed; `rt` is
+// borrowed and must outlive it.
+class bench_server {
+ public:
+  static status start(runtime& rt, const http::server_limits& limits, size_t io_threads,
+                      std::unique_ptr<bench_server>* out);
+  ~bench_server();
+  bench_server(const bench_server&) = delete;
+  bench_server& operator=(const bench_server&) = delete;
+
+  uint16_t port() const;
+  http::server& http() { return *http_; }
+
+ private:
+  bench_server() = default;
+
+  std::unique_ptr<server::api> api_;
+  std::unique_ptr<http::server> http_;  // calls into api_: stopped before it goes
+};
 
 }  // namespace skein::bench

@@ -1,0 +1,245 @@
+// http: the cost of the HTTP layer. The runs of the runs workload posted as
+// POST /v1/threads/{id}/entries {"wait":true} to the server in this process, from
+// 64 client threads with one keep-alive connection each; then the same runs
+// embedded, runtime::send().wait() from as many host threads, on a fresh
+// database. Both paths hold the same number of runs in flight, so their ratio is
+// what the HTTP layer (parsing, routing, JSON, loopback TCP) costs.
+//
+// Also defines bench_server, the in-process server of the HTTP workloads.
+#include <algorithm>
+#include <thread>
+
+#include "bench/progress.hpp"
+#include "bench/report.hpp"
+#include "bench/workloads.hpp"
+#include "runtime/model/json_reader.hpp"
+#include "tools/client/http_client.hpp"
+#include "tools/server/api.hpp"
+#include "tools/server/http_server.hpp"
+
+namespace skein::bench {
+
+// --- bench_server ------------------------------------------------------------------
+
+status bench_server::start(runtime& rt, const http::server_limits& limits, size_t io_threads,
+                           std::unique_ptr<bench_server>* out) {
+  std::unique_ptr<bench_server> s{new bench_server};
+  // No counters for /metrics: no workload reads it.
+  s->api_ = std::make_unique<server::api>(rt, server::token_store{}, server::api_options{});
+  SKEIN_TRY(http::server::start("127.0.0.1", 0, limits, s->api_->handler(), io_threads, &s->http_));
+  *out = std::move(s);
+  return status::ok();
+}
+
+bench_server::~bench_server() {
+  if (http_) http_->stop();
+}
+
+uint16_t bench_server::port() const { return http_->port(); }
+
+// --- the http workload ---------------------------------------------------------------
+
+namespace {
+
+constexpr size_t threads_at_scale_1 = 1000;
+// Fixed, as in the runs workload: 10,000 runs at scale 1.
+constexpr size_t runs_per_thread = 10;
+constexpr size_t clients_max = 64;
+// skein serve's default http_threads.
+constexpr size_t io_threads = 2;
+constexpr const char* engine_config = R"({"default":{"reply":"ok","latency_ms":0}})";
+
+// Sends run `n` of thread `id` and waits for its end; sets *answered when the
+// answer came, before it is checked. An error names the run.
+using run_fn =
+    std::function<status(const std::string& id, size_t n, bench_clock::time_point* answered)>;
+
+// What one client (or host) thread measured.
+struct client_outcome {
+  std::vector<int64_t> latencies_ns;
+  bench_clock::time_point first_send;
+  bench_clock::time_point last_done;
+  uint64_t completed = 0;
+  uint64_t failures = 0;
+  std::string first_error;
+};
+
+std::string run_where(const std::string& id, size_t n) {
+  return "thread " + id + " run " + std::to_string(n) + ": ";
+}
+
+// The run_result inside a {"run":{...}} answer, as far as check_scripted_run reads it.
+status decode_run(const std::string& body, run_result* out) {
+  json::dom::element root, run;
+  json::object_reader top, r;
+  SKEIN_TRY(json::parse(body, {}, "response", &root));
+  SKEIN_TRY(json::object_reader::open(root, "response", &top));
+  SKEIN_TRY(top.element("run", &run));
+  SKEIN_TRY(json::object_reader::open(run, "response.run", &r));
+  std::string outcome;
+  SKEIN_TRY(r.string("outcome", &outcome));
+  auto parsed = parse_run_outcome(outcome);
+  if (!parsed) return status::corruption("response.run.outcome: unknown '" + outcome + "'");
+  out->outcome = *parsed;
+  SKEIN_TRY(r.string("text", &out->text));
+  SKEIN_TRY(r.string("error", &out->error));
+  SKEIN_TRY(r.uint("first_seq", &out->first_seq));
+  return r.uint("last_seq", &out->last_seq);
+}
+
+// A run through the server. Its client is this sender's own: one per thread.
+run_fn http_sender(uint16_t port) {
+  auto client = std::make_shared<http::client>(http::endpoint{"127.0.0.1", port});
+  return [client](const std::string& id, size_t n, bench_clock::time_point* answered) {
+    std::string body = R"({"text":"run )" + std::to_string(n) + R"(","wait":true})";
+    http::response res;
+    status called = client->call("POST", "/v1/threads/" + id + "/entries", body, &res);
+    *answered = bench_clock::now();
+    if (!called) return status{called.code(), run_where(id, n) + called.message()};
+    if (res.status != 200)
+      return status::io_error(run_where(id, n) + "HTTP " + std::to_string(res.status) + ": " +
+                              res.body);
+    run_result r;
+    if (status s = decode_run(res.body, &r); !s)
+      return status{s.code(), run_where(id, n) + s.message() + " in " + res.body};
+    return check_scripted_run(run_where(id, n), r);
+  };
+}
+
+run_fn embedded_sender(runtime& rt) {
+  return [&rt](const std::string& id, size_t n, bench_clock::time_point* answered) {
+    run_input in;
+    in.text = "run " + std::to_string(n);
+    run_result r;
+    status waited = rt.send(id, std::move(in)).wait(&r);
+    *answered = bench_clock::now();
+    if (!waited) return status{waited.code(), run_where(id, n) + waited.message()};
+    return check_scripted_run(run_where(id, n), r);
+  };
+}
+
+// Round by round over `threads`, one run at a time: a thread never has two runs
+// at once, so no run waits in a thread's queue and the latency is the path's own.
+void drive_client(const std::vector<std::string>& threads, const run_fn& send, progress& bar,
+                  client_outcome* out) {
+  out->latencies_ns.reserve(threads.size() * runs_per_thread);
+  out->first_send = bench_clock::now();
+  out->last_done = out->first_send;
+  for (size_t n = 0; n < runs_per_thread; ++n) {
+    for (const auto& id : threads) {
+      auto sent = bench_clock::now();
+      status s = send(id, n, &out->last_done);
+      out->latencies_ns.push_back((out->last_done - sent).count());
+      bar.advance();
+      if (s) {
+        ++out->completed;
+      } else if (out->failures++ == 0) {
+        out->first_error = s.to_string();
+      }
+    }
+  }
+}
+
+// Client k takes threads k, k + clients, ...; `make_sender` runs on the client's
+// own thread, since an http::client is not thread-safe.
+void drive(const std::vector<std::string>& ids, size_t clients,
+           const std::function<run_fn()>& make_sender, bool quiet, http_row* row,
+           std::string* first_error) {
+  std::vector<client_outcome> outcomes(clients);
+  {
+    progress bar{row->path, ids.size() * runs_per_thread, progress_wanted(quiet)};
+    std::vector<std::thread> threads;
+    for (size_t k = 0; k < clients; ++k) {
+      threads.emplace_back([&, k] {
+        std::vector<std::string> mine;
+        for (size_t i = k; i < ids.size(); i += clients) mine.push_back(ids[i]);
+        drive_client(mine, make_sender(), bar, &outcomes[k]);
+      });
+    }
+    for (auto& t : threads) t.join();
+  }
+  std::vector<int64_t> latencies_ns;
+  auto first = outcomes.front().first_send;
+  auto last = outcomes.front().last_done;
+  for (auto& o : outcomes) {
+    first = std::min(first, o.first_send);
+    last = std::max(last, o.last_done);
+    row->runs += o.completed;
+    row->failures += o.failures;
+    if (first_error->empty()) *first_error = o.first_error;
+    latencies_ns.insert(latencies_ns.end(), o.latencies_ns.begin(), o.latencies_ns.end());
+  }
+  row->seconds = seconds_since(first, last);
+  row->p50_us = quantile_us(latencies_ns, 0.50);
+  row->p99_us = quantile_us(latencies_ns, 0.99);
+}
+
+// Every run answered 200 and completed, and every thread's log holds them all.
+status verify(runtime& rt, const std::vector<std::string>& ids, const http_row& row,
+              const std::string& first_error) {
+  uint64_t runs = ids.size() * runs_per_thread;
+  if (row.failures > 0)
+    return status::io_error(row.path + ": " + std::to_string(row.failures) + " of " +
+                            std::to_string(runs) + " runs failed; first: " + first_error);
+  if (row.runs != runs)
+    return status::corruption(row.path + ": " + std::to_string(row.runs) +
+                              " runs completed, expected " + std::to_string(runs));
+  SKEIN_TRY(check_thread_logs(rt, ids, ids.size(),
+                              {1 + scripted_events_per_run * runs_per_thread, runs_per_thread}));
+  runtime_stats st;
+  SKEIN_TRY(rt.stats(&st));
+  if (st.log.failed != 0 || st.log.rejected != 0)
+    return status::corruption(row.path + ": the event log failed " + std::to_string(st.log.failed) +
+                              " and rejected " + std::to_string(st.log.rejected) + " ticks");
+  return status::ok();
+}
+
+// One path on its own fresh database: through the server when `over_http`.
+status run_path(const bench_options& options, bool over_http, const http_figures& f,
+                http_row* row) {
+  runtime_options ro;
+  ro.mode = durability::sync;
+  agent_config agent;
+  agent.id = bench_agent_id;
+  agent.system_prompt = "Be brief.";
+  agent.engine_config = engine_config;
+  std::unique_ptr<runtime> rt;
+  SKEIN_TRY(open_bench_runtime(options, over_http ? "http" : "http-embedded", ro, agent, &rt));
+  std::vector<std::string> ids;
+  SKEIN_TRY(create_bench_threads(*rt, agent.id, f.threads, options.quiet, &ids));
+  std::unique_ptr<bench_server> srv;
+  std::function<run_fn()> make_sender = [&rt] { return embedded_sender(*rt); };
+  if (over_http) {
+    SKEIN_TRY(bench_server::start(*rt, http::server_limits{}, f.io_threads, &srv));
+    make_sender = [port = srv->port()] { return http_sender(port); };
+  }
+  std::string first_error;
+  drive(ids, f.clients, make_sender, options.quiet, row, &first_error);
+  srv.reset();
+  SKEIN_TRY(verify(*rt, ids, *row, first_error));
+  return rt->close();
+}
+
+}  // namespace
+
+status run_http(const bench_options& options, std::string* json) {
+  http_figures f;
+  f.threads = scaled_count(threads_at_scale_1, options.scale);
+  f.runs_per_thread = runs_per_thread;
+  // At a small scale there are fewer threads than clients; a client without a
+  // thread would measure nothing.
+  f.clients = std::min(clients_max, f.threads);
+  f.io_threads = io_threads;
+  f.http.path = "http";
+  f.embedded.path = "embedded";
+  SKEIN_TRY(run_path(options, true, f, &f.http));
+  SKEIN_TRY(run_path(options, false, f, &f.embedded));
+
+  print_http(f, stdout);
+  std::fflush(stdout);
+  json_writer w{json};
+  write_http_json(f, w);
+  return status::ok();
+}
+
+}  // namespace skein::bench
