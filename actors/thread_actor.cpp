@@ -329,7 +329,7 @@ class thread_actor : public caf::event_based_actor {
     if (!run_ || run_->call_gen != call_gen || !run_->engine_pending) return;
     run_->last_activity = clock().now();
     for (const auto& sub : subscribers_)
-      send(sub, delta_atom::value, manifest_.id, run_->input.run_id, text);
+      send(sub.sink, delta_atom::value, manifest_.id, run_->input.run_id, text);
   }
 
   void on_engine_done(uint64_t call_gen, engine_reply reply) {
@@ -626,7 +626,8 @@ class thread_actor : public caf::event_based_actor {
     manifest_ = std::move(after);
     uint64_t first_seq = job.events.empty() ? 0 : job.events.front().seq;
     for (const auto& e : job.events) {
-      for (const auto& sub : subscribers_) send(sub, event_atom::value, manifest_.id, e);
+      for (const auto& sub : subscribers_)
+        if (e.seq >= sub.from_seq) send(sub.sink, event_atom::value, manifest_.id, e);
       if (conversation_) extend_working_conversation(&*conversation_, e);
     }
     if (job.on_done) job.on_done(first_seq);
@@ -682,15 +683,15 @@ class thread_actor : public caf::event_based_actor {
     for (const auto& e : backlog)
       if (e.seq <= manifest_.last_seq) send(sink, event_atom::value, manifest_.id, e);
     monitor(sink);
-    subscribers_.push_back(sink);
+    subscribers_.push_back(subscriber{sink, from_seq});
     return manifest_.last_seq + 1;
   }
 
   void drop_subscriber(const caf::actor_addr& who) {
     auto it = std::find_if(subscribers_.begin(), subscribers_.end(),
-                           [&](const caf::actor& a) { return a.address() == who; });
+                           [&](const subscriber& s) { return s.sink.address() == who; });
     if (it == subscribers_.end()) return;
-    demonitor(*it);
+    demonitor(it->sink);
     subscribers_.erase(it);
     arm_idle_timer();
   }
@@ -765,7 +766,11 @@ class thread_actor : public caf::event_based_actor {
   bool failed_ = false;
   bool stopping_ = false;
   caf::response_promise stop_promise_;
-  std::vector<caf::actor> subscribers_;
+  struct subscriber {
+    caf::actor sink;
+    uint64_t from_seq;  // events before it are not this subscriber's
+  };
+  std::vector<subscriber> subscribers_;
   uint64_t gens_ = 0;
   uint64_t idle_gen_ = 0;
 };

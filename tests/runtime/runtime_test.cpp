@@ -408,3 +408,27 @@ TEST_CASE("submit returns once the input is taken; refusals come back at once") 
   REQUIRE(f.rt->cancel(t.id, &cancelled).is_ok());
   CHECK(cancelled);
 }
+
+TEST_CASE("a subscription from a seq beyond the log starts exactly there") {
+  runtime_fixture f;
+  f.agent("a", R"({"default": {"reply": "ok"}})");
+  auto t = f.thread("a");
+  auto first = f.run(t.id, "one");
+  const uint64_t from = first.last_seq + 3;  // inside the next run
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<uint64_t> seen;
+  event_sink sink;
+  sink.on_event = [&](const event& e) {
+    std::lock_guard<std::mutex> lock{mu};
+    seen.push_back(e.seq);
+    cv.notify_all();
+  };
+  uint64_t sub = 0;
+  REQUIRE(f.rt->subscribe(t.id, from, sink, &sub).is_ok());
+  auto second = f.run(t.id, "two");
+  std::unique_lock<std::mutex> lock{mu};
+  REQUIRE(cv.wait_for(lock, 30s, [&] { return !seen.empty() && seen.back() == second.last_seq; }));
+  REQUIRE(seen.front() == from);
+  for (size_t i = 0; i < seen.size(); ++i) CHECK(seen[i] == from + i);
+}

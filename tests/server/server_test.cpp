@@ -413,3 +413,33 @@ TEST_CASE("import of a fixture of every format, and export -> import round trip"
   CHECK(r.body.find("line 3") != std::string::npos);
   CHECK(f.call("GET", "/v1/threads/" + id).status == 404);
 }
+
+TEST_CASE("the client's timeout ends a call and a stream on time, and a timed-out call is not resent") {
+  server_fixture f;
+  f.agent("slow", R"({"default":{"reply":"late","latency_ms":1500}})");
+  std::string id = f.thread("slow");
+  http::client c{f.endpoint(), "", 300ms};
+  http::response r;
+  auto start = std::chrono::steady_clock::now();
+  auto s = c.call("POST", "/v1/threads/" + id + "/entries", R"({"text":"go","wait":true})", &r);
+  auto took = std::chrono::steady_clock::now() - start;
+  CHECK(s.code() == errc::io_error);
+  CHECK_THAT(s.message(), Catch::Contains("no answer within 300 ms"));
+  CHECK(took < 1200ms);
+  // The run goes on once, on the server: the call was not sent a second time.
+  REQUIRE(runtime_fixture::eventually([&] {
+    manifest m;
+    return f.rt->get_thread(id, &m).is_ok() && m.status == thread_status::open && m.last_seq > 3;
+  }));
+  std::vector<event> log;
+  REQUIRE(f.rt->read(id, history_view::complete, 1, 0, &log).is_ok());
+  CHECK(check_runs(log) == 1);
+
+  int code = 0;
+  start = std::chrono::steady_clock::now();
+  REQUIRE(c.stream("/v1/threads/" + id + "/stream?from_seq=1000", {}, [](const http::sse_event&) { return true; }, &code,
+                   300ms)
+              .is_ok());
+  CHECK(code == 200);
+  CHECK(std::chrono::steady_clock::now() - start < 2s);
+}

@@ -4,6 +4,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <charconv>
+#include <limits>
 
 namespace skein::http {
 namespace {
@@ -90,6 +91,18 @@ struct client::impl {
   std::unique_ptr<beast::tcp_stream> stream;
   beast::flat_buffer buffer;
 
+  // Runs one asynchronous operation to its end. beast::tcp_stream applies its
+  // expiry only to asynchronous operations: on expiry it closes the socket and
+  // the operation ends with beast::error::timeout.
+  template <class Start>
+  beast::error_code run(Start start) {
+    beast::error_code result;
+    start([&](beast::error_code ec, auto&&...) { result = ec; });
+    ioc.restart();
+    ioc.run();
+    return result;
+  }
+
   status connect() {
     stream = std::make_unique<beast::tcp_stream>(ioc);
     tcp::resolver resolver{ioc};
@@ -97,7 +110,7 @@ struct client::impl {
     auto results = resolver.resolve(ep.host, std::to_string(ep.port), ec);
     if (ec) return status::io_error("resolve " + ep.host + ": " + ec.message());
     stream->expires_after(timeout);
-    stream->connect(results, ec);
+    ec = run([&](auto handler) { stream->async_connect(results, handler); });
     if (ec) {
       stream.reset();
       return status::io_error("connect " + ep.host + ":" + std::to_string(ep.port) + ": " + ec.message());
@@ -140,17 +153,23 @@ status client::call(const std::string& method, const std::string& target, const 
   for (int attempt = 0; attempt < 2; ++attempt) {
     bool fresh = !impl_->stream;
     if (fresh) SKEIN_TRY(impl_->connect());
-    beast::error_code ec;
     impl_->stream->expires_after(impl_->timeout);
-    bhttp::write(*impl_->stream, req, ec);
-    bhttp::response<bhttp::string_body> res;
-    if (!ec) bhttp::read(*impl_->stream, impl_->buffer, res, ec);
+    auto ec = impl_->run([&](auto handler) { bhttp::async_write(*impl_->stream, req, handler); });
+    bhttp::response_parser<bhttp::string_body> parser;
+    parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+    if (!ec) ec = impl_->run([&](auto handler) { bhttp::async_read(*impl_->stream, impl_->buffer, parser, handler); });
     if (ec) {
       impl_->stream.reset();
-      // A kept-alive connection the server closed meanwhile: try once on a new one.
-      if (!fresh) continue;
+      // A kept-alive connection the server had closed: nothing of the request
+      // was taken, so it is safe to send once more. A timeout is never retried:
+      // the server may be running the request.
+      bool closed_before = !fresh && !parser.got_some() && ec != beast::error::timeout;
+      if (closed_before) continue;
+      if (ec == beast::error::timeout)
+        return status::io_error(method + " " + target + ": no answer within " + std::to_string(impl_->timeout.count()) + " ms");
       return status::io_error(method + " " + target + ": " + ec.message());
     }
+    auto res = parser.release();
     out->status = static_cast<int>(res.result_int());
     out->content_type = std::string{res[bhttp::field::content_type]};
     out->body = std::move(res.body());
@@ -169,18 +188,18 @@ status client::stream(const std::string& target, const header_list& extra,
   SKEIN_TRY(impl_->connect());
   auto req = impl_->make("GET", target, "", extra);
   req.set(bhttp::field::accept, "text/event-stream");
-  beast::error_code ec;
-  bhttp::write(*impl_->stream, req, ec);
   bhttp::response_parser<bhttp::string_body> parser;
   parser.body_limit(64 << 20);
-  if (!ec) bhttp::read_header(*impl_->stream, impl_->buffer, parser, ec);
+  impl_->stream->expires_after(impl_->timeout);
+  auto ec = impl_->run([&](auto handler) { bhttp::async_write(*impl_->stream, req, handler); });
+  if (!ec) ec = impl_->run([&](auto handler) { bhttp::async_read_header(*impl_->stream, impl_->buffer, parser, handler); });
   if (ec) {
     impl_->stream.reset();
     return status::io_error("GET " + target + ": " + ec.message());
   }
   *http_status = static_cast<int>(parser.get().result_int());
   if (*http_status != 200) {
-    bhttp::read(*impl_->stream, impl_->buffer, parser, ec);
+    ec = impl_->run([&](auto handler) { bhttp::async_read(*impl_->stream, impl_->buffer, parser, handler); });
     impl_->stream.reset();
     if (ec && ec != bhttp::error::end_of_stream) return status::io_error("GET " + target + ": " + ec.message());
     sse_event body;
@@ -203,7 +222,13 @@ status client::stream(const std::string& target, const header_list& extra,
     } else {
       impl_->stream->expires_never();
     }
-    size_t n = impl_->stream->read_some(net::buffer(chunk), ec);
+    size_t n = 0;
+    ec = impl_->run([&](auto handler) {
+      impl_->stream->async_read_some(net::buffer(chunk), [&n, handler](beast::error_code e, size_t got) mutable {
+        n = got;
+        handler(e);
+      });
+    });
     if (ec) break;  // closed by the server, or the limit passed
     go = sse.feed(std::string_view(chunk, n), on_event);
   }
