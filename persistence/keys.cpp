@@ -6,7 +6,7 @@
 //                   | "p/" parent-id "/" thread-id
 //                   | "s/" status "/" thread-id
 //                   | "t/" tag "/" thread-id
-//                   | "u/" be64(updated_at_ms) "/" thread-id
+//                   | "u/" be64(updated_at_ms - updated_at_ms % 1000) "/" thread-id
 //                   | "k/" thread-id "/" idempotency-key      value := be64(first seq) run-id
 //   usage      key := be64(ts_ms) thread-id 0x00 be64(seq)       value := usage JSON
 //   effects    key := effect-name 0x00 thread-id                 value := be64(last seq processed)
@@ -83,7 +83,8 @@ std::string index_key(char kind, std::string_view value, std::string_view thread
 
 std::string updated_value(int64_t updated_at_ms) {
   std::string v;
-  put_be64(&v, static_cast<uint64_t>(updated_at_ms < 0 ? 0 : updated_at_ms));
+  int64_t second = updated_at_ms < 0 ? 0 : updated_at_ms - updated_at_ms % 1000;
+  put_be64(&v, static_cast<uint64_t>(second));
   return v;
 }
 

@@ -23,7 +23,9 @@ bool parse_event_key(std::string_view key, std::string_view* thread, uint64_t* s
 // s (status), t (tag), u (updated_at as be64).
 std::string index_prefix(char kind, std::string_view value);
 std::string index_key(char kind, std::string_view value, std::string_view thread);
-std::string updated_value(int64_t updated_at_ms);  // be64 of the (non-negative) time
+// be64 of the (non-negative) time, truncated to the second: a thread that commits
+// many ticks a second keeps one index entry instead of rewriting it every tick.
+std::string updated_value(int64_t updated_at_ms);
 
 // index CF, idempotency keys: "k/<thread>/<key>" -> be64(first seq) run-id
 std::string idempotency_prefix(std::string_view thread);

@@ -189,7 +189,7 @@ TEST_CASE("threads are listed through the index in a total order, page by page")
   for (int i = 0; i < 25; ++i) {
     std::string id = "th" + std::to_string(i);
     auto t = make_tick(id, 1, 1, i % 2 == 0 ? "x" : "y");
-    t.manifest.updated_at_ms = 1000 + (i * 7919) % 25;  // distinct, shuffled
+    t.manifest.updated_at_ms = 1000 * (1 + (i * 7919) % 25) + i;  // distinct seconds, shuffled
     if (i % 5 == 0) t.manifest.tags = {"five"};
     if (i > 0 && i % 3 == 0) {
       t.manifest.parent = parent_kind::thread;
