@@ -1,0 +1,217 @@
+// The thread actor's class, shared by its two translation units:
+// thread_actor.cpp (inputs, commits, subscribers, lifecycle) and thread_run.cpp
+// (the run: engine calls, tools, budgets, heartbeats, the end of a run).
+// Internal to actors/.
+#pragma once
+
+#include <caf/event_based_actor.hpp>
+#include <deque>
+#include <optional>
+
+#include "actors/thread_actor.hpp"
+#include "runtime/model/ids.hpp"
+
+namespace skein::detail {
+
+using engine_done_atom = caf::atom_constant<caf::atom("engdone")>;
+using tool_done_atom = caf::atom_constant<caf::atom("tooldone")>;
+using run_timeout_atom = caf::atom_constant<caf::atom("runtimeout")>;
+using idle_check_atom = caf::atom_constant<caf::atom("idlecheck")>;
+using tool_timeout_atom = caf::atom_constant<caf::atom("tooltime")>;
+using idle_timer_atom = caf::atom_constant<caf::atom("idletimer")>;
+using heartbeat_atom = caf::atom_constant<caf::atom("heartbeat")>;
+
+using time_point = caf::actor_clock::time_point;
+
+// A signal's data object from its non-empty fields.
+std::string signal_data(std::initializer_list<std::pair<const char*, std::string>> fields);
+
+struct pending_input {
+  run_input input;
+  std::vector<caf::response_promise> waiters;
+};
+
+struct pending_tool {
+  requested_tool_call call;
+  std::unique_ptr<call_handle> handle;
+  bool done = false;
+  tool_output output;
+};
+
+struct run_state {
+  uint64_t gen = 0;  // names this run in callbacks and timers
+  run_input input;
+  std::vector<caf::response_promise> waiters;
+  time_point started;
+  uint64_t first_seq = 0;
+  uint32_t turns = 0;
+
+  uint64_t call_gen = 0;  // names the engine call in flight
+  bool engine_pending = false;
+  std::unique_ptr<call_handle> engine_call;
+  time_point last_activity;
+  bool resume_disabled = false;
+  bool resume_retried = false;
+  std::string session_id;  // the newest one the engine reported
+
+  std::vector<pending_tool> tools;  // the current tick's calls
+  size_t tools_left = 0;
+
+  token_usage usage;
+  double cost_usd = 0;
+  bool ending = false;
+};
+
+struct commit_job {
+  std::vector<event> events;
+  std::function<void(manifest&)> mutate;
+  std::function<void(uint64_t first_seq)> on_done;
+  std::function<void(const caf::error&)> on_failed;  // when the journal refused it
+  std::string idempotency_key;
+  std::string run_id;
+};
+
+class thread_actor : public caf::event_based_actor {
+ public:
+  thread_actor(caf::actor_config& cfg, std::shared_ptr<const thread_context> ctx, manifest m,
+               agent_spec_ptr agent);
+
+  const char* name() const override { return "skein.thread"; }
+
+  caf::behavior make_behavior() override;
+
+ private:
+  // --- inputs ---------------------------------------------------------------
+
+  // What became of an input: refused (error), answered from an earlier run with
+  // the same idempotency key (earlier), or taken (run_id; `waiters` of its run).
+  struct admission {
+    caf::error error;
+    std::optional<run_result> earlier;
+    std::string run_id;
+    std::vector<caf::response_promise>* waiters = nullptr;
+  };
+
+  admission admit(run_input in);
+
+  // (send_atom, input): answers with the run's result when it has ended.
+  caf::result<run_result> on_send(run_input in);
+
+  // (submit_atom, input): answers with the run id as soon as the input is taken.
+  caf::result<std::string> on_submit(run_input in);
+
+  // The run or queued input that carries this idempotency key, if any.
+  struct pending_ref {
+    run_input& input;
+    std::vector<caf::response_promise>& waiters;
+  };
+  std::optional<pending_ref> pending_key(const std::string& key);
+
+  status earlier_run(const std::string& key, run_result* out);
+
+  void start_next();
+
+  // --- the run ----------------------------------------------------------------
+
+  void start_run(pending_input p);
+
+  // True while run `gen` is the current run and still going.
+  bool current(uint64_t gen) const { return run_ && run_->gen == gen && !run_->ending && !stopping_; }
+
+  void call_engine();
+
+  void on_delta(uint64_t call_gen, std::string text);
+
+  void on_engine_done(uint64_t call_gen, engine_reply reply);
+
+  void invoke_tools();
+
+  // Records a tool's output; false if it had one already.
+  bool finish_tool(pending_tool& t, tool_output out);
+
+  pending_tool* find_pending(const std::string& call_id);
+
+  void on_tool_done(uint64_t gen, const std::string& call_id, tool_output out);
+
+  void on_tool_timeout(uint64_t gen, const std::string& call_id);
+
+  void commit_tool_results();
+
+  void on_run_timeout(uint64_t gen);
+
+  void on_idle_check(uint64_t call_gen);
+
+  // While a run goes on, its heartbeat rides on every commit; when no commit
+  // happened for a heartbeat interval, a manifest-only one records it.
+  void on_heartbeat(uint64_t gen);
+
+  int64_t wall_now() const { return ctx_->options.wall_clock ? ctx_->options.wall_clock() : now_ms(); }
+
+  // Closes a run that stopped sending heartbeats, as failed with thread.orphaned.
+  caf::result<bool> reconcile();
+
+  bool cancel_run();
+
+  // Ends the current run: stops what is in flight and commits the closing events.
+  void end_run(run_outcome outcome, std::string text, std::string error, std::string thinking = "",
+               const char* signal_before_stop = nullptr);
+
+  // --- commits ----------------------------------------------------------------
+
+  void commit(commit_job job);
+
+  void pump();
+
+  void on_committed(manifest after);
+
+  // Storage failed: nothing more can be recorded for this thread. Every waiter
+  // learns it; the actor leaves so that the next use reloads from the log.
+  void on_commit_failed(const status& s);
+
+  caf::result<std::string> mint_child();
+
+  // --- subscribers ------------------------------------------------------------
+
+  caf::result<uint64_t> subscribe(uint64_t from_seq, caf::actor& sink);
+
+  void drop_subscriber(const caf::actor_addr& who);
+
+  // --- lifecycle ----------------------------------------------------------------
+
+  bool idle() const;
+
+  void arm_idle_timer();
+
+  void passivate();
+
+  // graceful (runtime closing): the run ends as cancelled and every queued commit
+  // is written. Otherwise (the thread is being deleted): nothing more is written.
+  caf::result<void> stop(bool graceful);
+
+  void finish_stop();
+
+  std::shared_ptr<const thread_context> ctx_;
+  manifest manifest_;  // as last acknowledged by the journal
+  agent_spec_ptr agent_;
+  mid_run_policy policy_ = mid_run_policy::queue;
+
+  std::deque<pending_input> queue_;
+  std::unique_ptr<run_state> run_;
+  // The working conversation, loaded by the first run after activation and kept
+  // up to date by every commit, so later runs do not read the log again.
+  std::optional<std::vector<event>> conversation_;
+  std::deque<commit_job> commits_;  // front() is in flight when in_flight_
+  bool in_flight_ = false;
+  bool failed_ = false;
+  bool stopping_ = false;
+  caf::response_promise stop_promise_;
+  struct subscriber {
+    caf::actor sink;
+    uint64_t from_seq;  // events before it are not this subscriber's
+  };
+  std::vector<subscriber> subscribers_;
+  uint64_t gens_ = 0;
+  uint64_t idle_gen_ = 0;
+};
+
+}  // namespace skein::detail

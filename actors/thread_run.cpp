@@ -1,0 +1,352 @@
+// The run a thread actor drives (DESIGN §5): the engine call of each step, its
+// tools in parallel, the budgets and the watchdog, heartbeats and reconcile, and
+// the closing commit. The class is in thread_actor_impl.hpp.
+#include <caf/actor_system.hpp>
+#include <caf/send.hpp>
+
+#include "actors/error.hpp"
+#include "actors/thread_actor_impl.hpp"
+#include "persistence/event_log.hpp"
+#include "persistence/recovery.hpp"
+#include "runtime/model/conversation.hpp"
+#include "runtime/model/ids.hpp"
+#include "runtime/model/json_writer.hpp"
+
+namespace skein::detail {
+
+std::string signal_data(std::initializer_list<std::pair<const char*, std::string>> fields) {
+  std::string out;
+  json_writer w{&out};
+  w.begin_object();
+  for (const auto& [k, v] : fields)
+    if (!v.empty()) w.field(k, v);
+  w.end_object();
+  return out;
+}
+
+void thread_actor::start_run(pending_input p) {
+  run_ = std::make_unique<run_state>();
+  run_->gen = ++gens_;
+  run_->input = std::move(p.input);
+  run_->waiters = std::move(p.waiters);
+  run_->started = clock().now();
+  std::vector<event> events;
+  if (manifest_.last_seq == 0 && !conversation_ && !in_flight_ && commits_.empty())
+    conversation_.emplace();  // an empty log: nothing to read, the commits fill it
+  if (manifest_.last_seq == 0 && !agent_->config.system_prompt.empty())
+    events.push_back(make_system_prompt(agent_->config.system_prompt));
+  events.push_back(make_message(run_->input.role, run_->input.text));
+  events.push_back(make_signal("thread.start", signal_data({{"run_id", run_->input.run_id},
+                                                            {"source", run_->input.source}})));
+  delayed_send(this, std::chrono::milliseconds(agent_->config.budgets.run_time_ms_max),
+               run_timeout_atom::value, run_->gen);
+  delayed_send(this, ctx_->options.heartbeat_interval, heartbeat_atom::value, run_->gen);
+  commit_job job;
+  job.events = std::move(events);
+  job.mutate = [](manifest& m) { m.status = thread_status::running; };
+  job.idempotency_key = run_->input.idempotency_key;
+  job.run_id = run_->input.run_id;
+  uint64_t gen = run_->gen;
+  job.on_done = [this, gen](uint64_t first_seq) {
+    if (run_ && run_->gen == gen) run_->first_seq = first_seq;
+    if (!current(gen)) return;
+    if (!conversation_) {  // the first run since activation reads the log once
+      std::vector<event> log;
+      if (status s = ctx_->log->read_events(manifest_.id, 1, 0, &log); !s) {
+        end_run(run_outcome::failed, "", "cannot read the thread's log: " + s.to_string());
+        return;
+      }
+      conversation_ = working_conversation(log);
+    }
+    call_engine();
+  };
+  commit(std::move(job));
+}
+
+void thread_actor::call_engine() {
+  const auto& budgets = agent_->config.budgets;
+  if (run_->turns >= budgets.ticks_max) {
+    end_run(run_outcome::failed, "", "tick budget exhausted: ticks_max (" +
+                                          std::to_string(budgets.ticks_max) + ")");
+    return;
+  }
+  ++run_->turns;
+  engine_request req;
+  req.thread_id = manifest_.id;
+  req.run_id = run_->input.run_id;
+  req.turn = run_->turns;
+  req.session_id = run_->resume_disabled ? std::string{} : manifest_.session_id;
+  req.conversation = *conversation_;
+  req.tools = agent_->tool_specs;
+  run_->call_gen = ++gens_;
+  run_->engine_pending = true;
+  run_->last_activity = clock().now();
+  caf::actor_addr me = address();
+  uint64_t call_gen = run_->call_gen;
+  engine_callbacks cb;
+  cb.on_delta = [me, call_gen](std::string delta) {
+    if (auto a = caf::actor_cast<caf::actor>(me)) caf::anon_send(a, delta_atom::value, call_gen, std::move(delta));
+  };
+  cb.on_done = [me, call_gen](engine_reply reply) {
+    if (auto a = caf::actor_cast<caf::actor>(me))
+      caf::anon_send(a, engine_done_atom::value, call_gen, std::move(reply));
+  };
+  delayed_send(this, std::chrono::milliseconds(budgets.engine_idle_ms), idle_check_atom::value, call_gen);
+  try {
+    run_->engine_call = agent_->engine->start(std::move(req), std::move(cb));
+  } catch (const std::exception& e) {
+    run_->engine_pending = false;
+    end_run(run_outcome::failed, "", std::string("engine threw: ") + e.what());
+  }
+}
+
+void thread_actor::on_delta(uint64_t call_gen, std::string text) {
+  if (!run_ || run_->call_gen != call_gen || !run_->engine_pending) return;
+  run_->last_activity = clock().now();
+  for (const auto& sub : subscribers_)
+    send(sub.sink, delta_atom::value, manifest_.id, run_->input.run_id, text);
+}
+
+void thread_actor::on_engine_done(uint64_t call_gen, engine_reply reply) {
+  if (!run_ || run_->call_gen != call_gen || !run_->engine_pending || run_->ending) return;
+  run_->engine_pending = false;
+  run_->engine_call.reset();
+  if (!reply.result.is_ok()) {
+    bool resumed = !run_->resume_disabled && !manifest_.session_id.empty();
+    if (reply.resume_failed && resumed && !run_->resume_retried) {
+      // Retry once with the context rebuilt from the log, never with an empty one.
+      run_->resume_retried = true;
+      run_->resume_disabled = true;
+      --run_->turns;
+      call_engine();
+      return;
+    }
+    end_run(run_outcome::failed, "", reply.result.message());
+    return;
+  }
+  engine_step& step = reply.step;
+  run_->usage += step.usage;
+  run_->cost_usd += step.cost_usd;
+  if (!step.session_id.empty()) run_->session_id = step.session_id;
+  if (step.tool_calls.empty()) {
+    end_run(run_outcome::completed, std::move(step.text), "", std::move(step.thinking));
+    return;
+  }
+  std::vector<event> events;
+  if (!step.thinking.empty()) events.push_back(make_thinking(std::move(step.thinking)));
+  if (!step.text.empty()) events.push_back(make_assistant_text(std::move(step.text)));
+  run_->tools.clear();
+  for (size_t i = 0; i < step.tool_calls.size(); ++i) {
+    auto& call = step.tool_calls[i];
+    if (call.call_id.empty())
+      call.call_id = "call_" + std::to_string(run_->turns) + "_" + std::to_string(i + 1);
+    events.push_back(make_tool_call(call.call_id, call.name, call.arguments_json));
+    run_->tools.push_back(pending_tool{call, nullptr, false, {}});
+  }
+  run_->tools_left = run_->tools.size();
+  uint64_t gen = run_->gen;
+  commit_job job;
+  job.events = std::move(events);
+  job.on_done = [this, gen](uint64_t) {
+    if (current(gen)) invoke_tools();
+  };
+  commit(std::move(job));
+}
+
+void thread_actor::invoke_tools() {
+  caf::actor_addr me = address();
+  uint64_t gen = run_->gen;
+  auto timeout = std::chrono::milliseconds(agent_->config.budgets.tool_timeout_ms);
+  for (auto& t : run_->tools) {
+    auto impl = agent_->find_tool(t.call.name);
+    if (!impl) {
+      finish_tool(t, {"(error: unknown tool '" + t.call.name + "')", true});
+      continue;
+    }
+    tool_invocation inv{manifest_.id, run_->input.run_id, t.call.call_id, t.call.arguments_json};
+    std::string call_id = t.call.call_id;
+    auto done = [me, gen, call_id](tool_output out) {
+      if (auto a = caf::actor_cast<caf::actor>(me))
+        caf::anon_send(a, tool_done_atom::value, gen, call_id, std::move(out));
+    };
+    delayed_send(this, timeout, tool_timeout_atom::value, gen, call_id);
+    try {
+      t.handle = impl->invoke(std::move(inv), std::move(done));
+    } catch (const std::exception& e) {
+      finish_tool(t, {std::string("(error: tool threw: ") + e.what() + ")", true});
+    }
+  }
+  if (run_->tools_left == 0) commit_tool_results();
+}
+
+bool thread_actor::finish_tool(pending_tool& t, tool_output out) {
+  if (t.done) return false;
+  t.done = true;
+  t.output = std::move(out);
+  if (t.handle) {
+    t.handle->cancel();  // no-op for finished calls; stops timed-out ones
+    t.handle.reset();
+  }
+  --run_->tools_left;
+  return true;
+}
+
+pending_tool* thread_actor::find_pending(const std::string& call_id) {
+  for (auto& t : run_->tools)
+    if (t.call.call_id == call_id) return &t;
+  return nullptr;
+}
+
+void thread_actor::on_tool_done(uint64_t gen, const std::string& call_id, tool_output out) {
+  if (!current(gen)) return;
+  auto* t = find_pending(call_id);
+  if (t == nullptr || !finish_tool(*t, std::move(out))) return;
+  if (run_->tools_left == 0) commit_tool_results();
+}
+
+void thread_actor::on_tool_timeout(uint64_t gen, const std::string& call_id) {
+  if (!current(gen)) return;
+  auto* t = find_pending(call_id);
+  if (t == nullptr || t->done) return;
+  auto ms = agent_->config.budgets.tool_timeout_ms;
+  finish_tool(*t, {"(error: tool '" + t->call.name + "' timed out after " + std::to_string(ms) +
+                       " ms: tool_timeout_ms)", true});
+  if (run_->tools_left == 0) commit_tool_results();
+}
+
+void thread_actor::commit_tool_results() {
+  std::vector<event> events;
+  for (auto& t : run_->tools)
+    events.push_back(make_tool_result(t.call.call_id, t.call.name, std::move(t.output.text), t.output.is_error));
+  run_->tools.clear();
+  uint64_t gen = run_->gen;
+  commit_job job;
+  job.events = std::move(events);
+  job.on_done = [this, gen](uint64_t) {
+    if (current(gen)) call_engine();
+  };
+  commit(std::move(job));
+}
+
+void thread_actor::on_run_timeout(uint64_t gen) {
+  if (!current(gen)) return;
+  end_run(run_outcome::failed, "", "run time budget exhausted: run_time_ms_max (" +
+                                       std::to_string(agent_->config.budgets.run_time_ms_max) + " ms)");
+}
+
+void thread_actor::on_idle_check(uint64_t call_gen) {
+  if (!run_ || run_->call_gen != call_gen || !run_->engine_pending || run_->ending) return;
+  auto idle_ms = std::chrono::milliseconds(agent_->config.budgets.engine_idle_ms);
+  auto silent = clock().now() - run_->last_activity;
+  if (silent < idle_ms) {
+    delayed_send(this, std::chrono::duration_cast<std::chrono::milliseconds>(idle_ms - silent) +
+                           std::chrono::milliseconds(1),
+                 idle_check_atom::value, call_gen);
+    return;
+  }
+  end_run(run_outcome::failed, "", "engine idle for " + std::to_string(idle_ms.count()) +
+                                       " ms: engine_idle_ms (" + std::to_string(idle_ms.count()) + ")");
+}
+
+void thread_actor::on_heartbeat(uint64_t gen) {
+  if (!current(gen)) return;
+  int64_t interval = ctx_->options.heartbeat_interval.count();
+  if (!in_flight_ && commits_.empty() && wall_now() - manifest_.heartbeat_at_ms >= interval)
+    commit(commit_job{});
+  delayed_send(this, ctx_->options.heartbeat_interval, heartbeat_atom::value, gen);
+}
+
+caf::result<bool> thread_actor::reconcile() {
+  if (manifest_.status != thread_status::running || !run_is_stale(manifest_, ctx_->options, wall_now()))
+    return false;
+  auto promise = make_response_promise<bool>();
+  if (run_ && !run_->ending) {
+    end_run(run_outcome::failed, "", "orphaned: no heartbeat since " + std::to_string(manifest_.heartbeat_at_ms),
+            "", "thread.orphaned");
+  } else if (!run_) {
+    // The log says running but no run lives here: close it from the log.
+    std::vector<event> log;
+    if (status s = ctx_->log->read_events(manifest_.id, 1, 0, &log); !s) return to_error(s);
+    commit_job job;
+    job.events = interrupted_run_closing(log, "thread.orphaned");
+    job.mutate = [](manifest& m) { m.status = thread_status::failed; };
+    commit(std::move(job));
+  }
+  commit_job marker;  // answers once everything before it is durable
+  marker.on_done = [promise](uint64_t) mutable { promise.deliver(true); };
+  marker.on_failed = [promise](const caf::error& e) mutable { promise.deliver(e); };
+  commit(std::move(marker));
+  return promise;
+}
+
+bool thread_actor::cancel_run() {
+  if (!run_ || run_->ending) return false;
+  end_run(run_outcome::cancelled, "", "cancelled");
+  return true;
+}
+
+void thread_actor::end_run(run_outcome outcome, std::string text, std::string error, std::string thinking,
+             const char* signal_before_stop) {
+  run_->ending = true;
+  if (run_->engine_pending && run_->engine_call) run_->engine_call->cancel();
+  run_->engine_pending = false;
+  std::vector<event> events;
+  for (auto& t : run_->tools) {
+    if (t.handle) t.handle->cancel();
+    std::string why = outcome == run_outcome::cancelled ? "(cancelled)" : "(error: run ended: " + error + ")";
+    events.push_back(make_tool_result(t.call.call_id, t.call.name, t.done ? std::move(t.output.text) : why,
+                                      t.done ? t.output.is_error : true));
+  }
+  run_->tools.clear();
+  if (!thinking.empty()) events.push_back(make_thinking(std::move(thinking)));
+  if (outcome == run_outcome::failed) text = "(error: " + error + ")";
+  if (outcome == run_outcome::cancelled) text = "(stopped by user)";
+  events.push_back(make_message(message_role::assistant, text));
+  auto duration = std::chrono::duration_cast<std::chrono::milliseconds>(clock().now() - run_->started);
+  events.push_back(make_result(run_->usage, run_->cost_usd, static_cast<uint64_t>(duration.count()),
+                               run_->turns, std::string{to_string(outcome)}));
+  std::string err = outcome == run_outcome::completed ? "" : error;
+  if (signal_before_stop != nullptr)
+    events.push_back(make_signal(signal_before_stop, signal_data({{"run_id", run_->input.run_id}})));
+  events.push_back(make_signal("thread.stop", signal_data({{"run_id", run_->input.run_id},
+                                                           {"outcome", std::string{to_string(outcome)}},
+                                                           {"error", err}})));
+  run_result result;
+  result.thread_id = manifest_.id;
+  result.run_id = run_->input.run_id;
+  result.outcome = outcome;
+  result.text = text;
+  result.error = err;
+  result.usage = run_->usage;
+  result.cost_usd = run_->cost_usd;
+  result.duration_ms = static_cast<uint64_t>(duration.count());
+  result.turns = run_->turns;
+
+  commit_job job;
+  job.events = std::move(events);
+  auto usage = run_->usage;
+  double cost = run_->cost_usd;
+  std::string session = outcome == run_outcome::completed ? run_->session_id : "";
+  bool bound = manifest_.parent != parent_kind::none;
+  job.mutate = [usage, cost, session, outcome, bound](manifest& m) {
+    m.usage += usage;
+    m.cost_usd += cost;
+    if (!session.empty()) m.session_id = session;
+    if (!bound) m.status = thread_status::open;
+    else if (outcome == run_outcome::completed) m.status = thread_status::completed;
+    else if (outcome == run_outcome::failed) m.status = thread_status::failed;
+    else m.status = thread_status::cancelled;
+  };
+  job.on_done = [this, result](uint64_t) mutable {
+    if (!run_) return;  // stopped meanwhile: the waiters were answered
+    result.last_seq = manifest_.last_seq;
+    result.first_seq = run_->first_seq;
+    for (auto& w : run_->waiters) w.deliver(result);
+    run_.reset();
+    start_next();
+    arm_idle_timer();
+  };
+  commit(std::move(job));
+}
+
+}  // namespace skein::detail
