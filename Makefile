@@ -22,10 +22,21 @@ run: configure
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
-bench: configure
+# The kernl baseline's packages; without node and npm, skein-bench skips that baseline.
+KERNL_DIR := bench/baselines/kernl
+.PHONY: bench-deps
+bench-deps:
+	@if ! command -v node >/dev/null || ! command -v npm >/dev/null; then \
+	  echo "bench-deps: no node/npm: skein-bench will skip the kernl baseline"; \
+	elif [ ! $(KERNL_DIR)/node_modules/.package-lock.json -nt $(KERNL_DIR)/package-lock.json ]; then \
+	  npm ci --prefix $(KERNL_DIR) --no-audit --no-fund || \
+	    echo "bench-deps: npm ci failed: skein-bench will skip the kernl baseline"; \
+	fi
+
+bench: configure bench-deps
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target skein-bench
 	@mkdir -p bench/results
-	$(BUILD_DIR)/bench/skein-bench --json bench/results/report.json
+	$(BUILD_DIR)/bench/skein-bench --json bench/results/report.json --plot bench/results
 
 clean:
 	rm -rf $(BUILD_DIR)

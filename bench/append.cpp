@@ -1,6 +1,7 @@
 // append: N threads x M one-event ticks committed through the journal, one actor
 // per thread with one commit in flight each, in every durability mode; then the
-// same events written to RocksDB directly by one writer, with and without fsync.
+// same events written to RocksDB directly by one writer, with and without fsync;
+// then by the designs of bench/baselines/ (baselines.hpp).
 //
 // Every mode gets a fresh database under the bench directory: append-<mode> and
 // append-rocksdb-<put-sync|put-unsynced>.
@@ -20,6 +21,8 @@
 
 #include "actors/error.hpp"
 #include "actors/journal.hpp"
+#include "bench/baselines/baselines.hpp"
+#include "bench/plot.hpp"
 #include "bench/progress.hpp"
 #include "bench/report.hpp"
 #include "bench/workloads.hpp"
@@ -319,6 +322,8 @@ status run_skein(const append_plan& plan, durability mode, const bench_options& 
   row->failures = outcome.failures;
   row->p50_us = percentile_us(outcome.latencies_ns, 0.50);
   row->p99_us = percentile_us(outcome.latencies_ns, 0.99);
+  if (options.plot != nullptr)
+    options.plot->latency("append", "skein " + row->mode + ": send to ack", outcome.latencies_ns);
   log_counters c = log->counters();
   row->writes = c.writes;
   row->commits = c.commits;
@@ -402,9 +407,23 @@ status run_direct(const append_plan& plan, bool sync, uint64_t events,
   row->events = events;
   row->p50_us = percentile_us(latencies_ns, 0.50);
   row->p99_us = percentile_us(latencies_ns, 0.99);
+  if (options.plot != nullptr)
+    options.plot->latency("append", "rocksdb " + row->mode + ": one Put", latencies_ns);
   if (status v = count_keys(rdb.db.get(), events); !v)
     return status{v.code(), "rocksdb " + row->mode + ": lost writes: " + v.message()};
   return status::ok();
+}
+
+// The same threads and events, for the baselines: event `seq` of a thread as the
+// rocksdb rows store it.
+append_baseline_input baseline_input(const append_plan& plan) {
+  append_baseline_input in;
+  in.ticks = plan.ticks;
+  for (const auto& t : plan.threads) in.thread_ids.push_back(t.thread_id);
+  in.event_json = [&plan](size_t index, uint64_t seq, std::string* json) {
+    return encode_event(bench_event(plan.threads[index], seq), json);
+  };
+  return in;
 }
 
 }  // namespace
@@ -426,6 +445,11 @@ status run_append(const bench_options& options, std::string* json) {
   uint64_t sync_events = std::clamp<uint64_t>(sync_cap, 1, plan.total());
   SKEIN_TRY(run_direct(plan, true, sync_events, options, &f.rows.emplace_back()));
   SKEIN_TRY(run_direct(plan, false, plan.total(), options, &f.rows.emplace_back()));
+  SKEIN_TRY(run_append_baselines(baseline_input(plan), options, &f.rows));
+  if (options.plot != nullptr) {
+    for (const auto& r : f.rows)
+      options.plot->throughput("append", r.system + " " + r.mode, r.events_per_s(), "events/s");
+  }
 
   print_append(f, stdout);
   std::fflush(stdout);

@@ -1,6 +1,7 @@
 // skein-bench: runs benchmark workloads against the event log and the journal,
 // end to end through skein::runtime, and through its HTTP server; prints a table
-// per workload and, with --json, writes every figure to a file.
+// per workload and, with --json, writes every figure to a file; with --plot, draws
+// charts of them (PNG, through gnuplot).
 //
 // Exit codes: 0 done, 1 a workload failed (a lost or failed write is a failure,
 // not a figure), 64 bad usage.
@@ -16,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/plot.hpp"
 #include "bench/report.hpp"
 #include "bench/workloads.hpp"
 
@@ -45,18 +47,23 @@ constexpr workload workloads[] = {
              "server, against the same runs embedded", run_http},
     {"fanout", "1,000 SSE subscribers on one thread (one poll() reader), 200 runs: events "
                "delivered per second", run_fanout},
+    {"recovery", "runtime::open on 1,000,000 threads / 10,000,000 events, clean and with 1,000 "
+                 "interrupted runs to repair", run_recovery},
+    {"history", "one-event appends on threads with 10, 1,000 and 100,000 events of history, "
+                "and their first run after activation", run_history},
 };
 
 struct command_line {
   std::vector<const workload*> chosen;  // in the order named, each once
   bench_options options;
   std::string json_path;
+  std::string plot_dir;
   bool help = false;
 };
 
 void print_usage(std::FILE* out) {
   std::fprintf(out,
-               "usage: skein-bench [workload...] [--scale F] [--dir DIR] [--json FILE] "
+               "usage: skein-bench [workload...] [--scale F] [--dir DIR] [--json FILE] [--plot DIR] "
                "[--quiet]\n\n"
                "Runs the named workloads, or all of them when none is named.\n\n"
                "workloads:\n");
@@ -70,6 +77,8 @@ void print_usage(std::FILE* out) {
                "               same name, and keep them (default: a fresh directory under the\n"
                "               system temp dir, removed at the end)\n"
                "  --json FILE  also write every figure and the machine to FILE as JSON\n"
+               "  --plot DIR   also draw charts (PNG) into DIR: throughput, latency CDFs, RSS over\n"
+               "               time; needs gnuplot\n"
                "  --quiet      no progress bar (there is none anyway when stderr is no terminal)\n"
                "  --help       print this and exit\n",
                scale_max);
@@ -99,12 +108,13 @@ std::string parse(int argc, char** argv, command_line* out) {
       out->help = true;
     } else if (arg == "--quiet") {
       out->options.quiet = true;
-    } else if (arg == "--scale" || arg == "--dir" || arg == "--json") {
+    } else if (arg == "--scale" || arg == "--dir" || arg == "--json" || arg == "--plot") {
       if (!has_value) return std::string{arg} + " needs a value";
       const char* value = argv[++i];
       if (*value == '\0') return std::string{arg} + " needs a non-empty value";
       if (arg == "--dir") out->options.dir = value;
       else if (arg == "--json") out->json_path = value;
+      else if (arg == "--plot") out->plot_dir = value;
       else if (!parse_scale(value, &out->options.scale))
         return "--scale '" + std::string{value} + "': not a number in (0, " +
                std::to_string(static_cast<int>(scale_max)) + "]";
@@ -160,7 +170,33 @@ class bench_dir {
   bool owned_ = false;
 };
 
+// --plot must fail before an hour of workloads, not after: gnuplot is checked and
+// the directory made first.
+status prepare_plots(const std::string& plot_dir) {
+  SKEIN_TRY(check_gnuplot());
+  std::error_code ec;
+  std::filesystem::create_directories(plot_dir, ec);
+  if (ec) return status::io_error("--plot " + plot_dir + ": " + ec.message());
+  return status::ok();
+}
+
+status draw_plots(const plot_sink& plots, const std::string& plot_dir, double scale) {
+  std::vector<std::string> written;
+  SKEIN_TRY(write_plots(plots, plot_dir, scale, &written));
+  std::printf("\nplots: %zu charts in %s\n", written.size(), plot_dir.c_str());
+  for (const auto& path : written)
+    std::printf("  %s\n", std::filesystem::path{path}.filename().c_str());
+  return status::ok();
+}
+
 int run(const command_line& cl) {
+  plot_sink plots;
+  if (!cl.plot_dir.empty()) {
+    if (status s = prepare_plots(cl.plot_dir); !s) {
+      std::fprintf(stderr, "skein-bench: %s\n", s.message().c_str());
+      return exit_failure;
+    }
+  }
   bench_dir dir;
   if (status s = dir.open(cl.options.dir); !s) {
     std::fprintf(stderr, "skein-bench: %s\n", s.message().c_str());
@@ -168,6 +204,7 @@ int run(const command_line& cl) {
   }
   bench_options options = cl.options;
   options.dir = dir.path();
+  options.plot = cl.plot_dir.empty() ? nullptr : &plots;
   std::vector<std::pair<std::string, std::string>> figures;
   for (size_t i = 0; i < cl.chosen.size(); ++i) {
     const workload* w = cl.chosen[i];
@@ -180,8 +217,10 @@ int run(const command_line& cl) {
     }
     figures.emplace_back(std::string{w->name}, std::move(json));
   }
-  if (cl.json_path.empty()) return 0;
-  status s = write_report(cl.json_path, options.scale, probe_machine(options.dir), figures);
+  status s;
+  if (!cl.json_path.empty())
+    s = write_report(cl.json_path, options.scale, probe_machine(options.dir), figures);
+  if (s && !cl.plot_dir.empty()) s = draw_plots(plots, cl.plot_dir, options.scale);
   if (!s) {
     std::fprintf(stderr, "skein-bench: %s\n", s.message().c_str());
     return exit_failure;

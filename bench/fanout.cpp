@@ -28,6 +28,7 @@
 #include <string_view>
 #include <thread>
 
+#include "bench/plot.hpp"
 #include "bench/report.hpp"
 #include "bench/workloads.hpp"
 #include "tools/server/http_server.hpp"
@@ -503,6 +504,13 @@ status run_fanout(const bench_options& options, std::string* json) {
     SKEIN_TRY(fanout_pass(*rt, f.subscribers, f.runs, buffer * raised_buffer_factor, &f,
                           &f.rows.emplace_back()));
   SKEIN_TRY(rt->close());
+  if (options.plot != nullptr) {
+    for (const auto& r : f.rows) {
+      std::string buffer = r.default_buffer ? "default" : "raised";
+      options.plot->throughput("fanout", "skein SSE, " + buffer + " stream buffer",
+                               r.events_per_s(), "events delivered/s");
+    }
+  }
 
   print_fanout(f, stdout);
   std::fflush(stdout);

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "bench/progress.hpp"
+#include "bench/plot.hpp"
 #include "bench/report.hpp"
 #include "bench/workloads.hpp"
 #include "runtime/model/json_reader.hpp"
@@ -234,6 +235,10 @@ status run_http(const bench_options& options, std::string* json) {
   f.embedded.path = "embedded";
   SKEIN_TRY(run_path(options, true, f, &f.http));
   SKEIN_TRY(run_path(options, false, f, &f.embedded));
+  if (options.plot != nullptr) {
+    options.plot->throughput("http", "skein through HTTP", f.http.runs_per_s(), "runs/s");
+    options.plot->throughput("http", "skein embedded", f.embedded.runs_per_s(), "runs/s");
+  }
 
   print_http(f, stdout);
   std::fflush(stdout);

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "bench/plot.hpp"
 #include "bench/progress.hpp"
 #include "bench/report.hpp"
 #include "bench/workloads.hpp"
@@ -188,9 +189,15 @@ status run_latency(const bench_options& options, std::string* json) {
   f.engine_latency_ms = engine_latency_ms;
   std::vector<int64_t> latencies_ns;
   std::string first_error;
+  rss_recorder rss{options.plot, "latency"};
   drive(*rt, ids, options.quiet, &f, &latencies_ns, &first_error);
+  rss.finish();
   f.p50_us = quantile_us(latencies_ns, 0.50);
   f.p99_us = quantile_us(latencies_ns, 0.99);
+  if (options.plot != nullptr) {
+    options.plot->latency("latency", "skein sync, 1 s engine: send to completion", latencies_ns);
+    options.plot->throughput("latency", "skein sync", f.runs_per_s(), "runs/s");
+  }
   SKEIN_TRY(verify(*rt, ids, f, first_error));
   SKEIN_TRY(rt->close());
 

@@ -16,8 +16,9 @@ namespace skein::bench {
 
 // One system in one mode of the append workload.
 struct append_row {
-  std::string system;  // "skein" or "rocksdb"
-  std::string mode;    // skein: sync | flush | memory; rocksdb: put-sync | put-unsynced
+  std::string system;  // "skein", "rocksdb", "opennova-design" or "lace-design"
+  std::string mode;    // skein: sync | flush | memory; rocksdb: put-sync | put-unsynced;
+                       // opennova-design: fdatasync; lace-design: FULL | NORMAL
   uint64_t events = 0;
   double seconds = 0;  // start to last ack
   // skein only (0 for rocksdb): from the event log's counters after the run.
@@ -25,9 +26,11 @@ struct append_row {
   uint64_t commits = 0;
   uint64_t group_max = 0;
   uint64_t bytes = 0;
-  double p50_us = 0;   // skein: send to reply; rocksdb: one Put
+  double p50_us = 0;   // skein: send to reply; rocksdb: one Put; baselines: one tick
   double p99_us = 0;
   uint64_t failures = 0;
+  size_t host_threads = 0;  // the baselines' writers (0: not a baseline of bench/baselines)
+  std::string note;         // the baselines': how they write, printed under the table
 
   double events_per_s() const;
   double commits_per_write() const;  // 0 without writes
@@ -45,9 +48,29 @@ struct append_figures {
 // and absolute throughput.
 inline constexpr double append_ratio_target = 0.8;
 inline constexpr double append_events_per_s_target = 100'000;
+// ... and against the designs of other agent tools (bench/baselines/).
+inline constexpr double append_over_lace_full_target = 20;
+inline constexpr double append_over_opennova_target = 20;
 
 void print_append(const append_figures& f, std::FILE* out);
 void write_append_json(const append_figures& f, json_writer& w);
+
+// The same runs on another design (bench/baselines/).
+struct runs_baseline_row {
+  std::string system;      // "opennova-design", "lace-design" or "kernl"
+  std::string mode;        // fdatasync | FULL | NORMAL | "in-memory <kernl version>"
+  size_t threads = 0;      // fewer than the workload's when capped
+  size_t host_threads = 0; // callers with one run in flight each (kernl: Node's one loop)
+  uint64_t runs = 0;       // completed and read back
+  uint64_t events = 0;     // what the runs wrote, read back
+  double seconds = 0;      // first run to last
+  double p50_us = 0;       // one run, start to end
+  double p99_us = 0;
+  std::string note;        // how it runs, printed under the table
+  std::string skipped;     // not empty: no figures, and why (kernl is optional)
+
+  double runs_per_s() const;
+};
 
 // The runs workload: end-to-end runs through skein::runtime.
 struct runs_figures {
@@ -62,11 +85,15 @@ struct runs_figures {
   uint64_t commits = 0;          // ticks the log acknowledged during the runs
   uint64_t writes = 0;           // RocksDB writes (one fsync each) they took
   uint64_t failures = 0;
+  std::vector<runs_baseline_row> baselines;
 
   double runs_per_s() const;
 };
 
 inline constexpr double runs_per_s_target = 15'000;
+// skein's runs/s over the designs of other agent tools (bench/baselines/).
+inline constexpr double runs_over_opennova_target = 10;
+inline constexpr double runs_over_kernl_target = 2;
 
 void print_runs(const runs_figures& f, std::FILE* out);
 void write_runs_json(const runs_figures& f, json_writer& w);
@@ -187,6 +214,86 @@ struct fanout_figures {
 
 void print_fanout(const fanout_figures& f, std::FILE* out);
 void write_fanout_json(const fanout_figures& f, json_writer& w);
+
+// One runtime::open of the recovery workload's database and the run after it.
+struct recovery_open {
+  uint64_t interrupted = 0;       // runs left mid-way in the database before the open
+  uint64_t repaired = 0;          // repaired_at_open().size()
+  uint64_t wal_bytes = 0;         // write-ahead log files the open found (and replayed)
+  double open_seconds = 0;        // runtime::open: until runs can start
+  double first_run_seconds = 0;   // then one run on an existing thread, send to completion
+
+  double ready_seconds() const { return open_seconds; }
+};
+
+// The recovery workload: coming back on a big database, with and without
+// interrupted runs to repair.
+struct recovery_figures {
+  uint64_t threads = 0;
+  uint64_t events = 0;
+  uint64_t events_target = 0;     // the database size the targets are set for
+  double build_seconds = 0;       // writing the database: not part of any figure
+  uint64_t build_writes = 0;
+  uint64_t db_bytes = 0;          // on disk after the build
+  double interrupt_seconds = 0;   // writing the interrupted runs: not part of any figure
+  size_t repair_sample = 0;       // repaired threads whose repair events were checked
+  recovery_open first_open;       // right after the build: replays the WAL the build left
+  recovery_open clean;            // opened again: next to no WAL
+  recovery_open after_repair;     // with interrupted runs to repair, next to no WAL
+
+  // (after_repair.open - clean.open) / interrupted runs, in ms: both opens find
+  // next to no WAL, so the difference is the repairs.
+  double per_interrupted_ms() const;
+};
+
+inline constexpr double recovery_ready_seconds_max = 1.0;
+inline constexpr double recovery_per_interrupted_ms_max = 1.0;
+
+void print_recovery(const recovery_figures& f, std::FILE* out);
+void write_recovery_json(const recovery_figures& f, json_writer& w);
+
+// One-event ticks of the history workload in one manner (concurrent or sequential).
+struct history_append {
+  uint64_t events = 0;
+  double seconds = 0;   // first send to last ack, summed over the rounds
+  uint64_t writes = 0;  // RocksDB writes (one fsync each) they took
+  double p50_us = 0;    // send to ack
+  double p99_us = 0;
+
+  double us_per_event() const;  // seconds / events
+  double events_per_s() const;
+  double commits_per_write() const;
+};
+
+// One history length.
+struct history_row {
+  uint64_t history_events = 0;  // in each thread's log before the appends
+  history_append concurrent;    // every thread of the length, one tick in flight each
+  history_append sequential;    // one thread, one tick at a time
+  size_t cold_samples = 0;      // passive threads brought back through the runtime
+  double activate_p50_us = 0;   // cancel() on the passive thread: activation alone
+  double activate_max_us = 0;
+  double run_p50_us = 0;        // the first run after it, which reads the whole log
+  double run_max_us = 0;
+};
+
+// The history workload: append cost against history length.
+struct history_figures {
+  size_t threads_per_length = 0;
+  size_t rounds = 0;            // the lengths take turns this many times
+  uint64_t build_events = 0;
+  double build_seconds = 0;     // writing the histories: not part of any figure
+  std::vector<history_row> rows;  // shortest history first
+
+  // us_per_event of the longest history over the shortest's; 0 without rows.
+  double concurrent_ratio() const;
+  double sequential_ratio() const;
+};
+
+inline constexpr double history_cost_ratio_max = 1.2;
+
+void print_history(const history_figures& f, std::FILE* out);
+void write_history_json(const history_figures& f, json_writer& w);
 
 struct machine_info {
   unsigned cores = 0;

@@ -1,7 +1,8 @@
 // runs: end-to-end runs through skein::runtime — send, engine, durable commits,
 // result — with the scripted engine answering at once, so that the runtime and
 // the log are all that is measured. N threads x R runs, durability sync, sent
-// from two host threads that keep every thread busy.
+// from two host threads that keep every thread busy. Then the same runs on the
+// designs of bench/baselines/ (baselines.hpp).
 //
 // Also defines what the runtime workloads share (workloads.hpp).
 #include <algorithm>
@@ -15,6 +16,8 @@
 #include <string_view>
 #include <thread>
 
+#include "bench/baselines/baselines.hpp"
+#include "bench/plot.hpp"
 #include "bench/progress.hpp"
 #include "bench/report.hpp"
 #include "bench/workloads.hpp"
@@ -314,12 +317,23 @@ status run_runs(const bench_options& options, std::string* json) {
   drive(*rt, ids, options.quiet, &f, &latencies_ns, &first_error);
   f.p50_us = quantile_us(latencies_ns, 0.50);
   f.p99_us = quantile_us(latencies_ns, 0.99);
+  if (options.plot != nullptr)
+    options.plot->latency("runs", "skein sync: send to completion", latencies_ns);
   runtime_stats after;
   SKEIN_TRY(rt->stats(&after));
   f.commits = after.log.commits - before.log.commits;
   f.writes = after.log.writes - before.log.writes;
   SKEIN_TRY(verify_runs(*rt, ids, f, first_error));
   SKEIN_TRY(rt->close());
+  SKEIN_TRY(run_runs_baselines({f.threads, f.runs_per_thread, f.host_threads}, options,
+                               &f.baselines));
+  if (options.plot != nullptr) {
+    options.plot->throughput("runs", "skein sync", f.runs_per_s(), "runs/s");
+    for (const auto& b : f.baselines) {
+      if (b.skipped.empty())
+        options.plot->throughput("runs", b.system + " " + b.mode, b.runs_per_s(), "runs/s");
+    }
+  }
 
   print_runs(f, stdout);
   std::fflush(stdout);

@@ -11,6 +11,7 @@
 #include <malloc.h>
 #include <thread>
 
+#include "bench/plot.hpp"
 #include "bench/progress.hpp"
 #include "bench/report.hpp"
 #include "bench/workloads.hpp"
@@ -123,15 +124,18 @@ status wait_passivated(runtime& rt, uint64_t idle_ms) {
 }
 
 status measure_memory(runtime& rt, const std::vector<std::string>& ids, bool quiet,
-                      scale_figures* f) {
+                      rss_recorder& rss, scale_figures* f) {
   auto start = bench_clock::now();
+  rss.mark("touching every thread");
   SKEIN_TRY(touch_all(rt, ids, quiet));
   f->touch_seconds = seconds_since(start, bench_clock::now());
   SKEIN_TRY(measure_active(rt, ids.size(), f->idle_passivate_ms, &f->rss_active_bytes));
+  rss.mark("all active; waiting for passivation");
   auto touched = bench_clock::now();
   SKEIN_TRY(wait_passivated(rt, f->idle_passivate_ms));
   f->passivate_seconds = seconds_since(touched, bench_clock::now());
   f->rss_passivated_bytes = rss_bytes();
+  rss.mark("all passivated; malloc_trim(0), then a long history and cold activations");
   // What malloc holds free but has not returned: shown apart, not hidden.
   ::malloc_trim(0);
   f->rss_trimmed_bytes = rss_bytes();
@@ -280,11 +284,13 @@ status run_scale(const bench_options& options, std::string* json) {
   // Heap that earlier workloads freed but malloc kept must not hide in the baseline.
   ::malloc_trim(0);
   f.rss_baseline_bytes = rss_bytes();
+  rss_recorder rss{options.plot, "scale"};
+  rss.mark("creating threads");
   auto start = bench_clock::now();
   SKEIN_TRY(create_bench_threads(*rt, agent.id, n, options.quiet, &ids));
   f.create_seconds = seconds_since(start, bench_clock::now());
   f.rss_created_bytes = rss_bytes();
-  SKEIN_TRY(measure_memory(*rt, ids, options.quiet, &f));
+  SKEIN_TRY(measure_memory(*rt, ids, options.quiet, rss, &f));
 
   // The last few threads, passivated now, are the cold threads without history.
   size_t k = std::min(cold_samples, ids.size());
@@ -292,6 +298,7 @@ status run_scale(const bench_options& options, std::string* json) {
   ids.resize(ids.size() - k);
   std::vector<std::string> forks;
   SKEIN_TRY(measure_cold(*rt, fresh, history_runs, options.quiet, &f, &forks));
+  rss.finish();
   SKEIN_TRY(verify(*rt, ids, fresh, forks, history_runs));
   SKEIN_TRY(rt->close());
 

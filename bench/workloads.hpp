@@ -25,10 +25,13 @@ struct server_limits;
 
 namespace skein::bench {
 
+class plot_sink;
+
 struct bench_options {
   double scale = 1.0;  // multiplies every size of every workload
   std::string dir;     // existing directory where workloads create their databases
   bool quiet = false;  // no progress bar
+  plot_sink* plot = nullptr;  // --plot: where workloads hand their series; null without it
 };
 
 // Concurrent one-event ticks through the journal in each durability mode, against
@@ -50,6 +53,12 @@ status run_http(const bench_options& options, std::string* json);
 
 // One thread's events streamed (SSE) to many subscribers at once.
 status run_fanout(const bench_options& options, std::string* json);
+
+// runtime::open on a database of many threads, clean and with interrupted runs to repair.
+status run_recovery(const bench_options& options, std::string* json);
+
+// Append cost through the journal on threads with short and long histories.
+status run_history(const bench_options& options, std::string* json);
 
 // --- What the workloads over skein::runtime share (runs.cpp defines it) ---------
 

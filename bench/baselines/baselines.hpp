@@ -1,0 +1,53 @@
+// baselines: the designs skein-bench compares skein with, driven through the append
+// and runs workloads' own threads and events in the same process.
+//
+//   opennova-design  one JSONL file per thread, manifest on line 1 (opennova_design.hpp)
+//   lace-design      SQLite, WAL, one transaction per event (lace_design.hpp)
+//   kernl            the kernl npm package, in-memory storage, run by Node (runs only)
+//
+// Every baseline reads back what it wrote before it reports a figure: one that lost
+// a write is an error, never a number. Baselines that fsync every event are capped
+// (like the append workload's rocksdb put-sync) and report rates, not totals. Their
+// files go to fresh directories under options.dir.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench/report.hpp"
+#include "bench/workloads.hpp"
+
+namespace skein::bench {
+
+// The append workload's threads and events, as the baselines get them.
+struct append_baseline_input {
+  std::vector<std::string> thread_ids;
+  size_t ticks = 0;  // one-event ticks per thread in the skein rows
+  // The stored JSON of event `seq` (from 1) of thread `index`; called from any thread.
+  std::function<status(size_t index, uint64_t seq, std::string* json)> event_json;
+};
+
+// Appends the rows opennova-design, lace-design FULL and lace-design NORMAL: ticks of
+// one event each from 2 x cores host threads, each owning a slice of the threads.
+status run_append_baselines(const append_baseline_input& in, const bench_options& options,
+                            std::vector<append_row>* rows);
+
+// The runs workload's shape, as the baselines get it.
+struct runs_baseline_input {
+  size_t threads = 0;
+  size_t runs_per_thread = 0;
+  size_t host_threads = 0;  // the skein row's
+};
+
+// Appends the rows opennova-design, lace-design FULL and NORMAL, and kernl. kernl
+// never fails the workload: without Node or its installed package, or when its
+// script fails, its row says why it was skipped and how to enable it.
+status run_runs_baselines(const runs_baseline_input& in, const bench_options& options,
+                          std::vector<runs_baseline_row>* rows);
+
+// kernl alone (kernl_runs.cpp), as run_runs_baselines runs it.
+void run_kernl_runs(const runs_baseline_input& in, double scale, runs_baseline_row* row);
+
+}  // namespace skein::bench

@@ -1,0 +1,413 @@
+// history: does appending to a thread cost more when its log is long?
+//
+// One database holds, for each history length (10, 1,000 and 100,000 events at
+// scale 1), threads_per_length threads whose logs already hold that many events,
+// built through the event log directly (log_builder). Then one-event ticks are
+// committed through the journal actor, as the append workload commits them:
+// concurrently, one driver actor per thread of a length with one tick in flight
+// each, so that group commit works as in real use; and sequentially, one tick at
+// a time on one thread, so that the latency of a lone append shows. The lengths
+// take turns, round after round, so that whatever the disk and RocksDB's
+// background compaction do meanwhile falls on every length alike.
+//
+// Before the appends, a few threads of each length are brought back through
+// skein::runtime while passive: activation, and the first run, which reads the
+// thread's whole log once. That cost does grow with the history; it is reported
+// apart and never mixed into the append figures.
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/atom.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include <algorithm>
+
+#include "actors/error.hpp"
+#include "actors/journal.hpp"
+#include "bench/log_builder.hpp"
+#include "bench/plot.hpp"
+#include "bench/progress.hpp"
+#include "bench/report.hpp"
+#include "bench/workloads.hpp"
+#include "runtime/model/ids.hpp"
+
+namespace skein::bench {
+
+// What a driver hands back when its thread is done (or failed).
+struct history_driver_report {
+  size_t index = 0;                   // of the thread in the pass
+  manifest m;                         // as after the last acknowledged tick
+  std::vector<int64_t> latencies_ns;  // send to ack, one per acknowledged tick
+  bench_clock::time_point last_ack;
+  std::string error;                  // empty: every tick acknowledged
+};
+
+}  // namespace skein::bench
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::bench::history_driver_report)
+
+namespace skein::bench {
+namespace {
+
+using history_done_atom = caf::atom_constant<caf::atom("histdone")>;
+
+constexpr uint64_t lengths_at_scale_1[] = {10, 1'000, 100'000};
+constexpr size_t threads_per_length = 32;
+constexpr size_t concurrent_ticks_at_scale_1 = 1'000;  // per thread
+constexpr size_t sequential_ticks_at_scale_1 = 2'000;  // on the one thread
+constexpr size_t rounds_max = 5;
+constexpr size_t cold_samples = 4;  // threads per length brought back through the runtime
+constexpr size_t text_bytes = 200;
+
+struct length_set {
+  uint64_t history_events = 0;
+  std::vector<std::string> ids;
+  std::vector<manifest> manifests;     // current: each tick resends its thread's
+  std::vector<uint64_t> appended;      // ticks acknowledged per thread
+  std::vector<uint64_t> seq_before;    // last_seq when the appends began
+  std::vector<int64_t> concurrent_ns;  // ack latencies
+  std::vector<int64_t> sequential_ns;
+};
+
+// --- the driver: one thread's ticks, one in flight ---------------------------
+
+struct driver_state {
+  size_t left = 0;
+  caf::actor journal;
+  caf::actor waiter;
+  bench_clock::time_point sent;
+  history_driver_report report;
+};
+
+using driver_actor = caf::stateful_actor<driver_state>;
+
+// Text that differs from tick to tick, as messages do.
+std::string append_text(uint64_t seq) {
+  std::string out = "appended message " + std::to_string(seq) + ":";
+  while (out.size() < text_bytes) out += " the deploy of build " + std::to_string(seq % 97);
+  out.resize(text_bytes);
+  return out;
+}
+
+void finish(driver_actor* self) {
+  self->send(self->state.waiter, history_done_atom::value, std::move(self->state.report));
+  self->quit();
+}
+
+void commit_next(driver_actor* self) {
+  auto& st = self->state;
+  tick t;
+  t.thread_id = st.report.m.id;
+  event e = make_message(message_role::user, append_text(st.report.m.last_seq + 1));
+  e.seq = st.report.m.last_seq + 1;
+  e.ts_ms = now_ms();
+  t.events.push_back(std::move(e));
+  st.report.m.updated_at_ms = t.events.back().ts_ms;
+  t.manifest = st.report.m;
+  uint64_t expected = st.report.m.last_seq + 1;
+  st.sent = bench_clock::now();
+  self->request(st.journal, caf::infinite, commit_atom::value, std::move(t))
+      .then(
+          [self, expected](uint64_t last_seq) {
+            auto& st = self->state;
+            st.report.last_ack = bench_clock::now();
+            st.report.latencies_ns.push_back((st.report.last_ack - st.sent).count());
+            if (last_seq != expected) {
+              st.report.error = "thread " + st.report.m.id + ": journal acknowledged last_seq " +
+                                std::to_string(last_seq) + ", expected " + std::to_string(expected);
+              return finish(self);
+            }
+            st.report.m.last_seq = last_seq;
+            if (--st.left == 0) return finish(self);
+            commit_next(self);
+          },
+          [self](caf::error& e) {
+            self->state.report.error = to_status(e).to_string();
+            finish(self);
+          });
+}
+
+caf::behavior driver(driver_actor* self, size_t index, manifest m, size_t ticks,
+                     caf::actor journal, caf::actor waiter) {
+  auto& st = self->state;
+  st.left = ticks;
+  st.journal = std::move(journal);
+  st.waiter = std::move(waiter);
+  st.report.index = index;
+  st.report.m = std::move(m);
+  st.report.latencies_ns.reserve(ticks);
+  commit_next(self);
+  return {};  // no messages of its own: it lives on its pending request
+}
+
+// Appends `ticks` ticks to each of the first `threads` threads of `set` at once,
+// and adds the time from the first send to the last ack to *seconds.
+status append_pass(caf::actor_system& sys, const caf::actor& journal, length_set& set,
+                   size_t threads, size_t ticks, std::vector<int64_t>* latencies_ns,
+                   double* seconds) {
+  caf::scoped_actor waiter{sys};
+  auto start = bench_clock::now();
+  auto last_ack = start;
+  for (size_t i = 0; i < threads; ++i) {
+    auto d = sys.spawn(driver, i, set.manifests[i], ticks, journal,
+                       caf::actor_cast<caf::actor>(waiter));
+    waiter->monitor(d);  // a driver killed by an exception must not hang the bench
+  }
+  std::string first_error;
+  for (size_t finished = 0; finished < threads;) {
+    waiter->receive(
+        [&](history_done_atom, history_driver_report& r) {
+          ++finished;
+          last_ack = std::max(last_ack, r.last_ack);
+          set.appended[r.index] += r.m.last_seq - set.manifests[r.index].last_seq;
+          set.manifests[r.index] = std::move(r.m);
+          latencies_ns->insert(latencies_ns->end(), r.latencies_ns.begin(), r.latencies_ns.end());
+          if (!r.error.empty() && first_error.empty()) first_error = r.error;
+        },
+        [&](caf::down_msg& d) {
+          if (!d.reason) return;  // a normal exit follows the driver's done message
+          ++finished;
+          if (first_error.empty()) first_error = "driver actor died: " + sys.render(d.reason);
+        });
+  }
+  *seconds += seconds_since(start, last_ack);
+  if (!first_error.empty()) return status::io_error(first_error);
+  return status::ok();
+}
+
+// --- phases ------------------------------------------------------------------------
+
+status build(const std::string& path, std::vector<length_set>& sets, bool quiet,
+             history_figures* f) {
+  std::unique_ptr<event_log> log;
+  SKEIN_TRY(open_build_log(path, true, &log));
+  SKEIN_TRY(log->put_agent(bench_agent_config()));
+  build_stats stats;
+  for (size_t k = 0; k < sets.size(); ++k) {
+    sets[k].ids = bench_thread_ids(threads_per_length, k + 1);
+    SKEIN_TRY(build_threads(*log, bench_agent_id, sets[k].ids, sets[k].history_events, quiet,
+                            &stats));
+  }
+  f->build_events = stats.events;
+  f->build_seconds = stats.seconds;
+  return status::ok();
+}
+
+// Activates a passive thread with cancel(), then times its first run, which
+// reads the log: what coming back costs at this history length.
+status time_cold(runtime& rt, const std::string& id, uint64_t history_events,
+                 int64_t* activate_ns, int64_t* run_ns) {
+  auto start = bench_clock::now();
+  bool cancelled = false;
+  SKEIN_TRY(rt.cancel(id, &cancelled));
+  *activate_ns = (bench_clock::now() - start).count();
+  if (cancelled) return status::corruption("thread " + id + ": cancel() found a run");
+  run_input in;
+  in.text = "first run after activation";
+  start = bench_clock::now();
+  run_handle h = rt.send(id, std::move(in));
+  run_result r;
+  status waited = h.wait(&r);
+  *run_ns = (bench_clock::now() - start).count();
+  std::string where = "thread " + id + " run " + h.run_id() + ": ";
+  if (!waited) return status{waited.code(), where + waited.message()};
+  SKEIN_TRY(check_scripted_run(where, r));
+  if (r.first_seq != history_events + 1)
+    return status::corruption(where + "first seq " + std::to_string(r.first_seq) +
+                              " on a log of " + std::to_string(history_events) + " events");
+  return status::ok();
+}
+
+// The lengths take turns, sample after sample, like the appends' rounds.
+status measure_cold(const std::string& path, const std::vector<length_set>& sets,
+                    history_figures* f) {
+  runtime_options ro;
+  ro.data_dir = path;
+  ro.mode = durability::sync;
+  std::unique_ptr<runtime> rt;
+  SKEIN_TRY(runtime::open(std::move(ro), &rt));
+  if (!rt->repaired_at_open().empty())
+    return status::corruption("recovery repaired " + std::to_string(rt->repaired_at_open().size()) +
+                              " threads of a database without an interrupted run");
+  size_t samples = std::min(cold_samples, threads_per_length);
+  std::vector<std::vector<int64_t>> activate(sets.size()), run(sets.size());
+  for (size_t s = 0; s < samples; ++s) {
+    for (size_t k = 0; k < sets.size(); ++k) {
+      SKEIN_TRY(time_cold(*rt, sets[k].ids[s], sets[k].history_events,
+                          &activate[k].emplace_back(), &run[k].emplace_back()));
+    }
+  }
+  runtime_stats st;
+  SKEIN_TRY(rt->stats(&st));
+  if (st.activations != samples * sets.size())
+    return status::corruption(std::to_string(st.activations) + " activations for " +
+                              std::to_string(samples * sets.size()) + " cold threads");
+  for (size_t k = 0; k < sets.size(); ++k) {
+    history_row& row = f->rows[k];
+    row.cold_samples = samples;
+    row.activate_max_us = static_cast<double>(*std::max_element(activate[k].begin(), activate[k].end())) / 1000;
+    row.run_max_us = static_cast<double>(*std::max_element(run[k].begin(), run[k].end())) / 1000;
+    row.activate_p50_us = quantile_us(activate[k], 0.50);
+    row.run_p50_us = quantile_us(run[k], 0.50);
+  }
+  return rt->close();
+}
+
+status load_manifests(const event_log& log, length_set& set) {
+  set.manifests.resize(set.ids.size());
+  set.appended.assign(set.ids.size(), 0);
+  set.seq_before.resize(set.ids.size());
+  for (size_t i = 0; i < set.ids.size(); ++i) {
+    SKEIN_TRY(log.read_manifest(set.ids[i], &set.manifests[i]));
+    set.seq_before[i] = set.manifests[i].last_seq;
+  }
+  return status::ok();
+}
+
+struct append_plan {
+  size_t rounds = 0;
+  size_t concurrent_ticks = 0;  // per thread per round
+  size_t sequential_ticks = 0;  // per round
+};
+
+// One pass of each kind per length per round, the round's first length rotating
+// so that none is always first after a pause; the log's counters give the writes.
+status run_rounds(caf::actor_system& sys, const caf::actor& journal, const event_log& log,
+                  const append_plan& plan, std::vector<length_set>& sets, bool quiet,
+                  history_figures* f) {
+  progress bar{"appending", plan.rounds * sets.size(), progress_wanted(quiet)};
+  for (size_t r = 0; r < plan.rounds; ++r) {
+    for (size_t turn = 0; turn < sets.size(); ++turn) {
+      size_t k = (r + turn) % sets.size();
+      history_append& c = f->rows[k].concurrent;
+      history_append& s = f->rows[k].sequential;
+      uint64_t writes = log.counters().writes;
+      SKEIN_TRY(append_pass(sys, journal, sets[k], sets[k].ids.size(), plan.concurrent_ticks,
+                            &sets[k].concurrent_ns, &c.seconds));
+      c.writes += log.counters().writes - writes;
+      c.events += sets[k].ids.size() * plan.concurrent_ticks;
+      writes = log.counters().writes;
+      SKEIN_TRY(append_pass(sys, journal, sets[k], 1, plan.sequential_ticks,
+                            &sets[k].sequential_ns, &s.seconds));
+      s.writes += log.counters().writes - writes;
+      s.events += plan.sequential_ticks;
+      bar.advance();
+    }
+  }
+  return status::ok();
+}
+
+// Every acknowledged tick is in the log, after the history, in order.
+status verify_appends(const event_log& log, const length_set& set) {
+  std::vector<event> events;
+  for (size_t i = 0; i < set.ids.size(); ++i) {
+    manifest m;
+    SKEIN_TRY(log.read_manifest(set.ids[i], &m));
+    SKEIN_TRY(log.read_events(set.ids[i], set.seq_before[i] + 1, 0, &events));
+    uint64_t want = set.seq_before[i] + set.appended[i];
+    bool in_order = true;
+    for (size_t j = 0; j < events.size(); ++j)
+      in_order = in_order && events[j].seq == set.seq_before[i] + 1 + j;
+    if (m.last_seq != want || events.size() != set.appended[i] || !in_order)
+      return status::corruption("thread " + set.ids[i] + ": last_seq " +
+                                std::to_string(m.last_seq) + " and " +
+                                std::to_string(events.size()) + " events after seq " +
+                                std::to_string(set.seq_before[i]) + ", expected last_seq " +
+                                std::to_string(want) + " and " + std::to_string(set.appended[i]));
+  }
+  return status::ok();
+}
+
+status measure_appends(const std::string& path, const append_plan& plan,
+                       std::vector<length_set>& sets, bool quiet, history_figures* f) {
+  log_options lo;
+  lo.path = path;
+  lo.mode = durability::sync;
+  std::unique_ptr<event_log> log;
+  SKEIN_TRY(event_log::open(lo, &log));
+  for (auto& set : sets) SKEIN_TRY(load_manifests(*log, set));
+  status s;
+  {  // the actor system lives only in here, so it is gone before the log
+    caf::actor_system_config cfg;
+    register_skein_types(cfg);
+    caf::actor_system sys{cfg};
+    auto journal = spawn_journal(sys, *log);
+    s = run_rounds(sys, journal, *log, plan, sets, quiet, f);
+    status closed = journal_close(sys, journal);
+    if (s) s = closed;
+  }
+  SKEIN_TRY(s);
+  log_counters c = log->counters();
+  uint64_t ticks = 0;
+  for (const auto& row : f->rows) ticks += row.concurrent.events + row.sequential.events;
+  if (c.commits != ticks || c.events != ticks || c.failed != 0 || c.rejected != 0)
+    return status::corruption("event log counted " + std::to_string(c.commits) + " commits, " +
+                              std::to_string(c.failed) + " failed, " + std::to_string(c.rejected) +
+                              " rejected; expected " + std::to_string(ticks) + " commits");
+  for (const auto& set : sets) SKEIN_TRY(verify_appends(*log, set));
+  return status::ok();
+}
+
+// "100,000": a length as the tables print it, for the charts.
+std::string with_commas(uint64_t v) {
+  std::string digits = std::to_string(v), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return out;
+}
+
+void summarize(std::vector<length_set>& sets, plot_sink* plot, history_figures* f) {
+  for (size_t k = 0; k < sets.size(); ++k) {
+    history_row& row = f->rows[k];
+    std::string label = "skein, " + with_commas(row.history_events) + "-event history";
+    if (plot != nullptr) {
+      plot->throughput("history", label, row.concurrent.events_per_s(),
+                       "events/s appended concurrently");
+      plot->latency("history", label + ", concurrent", sets[k].concurrent_ns);
+      plot->latency("history", label + ", sequential", sets[k].sequential_ns);
+    }
+    row.concurrent.p50_us = quantile_us(sets[k].concurrent_ns, 0.50);
+    row.concurrent.p99_us = quantile_us(sets[k].concurrent_ns, 0.99);
+    row.sequential.p50_us = quantile_us(sets[k].sequential_ns, 0.50);
+    row.sequential.p99_us = quantile_us(sets[k].sequential_ns, 0.99);
+  }
+}
+
+}  // namespace
+
+status run_history(const bench_options& options, std::string* json) {
+  history_figures f;
+  f.threads_per_length = threads_per_length;
+  std::vector<length_set> sets;
+  for (uint64_t length : lengths_at_scale_1) {
+    // The shortest length is what a new thread has: it does not shrink with the scale.
+    uint64_t scaled = length == lengths_at_scale_1[0] ? length : scaled_count(length, options.scale);
+    sets.emplace_back().history_events = buildable_length(scaled);
+    f.rows.emplace_back().history_events = sets.back().history_events;
+  }
+  append_plan plan;
+  size_t concurrent = scaled_count(concurrent_ticks_at_scale_1, options.scale);
+  size_t sequential = scaled_count(sequential_ticks_at_scale_1, options.scale);
+  plan.rounds = std::min({rounds_max, concurrent, sequential});
+  plan.concurrent_ticks = concurrent / plan.rounds;
+  plan.sequential_ticks = sequential / plan.rounds;
+  f.rounds = plan.rounds;
+
+  const std::string path = options.dir + "/history";
+  SKEIN_TRY(build(path, sets, options.quiet, &f));
+  SKEIN_TRY(measure_cold(path, sets, &f));
+  SKEIN_TRY(measure_appends(path, plan, sets, options.quiet, &f));
+  summarize(sets, options.plot, &f);
+
+  print_history(f, stdout);
+  std::fflush(stdout);
+  json_writer w{json};
+  write_history_json(f, w);
+  return status::ok();
+}
+
+}  // namespace skein::bench
