@@ -158,6 +158,10 @@ status event_log::open(const log_options& options, std::unique_ptr<event_log>* o
   db_options.create_missing_column_families = true;
   db_options.max_background_jobs = 2;
   db_options.bytes_per_sync = 1 << 20;
+  // Bounds what an open after a crash replays: past this much WAL, RocksDB flushes
+  // the column families that hold the oldest log (small ones would never fill a
+  // memtable and would keep every log file alive).
+  db_options.max_total_wal_size = options.wal_bytes_max;
   if (options.mode == durability::memory) {
     log->mem_env_.reset(rocksdb::NewMemEnv(rocksdb::Env::Default()));
     db_options.env = log->mem_env_.get();

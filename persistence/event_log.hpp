@@ -58,6 +58,7 @@ struct log_options {
   size_t tick_events_max = 4096;     // events in one tick
   size_t bulk_events_max = 100000;   // events in one bulk tick (fork, import)
   size_t manifest_cache_max = 65536; // threads whose index projection the writer caches
+  uint64_t wal_bytes_max = 256 << 20; // WAL kept before memtables are flushed: bounds replay at open
 };
 
 // A thread's new events and its manifest after them: one atomic unit.

@@ -51,6 +51,11 @@ struct event_log::impl {
   rocksdb::ColumnFamilyHandle* cf(detail::cf_id i) const { return cfs[i]; }
 
   ~impl() {
+    // An orderly close flushes the memtables, so the next open replays no WAL.
+    if (db && !cfs.empty()) {
+      rocksdb::FlushOptions fo;
+      db->Flush(fo, cfs).PermitUncheckedError();
+    }
     for (auto* h : cfs) {
       if (h != nullptr) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
     }

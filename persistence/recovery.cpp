@@ -52,6 +52,21 @@ status repair_interrupted(event_log& log, std::vector<std::string>* repaired) {
   repaired->clear();
   std::vector<std::string> running;
   SKEIN_TRY(log.list_running(&running));
+  // Repairs go out in groups: one write and one fsync for many threads.
+  constexpr size_t group_max = 256;
+  std::vector<tick> ticks;
+  auto flush = [&]() -> status {
+    std::vector<tick*> group;
+    for (auto& t : ticks) group.push_back(&t);
+    std::vector<status> results(group.size());
+    log.commit_group(group, results);
+    for (size_t i = 0; i < results.size(); ++i) {
+      SKEIN_TRY(results[i]);
+      repaired->push_back(ticks[i].thread_id);
+    }
+    ticks.clear();
+    return status::ok();
+  };
   for (const auto& id : running) {
     manifest m;
     SKEIN_TRY(log.read_manifest(id, &m));
@@ -69,10 +84,10 @@ status repair_interrupted(event_log& log, std::vector<std::string>* repaired) {
     t.manifest = m;
     t.manifest.status = thread_status::failed;
     t.manifest.updated_at_ms = now;
-    SKEIN_TRY(log.commit(t));
-    repaired->push_back(id);
+    ticks.push_back(std::move(t));
+    if (ticks.size() == group_max) SKEIN_TRY(flush());
   }
-  return status::ok();
+  return flush();
 }
 
 }  // namespace skein
