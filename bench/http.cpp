@@ -56,15 +56,6 @@ using run_fn =
     std::function<status(const std::string& id, size_t n, bench_clock::time_point* answered)>;
 
 // What one client (or host) thread measured.
-struct client_outcome {
-  std::vector<int64_t> latencies_ns;
-  bench_clock::time_point first_send;
-  bench_clock::time_point last_done;
-  uint64_t completed = 0;
-  uint64_t failures = 0;
-  std::string first_error;
-};
-
 std::string run_where(const std::string& id, size_t n) {
   return "thread " + id + " run " + std::to_string(n) + ": ";
 }
@@ -122,7 +113,7 @@ run_fn embedded_sender(runtime& rt) {
 // Round by round over `threads`, one run at a time: a thread never has two runs
 // at once, so no run waits in a thread's queue and the latency is the path's own.
 void drive_client(const std::vector<std::string>& threads, const run_fn& send, progress& bar,
-                  client_outcome* out) {
+                  host_outcome* out) {
   out->latencies_ns.reserve(threads.size() * runs_per_thread);
   out->first_send = bench_clock::now();
   out->last_done = out->first_send;
@@ -146,7 +137,7 @@ void drive_client(const std::vector<std::string>& threads, const run_fn& send, p
 void drive(const std::vector<std::string>& ids, size_t clients,
            const std::function<run_fn()>& make_sender, bool quiet, http_row* row,
            std::string* first_error) {
-  std::vector<client_outcome> outcomes(clients);
+  std::vector<host_outcome> outcomes(clients);
   {
     progress bar{row->path, ids.size() * runs_per_thread, progress_wanted(quiet)};
     std::vector<std::thread> threads;
@@ -159,20 +150,13 @@ void drive(const std::vector<std::string>& ids, size_t clients,
     }
     for (auto& t : threads) t.join();
   }
-  std::vector<int64_t> latencies_ns;
-  auto first = outcomes.front().first_send;
-  auto last = outcomes.front().last_done;
-  for (auto& o : outcomes) {
-    first = std::min(first, o.first_send);
-    last = std::max(last, o.last_done);
-    row->runs += o.completed;
-    row->failures += o.failures;
-    if (first_error->empty()) *first_error = o.first_error;
-    latencies_ns.insert(latencies_ns.end(), o.latencies_ns.begin(), o.latencies_ns.end());
-  }
-  row->seconds = seconds_since(first, last);
-  row->p50_us = quantile_us(latencies_ns, 0.50);
-  row->p99_us = quantile_us(latencies_ns, 0.99);
+  merged_outcome m = merge_outcomes(outcomes);
+  row->runs += m.completed;
+  row->failures += m.failures;
+  if (first_error->empty()) *first_error = m.first_error;
+  row->seconds = m.seconds;
+  row->p50_us = quantile_us(m.latencies_ns, 0.50);
+  row->p99_us = quantile_us(m.latencies_ns, 0.99);
 }
 
 // Every run answered 200 and completed, and every thread's log holds them all.

@@ -65,15 +65,6 @@ class rss_sampler {
   std::thread thread_;
 };
 
-struct host_outcome {
-  std::vector<int64_t> latencies_ns;
-  bench_clock::time_point first_send;
-  bench_clock::time_point last_done;
-  uint64_t completed = 0;
-  uint64_t failures = 0;
-  std::string first_error;
-};
-
 // A run that did not wait out the engine, or did not complete as scripted, fails.
 status check_run(const run_handle& h, const status& waited, const run_result& r) {
   std::string where = "thread " + h.thread_id() + " run " + h.run_id() + ": ";
@@ -144,17 +135,12 @@ void drive(runtime& rt, const std::vector<std::string>& ids, bool quiet, latency
   sampler.stop();
   f->rss_peak_bytes = sampler.peak();
   f->rss_samples = sampler.samples();
-  auto first = outcomes.front().first_send;
-  auto last = outcomes.front().last_done;
-  for (auto& o : outcomes) {
-    first = std::min(first, o.first_send);
-    last = std::max(last, o.last_done);
-    f->completed += o.completed;
-    f->failures += o.failures;
-    if (first_error->empty()) *first_error = o.first_error;
-    latencies_ns->insert(latencies_ns->end(), o.latencies_ns.begin(), o.latencies_ns.end());
-  }
-  f->seconds = seconds_since(first, last);
+  merged_outcome m = merge_outcomes(outcomes);
+  f->completed += m.completed;
+  f->failures += m.failures;
+  if (first_error->empty()) *first_error = m.first_error;
+  latencies_ns->insert(latencies_ns->end(), m.latencies_ns.begin(), m.latencies_ns.end());
+  f->seconds = m.seconds;
 }
 
 status verify(runtime& rt, const std::vector<std::string>& ids, const latency_figures& f,

@@ -34,6 +34,23 @@ double seconds_since(bench_clock::time_point from, bench_clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
 }
 
+merged_outcome merge_outcomes(const std::vector<host_outcome>& outcomes) {
+  merged_outcome m;
+  if (outcomes.empty()) return m;
+  auto first = outcomes.front().first_send;
+  auto last = outcomes.front().last_done;
+  for (const auto& o : outcomes) {
+    first = std::min(first, o.first_send);
+    last = std::max(last, o.last_done);
+    m.completed += o.completed;
+    m.failures += o.failures;
+    if (m.first_error.empty()) m.first_error = o.first_error;
+    m.latencies_ns.insert(m.latencies_ns.end(), o.latencies_ns.begin(), o.latencies_ns.end());
+  }
+  m.seconds = seconds_since(first, last);
+  return m;
+}
+
 double quantile_us(std::vector<int64_t>& ns, double q) {
   if (ns.empty()) return 0;
   auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(ns.size())));
@@ -178,15 +195,6 @@ constexpr size_t window_per_thread = 2;
 constexpr const char* runs_engine_config = R"({"default":{"reply":"ok","latency_ms":0}})";
 
 // What one host thread measured.
-struct host_outcome {
-  std::vector<int64_t> latencies_ns;  // send to completion, one per run waited on
-  bench_clock::time_point first_send;
-  bench_clock::time_point last_done;
-  uint64_t completed = 0;
-  uint64_t failures = 0;
-  std::string first_error;
-};
-
 // A run that did not complete as scripted is a failure, whatever wait() said.
 status check_run(const run_handle& h, const status& waited, const run_result& r) {
   std::string where = "thread " + h.thread_id() + " run " + h.run_id() + ": ";
@@ -255,17 +263,12 @@ void drive(runtime& rt, const std::vector<std::string>& ids, bool quiet, runs_fi
     }
     for (auto& t : hosts) t.join();
   }
-  auto first = outcomes.front().first_send;
-  auto last = outcomes.front().last_done;
-  for (auto& o : outcomes) {
-    first = std::min(first, o.first_send);
-    last = std::max(last, o.last_done);
-    f->runs += o.completed;
-    f->failures += o.failures;
-    if (first_error->empty()) *first_error = o.first_error;
-    latencies_ns->insert(latencies_ns->end(), o.latencies_ns.begin(), o.latencies_ns.end());
-  }
-  f->seconds = seconds_since(first, last);
+  merged_outcome m = merge_outcomes(outcomes);
+  f->runs += m.completed;
+  f->failures += m.failures;
+  if (first_error->empty()) *first_error = m.first_error;
+  latencies_ns->insert(latencies_ns->end(), m.latencies_ns.begin(), m.latencies_ns.end());
+  f->seconds = m.seconds;
 }
 
 // The log must hold exactly what the completed runs wrote, nothing failed or refused.

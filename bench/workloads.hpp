@@ -113,6 +113,26 @@ double quantile_us(std::vector<int64_t>& ns, double q);
 
 double seconds_since(bench_clock::time_point from, bench_clock::time_point to);
 
+// What one host (or client) thread of a closed-loop workload saw.
+struct host_outcome {
+  std::vector<int64_t> latencies_ns;  // one per run waited on
+  bench_clock::time_point first_send;
+  bench_clock::time_point last_done;
+  uint64_t completed = 0;
+  uint64_t failures = 0;
+  std::string first_error;
+};
+
+// All hosts together: wall time from the first send to the last completion.
+struct merged_outcome {
+  double seconds = 0;
+  uint64_t completed = 0;
+  uint64_t failures = 0;
+  std::string first_error;
+  std::vector<int64_t> latencies_ns;
+};
+merged_outcome merge_outcomes(const std::vector<host_outcome>& outcomes);
+
 // --- What the workloads over the HTTP server share (http.cpp defines it) -------
 
 // The HTTP API over a runtime, served in this process on 127.0.0.1 at an
