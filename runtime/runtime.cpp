@@ -25,17 +25,17 @@ struct run_handle::state {
   std::vector<std::function<void(const status&, const run_result&)>> callbacks;  // guarded by mu
 
   void finish(status s, run_result r) {
-    std::vector<std::function<void(const status&, const run_result&)>> todo;
+    std::vector<std::function<void(const status&, const run_result&)>> to_call;
     {
       std::lock_guard<std::mutex> lock{mu};
       if (done) return;
       done = true;
       result = std::move(s);
       value = std::move(r);
-      todo.swap(callbacks);
+      to_call.swap(callbacks);
     }
     cv.notify_all();
-    for (auto& fn : todo) fn(result, value);  // done is final: no lock needed to read
+    for (auto& fn : to_call) fn(result, value);  // done is final: no lock needed to read
   }
 };
 
