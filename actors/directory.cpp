@@ -3,6 +3,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 #include <list>
+#include <malloc.h>
 #include <set>
 #include <unordered_map>
 
@@ -134,6 +135,12 @@ class directory_actor : public caf::event_based_actor {
     demonitor(who);
     remove(it);
     ++passivations_;
+    // glibc keeps the memory of freed actors: after a wave of passivations, hand
+    // it back so that idle threads cost their manifest on disk, not RSS.
+    if (++passivations_since_trim_ >= trim_after_passivations) {
+      malloc_trim(0);
+      passivations_since_trim_ = 0;
+    }
   }
 
   void forget(const caf::actor_addr& who) {
@@ -262,6 +269,8 @@ class directory_actor : public caf::event_based_actor {
   bool closing_ = false;
   uint64_t activations_ = 0;
   uint64_t passivations_ = 0;
+  uint64_t passivations_since_trim_ = 0;
+  static constexpr uint64_t trim_after_passivations = 16384;
 };
 
 }  // namespace
