@@ -115,27 +115,19 @@ void drive_host(runtime& rt, const std::vector<std::string>& threads, progress& 
 // Runs the host threads under the RSS sampler and merges what they saw.
 void drive(runtime& rt, const std::vector<std::string>& ids, bool quiet, latency_figures* f,
            std::vector<int64_t>* latencies_ns, std::string* first_error) {
-  std::vector<host_outcome> outcomes(host_threads);
   // Heap that earlier workloads freed but malloc kept would otherwise sit under the peak.
   ::malloc_trim(0);
   f->rss_start_bytes = rss_bytes();
   rss_sampler sampler;
+  merged_outcome m;
   {
     progress bar{"latency", ids.size(), progress_wanted(quiet)};
-    std::vector<std::thread> hosts;
-    for (size_t h = 0; h < host_threads; ++h) {
-      hosts.emplace_back([&, h] {
-        std::vector<std::string> mine;
-        for (size_t i = h; i < ids.size(); i += host_threads) mine.push_back(ids[i]);
-        drive_host(rt, mine, bar, &outcomes[h]);
-      });
-    }
-    for (auto& t : hosts) t.join();
+    m = drive_round_robin(ids, host_threads,
+                          [&](const std::vector<std::string>& mine, host_outcome* out) { drive_host(rt, mine, bar, out); });
   }
   sampler.stop();
   f->rss_peak_bytes = sampler.peak();
   f->rss_samples = sampler.samples();
-  merged_outcome m = merge_outcomes(outcomes);
   f->completed += m.completed;
   f->failures += m.failures;
   if (first_error->empty()) *first_error = m.first_error;

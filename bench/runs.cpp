@@ -34,6 +34,22 @@ double seconds_since(bench_clock::time_point from, bench_clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
 }
 
+merged_outcome drive_round_robin(
+    const std::vector<std::string>& ids, size_t hosts,
+    const std::function<void(const std::vector<std::string>& mine, host_outcome* out)>& drive) {
+  std::vector<host_outcome> outcomes(hosts);
+  std::vector<std::thread> threads;
+  for (size_t h = 0; h < hosts; ++h) {
+    threads.emplace_back([&, h] {
+      std::vector<std::string> mine;
+      for (size_t i = h; i < ids.size(); i += hosts) mine.push_back(ids[i]);
+      drive(mine, &outcomes[h]);
+    });
+  }
+  for (auto& t : threads) t.join();
+  return merge_outcomes(outcomes);
+}
+
 merged_outcome merge_outcomes(const std::vector<host_outcome>& outcomes) {
   merged_outcome m;
   if (outcomes.empty()) return m;
@@ -250,20 +266,12 @@ void drive_host(runtime& rt, const std::vector<std::string>& threads, progress& 
 // Runs every host thread over its half of the threads and merges what they saw.
 void drive(runtime& rt, const std::vector<std::string>& ids, bool quiet, runs_figures* f,
            std::vector<int64_t>* latencies_ns, std::string* first_error) {
-  std::vector<host_outcome> outcomes(host_threads);
+  merged_outcome m;
   {
     progress bar{"runs", ids.size() * runs_per_thread, progress_wanted(quiet)};
-    std::vector<std::thread> hosts;
-    for (size_t h = 0; h < host_threads; ++h) {
-      hosts.emplace_back([&, h] {
-        std::vector<std::string> mine;
-        for (size_t i = h; i < ids.size(); i += host_threads) mine.push_back(ids[i]);
-        drive_host(rt, mine, bar, &outcomes[h]);
-      });
-    }
-    for (auto& t : hosts) t.join();
+    m = drive_round_robin(ids, host_threads,
+                          [&](const std::vector<std::string>& mine, host_outcome* out) { drive_host(rt, mine, bar, out); });
   }
-  merged_outcome m = merge_outcomes(outcomes);
   f->runs += m.completed;
   f->failures += m.failures;
   if (first_error->empty()) *first_error = m.first_error;

@@ -133,6 +133,12 @@ struct merged_outcome {
 };
 merged_outcome merge_outcomes(const std::vector<host_outcome>& outcomes);
 
+// Deals `ids` round-robin to `hosts` host threads, runs drive(mine, outcome) on
+// each, waits for them all and merges what they saw.
+merged_outcome drive_round_robin(
+    const std::vector<std::string>& ids, size_t hosts,
+    const std::function<void(const std::vector<std::string>& mine, host_outcome* out)>& drive);
+
 // --- What the workloads over the HTTP server share (http.cpp defines it) -------
 
 // The HTTP API over a runtime, served in this process on 127.0.0.1 at an
