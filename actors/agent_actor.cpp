@@ -190,8 +190,18 @@ status build_agent_spec(const agent_config& config, const registry& reg, timer_s
   auto factory = reg.engines.find(config.engine);
   if (factory == reg.engines.end())
     return status::invalid_input("agent.engine: no engine named '" + config.engine + "' is registered");
-  status s = factory->second(config.engine_config, timers, &spec->engine);
+  status s;
+  try {  // host code: an engine factory that throws refuses the agent, nothing more
+    s = factory->second(config.engine_config, timers, &spec->engine);
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    if (what.size() > 200) what.resize(200);
+    s = status::invalid_input("the engine factory threw: " + what);
+  } catch (...) {
+    s = status::invalid_input("the engine factory threw a non-standard exception");
+  }
   if (!s) return status::invalid_input("agent.engine_config: " + s.message());
+  if (!spec->engine) return status::invalid_input("agent.engine_config: the engine factory built no engine");
   *out = std::move(spec);
   return status::ok();
 }

@@ -1,8 +1,10 @@
 #include "actors/core.hpp"
 
 #include <caf/actor_system.hpp>
+#include <caf/send.hpp>
 
 #include "actors/directory.hpp"
+#include "actors/messages.hpp"
 #include "actors/timers.hpp"
 #include "persistence/recovery.hpp"
 
@@ -20,6 +22,11 @@ status start_core(caf::actor_system& sys, event_log& log, core_config config, co
   dc.reg = std::move(config.reg);
   dc.timers = out->timers.get();
   out->directory = spawn_directory(sys, std::move(dc));
+  // Inputs accepted before a stop wait in their threads' inboxes: activating
+  // those threads replays them (each thread actor loads its inbox).
+  std::vector<std::string> waiting;
+  SKEIN_TRY(log.list_inbox_threads(&waiting));
+  for (const auto& id : waiting) caf::anon_send(out->directory, resolve_atom::value, id);
   return status::ok();
 }
 

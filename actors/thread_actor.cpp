@@ -12,6 +12,7 @@
 #include "actors/thread_actor_impl.hpp"
 
 #include <caf/actor_system.hpp>
+#include <cassert>
 #include <caf/event_based_actor.hpp>
 #include <caf/send.hpp>
 #include <deque>
@@ -24,6 +25,7 @@
 #include "runtime/model/conversation.hpp"
 #include "runtime/model/ids.hpp"
 #include "runtime/model/json_writer.hpp"
+#include "runtime/model/text.hpp"
 
 
 namespace skein {
@@ -38,6 +40,10 @@ thread_actor::thread_actor(caf::actor_config& cfg, std::shared_ptr<const thread_
 
 caf::behavior thread_actor::make_behavior() {
   set_down_handler([this](caf::down_msg& msg) { drop_subscriber(msg.source); });
+  // Running with no run alive: a run whose closing commit never landed (recovery
+  // at open repairs the ones a crash left). Close it before anything starts.
+  if (manifest_.status == thread_status::running) repair_open_run("thread.interrupted");
+  load_inbox();
   arm_idle_timer();
   return {
       [this](send_atom, run_input& in) -> caf::result<run_result> { return on_send(std::move(in)); },
@@ -104,6 +110,7 @@ thread_actor::admission thread_actor::admit(run_input in) {
     return a;
   }
   a.run_id = in.run_id;
+  a.fresh = true;
   pending_input p{std::move(in), {}};
   if (busy && policy_ == mid_run_policy::interrupt) {
     queue_.push_front(std::move(p));
@@ -130,8 +137,64 @@ caf::result<std::string> thread_actor::on_submit(run_input in) {
   admission a = admit(std::move(in));
   if (a.error) return a.error;
   if (a.earlier) return a.earlier->run_id;
+  // The answer means durable (DESIGN §5): it waits for the input's inbox entry,
+  // or for its run's first commit when the run starts at once.
+  // A retry of a pending input is answered with the first one: at once if that
+  // is durable (or was a waited send), else when it becomes durable.
+  if (!a.fresh && accepted_.find(a.run_id) == accepted_.end()) return a.run_id;
+  auto promise = make_response_promise<std::string>();
+  accepted_[a.run_id].push_back(promise);
+  if (!a.fresh) return promise;
+  bool starts_now = !run_ && !repairing_ && !failed_ && !stopping_ && queue_.size() == 1;
+  if (starts_now) start_next();
+  else put_in_inbox(a.run_id);
+  return promise;
+}
+
+void thread_actor::answer_accepted(const std::string& run_id, const caf::error& err) {
+  auto it = accepted_.find(run_id);
+  if (it == accepted_.end()) return;
+  for (auto& p : it->second) {
+    if (err) p.deliver(err);
+    else p.deliver(run_id);
+  }
+  accepted_.erase(it);
+}
+
+void thread_actor::put_in_inbox(const std::string& run_id) {
+  auto it = std::find_if(queue_.begin(), queue_.end(),
+                         [&](const pending_input& p) { return p.input.run_id == run_id; });
+  assert(it != queue_.end());  // admitted just now
+  it->inbox_order = inbox_next_++;
+  commit_job job;
+  job.inbox_put.emplace_back(it->inbox_order, it->input);
+  job.on_done = [this, run_id](uint64_t) { answer_accepted(run_id, caf::error{}); };
+  job.on_failed = [this, run_id](const caf::error& e) {
+    answer_accepted(run_id, e);
+    // Refused, so never accepted: it must not run.
+    auto q = std::find_if(queue_.begin(), queue_.end(),
+                          [&](const pending_input& p) { return p.input.run_id == run_id; });
+    if (q != queue_.end()) {
+      for (auto& w : q->waiters) w.deliver(e);
+      queue_.erase(q);
+    }
+  };
+  commit(std::move(job));
+}
+
+void thread_actor::load_inbox() {
+  std::vector<inbox_item> items;
+  if (status s = ctx_->log->read_inbox(manifest_.id, &items); !s) {
+    failed_ = true;  // an unreadable inbox: no input may run out of order
+    return;
+  }
+  for (auto& item : items) {
+    inbox_next_ = std::max(inbox_next_, item.order + 1);
+    pending_input p{std::move(item.input), {}};
+    p.inbox_order = item.order;
+    queue_.push_back(std::move(p));
+  }
   start_next();
-  return a.run_id;
 }
 
 std::optional<thread_actor::pending_ref> thread_actor::pending_key(const std::string& key) {
@@ -153,7 +216,7 @@ status thread_actor::earlier_run(const std::string& key, run_result* out) {
 }
 
 void thread_actor::start_next() {
-  if (run_ || queue_.empty() || stopping_ || failed_) return;
+  if (run_ || queue_.empty() || stopping_ || failed_ || repairing_) return;
   pending_input p = std::move(queue_.front());
   queue_.pop_front();
   start_run(std::move(p));
@@ -185,6 +248,8 @@ void thread_actor::pump() {
   t.events = job.events;
   t.idempotency_key = job.idempotency_key;
   t.run_id = job.run_id;
+  t.inbox_put = job.inbox_put;
+  t.inbox_take = job.inbox_take;
   manifest after = t.manifest;
   request(ctx_->journal, caf::infinite, commit_atom::value, std::move(t))
       .then(
@@ -192,7 +257,91 @@ void thread_actor::pump() {
             after.last_seq = last_seq;
             on_committed(std::move(after));
           },
-          [this](caf::error& e) { on_commit_failed(to_status(e)); });
+          [this](caf::error& e) {
+            status s = to_status(e);
+            switch (s.code()) {
+              case errc::io_error:
+              case errc::no_space:
+              case errc::corruption:
+                on_commit_failed(s);  // storage: nothing more can be written here
+                break;
+              default:
+                on_commit_refused(s);  // the tick itself: the log is fine
+            }
+          });
+}
+
+void thread_actor::on_commit_refused(const status& s) {
+  commit_job job = std::move(commits_.front());
+  commits_.pop_front();
+  in_flight_ = false;
+  auto err = to_error(s);
+  if (job.on_failed) job.on_failed(err);
+  std::string why = "commit refused: " + s.to_string();
+  make_storable_text(&why, 4096, "error_text_bytes_max");
+  switch (job.kind) {
+    case commit_kind::plain:
+      break;
+    case commit_kind::run_start:
+      // Nothing of the run reached the log: it never began.
+      if (run_) {
+        for (auto& w : run_->waiters) w.deliver(err);
+        run_.reset();
+      }
+      break;
+    case commit_kind::step_calls:
+    case commit_kind::step_results:
+      if (run_ && !run_->ending) end_run(run_outcome::failed, "", why);
+      break;
+    case commit_kind::run_end:
+      if (run_ && !run_->closing_refused) {
+        // Close again with nothing but short, storable events: error results for
+        // the calls it answered, the reason, result and thread.stop.
+        run_->closing_refused = true;
+        for (const auto& e : job.events)
+          if (e.type == event_type::tool_result)
+            run_->tools.push_back(pending_tool{{e.call_id, e.name, "{}"}, nullptr, true,
+                                               {"(error: closing commit refused)", true}});
+        run_->ending = false;
+        // The new closing must land before anything queued after the refused
+        // one: hold the pipeline while it is queued, then move it to the front.
+        in_flight_ = true;
+        end_run(run_outcome::failed, "", why);
+        in_flight_ = false;
+        commit_job closing = std::move(commits_.back());
+        commits_.pop_back();
+        commits_.push_front(std::move(closing));
+      } else {
+        on_commit_failed(s);  // not even a minimal closing: leave; the next activation repairs
+        return;
+      }
+      break;
+  }
+  if (stopping_ && commits_.empty() && !in_flight_) {
+    finish_stop();
+    return;
+  }
+  pump();
+  start_next();
+  arm_idle_timer();
+}
+
+void thread_actor::repair_open_run(const char* signal) {
+  std::vector<event> log;
+  if (status s = ctx_->log->read_events(manifest_.id, 1, 0, &log); !s) {
+    failed_ = true;  // unreadable: refuse inputs; the directory reloads it next time
+    return;
+  }
+  repairing_ = true;
+  commit_job job;
+  job.events = interrupted_run_closing(log, signal);
+  job.mutate = [](manifest& m) { m.status = thread_status::failed; };
+  job.on_done = [this](uint64_t) {
+    repairing_ = false;
+    start_next();
+  };
+  job.on_failed = [this](const caf::error&) { repairing_ = false; };
+  commit(std::move(job));
 }
 
 void thread_actor::on_committed(manifest after) {
@@ -219,9 +368,8 @@ void thread_actor::on_commit_failed(const status& s) {
     if (job.on_failed) job.on_failed(err);
   commits_.clear();
   if (run_) {
-    if (run_->engine_call) run_->engine_call->cancel();
-    for (auto& t : run_->tools)
-      if (t.handle) t.handle->cancel();
+    cancel_quietly(run_->engine_call);
+    for (auto& t : run_->tools) cancel_quietly(t.handle);
     for (auto& w : run_->waiters) w.deliver(err);
     run_.reset();
   }
@@ -296,9 +444,8 @@ caf::result<void> thread_actor::stop(bool graceful) {
   }
   auto gone = to_error(status::not_found("thread " + manifest_.id + " was deleted"));
   if (run_) {
-    if (run_->engine_call) run_->engine_call->cancel();
-    for (auto& t : run_->tools)
-      if (t.handle) t.handle->cancel();
+    cancel_quietly(run_->engine_call);
+    for (auto& t : run_->tools) cancel_quietly(t.handle);
     for (auto& w : run_->waiters) w.deliver(gone);
     run_.reset();
   }

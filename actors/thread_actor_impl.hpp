@@ -7,6 +7,7 @@
 #include <caf/event_based_actor.hpp>
 #include <deque>
 #include <optional>
+#include <unordered_map>
 
 #include "actors/thread_actor.hpp"
 #include "runtime/model/ids.hpp"
@@ -29,6 +30,7 @@ std::string signal_data(std::initializer_list<std::pair<const char*, std::string
 struct pending_input {
   run_input input;
   std::vector<caf::response_promise> waiters;
+  uint64_t inbox_order = 0;  // its key in the inbox; 0: not in the inbox (a waited send)
 };
 
 struct pending_tool {
@@ -42,6 +44,7 @@ struct run_state {
   uint64_t gen = 0;  // names this run in callbacks and timers
   run_input input;
   std::vector<caf::response_promise> waiters;
+  uint64_t inbox_order = 0;  // taken from the inbox by the run's first commit
   time_point started;
   uint64_t first_seq = 0;
   uint32_t turns = 0;
@@ -60,15 +63,28 @@ struct run_state {
   token_usage usage;
   double cost_usd = 0;
   bool ending = false;
+  bool closing_refused = false;  // the closing commit was refused once: the next is minimal
+};
+
+// What a commit is for: a refused commit is answered according to it.
+enum class commit_kind : uint8_t {
+  plain,         // outside runs: heartbeats, child counters, repairs, markers
+  run_start,     // the input and thread.start: refused, the run never began
+  step_calls,    // the engine's output and tool calls of a step
+  step_results,  // the results of a step's tool calls
+  run_end,       // the closing events of a run
 };
 
 struct commit_job {
+  commit_kind kind = commit_kind::plain;
   std::vector<event> events;
   std::function<void(manifest&)> mutate;
   std::function<void(uint64_t first_seq)> on_done;
   std::function<void(const caf::error&)> on_failed;  // when the journal refused it
   std::string idempotency_key;
   std::string run_id;
+  std::vector<std::pair<uint64_t, run_input>> inbox_put;
+  uint64_t inbox_take = 0;
 };
 
 class thread_actor : public caf::event_based_actor {
@@ -90,6 +106,7 @@ class thread_actor : public caf::event_based_actor {
     std::optional<run_result> earlier;
     std::string run_id;
     std::vector<caf::response_promise>* waiters = nullptr;
+    bool fresh = false;  // a new input (not a retry of a pending one)
   };
 
   admission admit(run_input in);
@@ -111,6 +128,15 @@ class thread_actor : public caf::event_based_actor {
 
   void start_next();
 
+  // Loads the inbox at activation: its inputs queue up, oldest first.
+  void load_inbox();
+
+  // Makes a queued input durable in the inbox; `run_id`'s submitters get their
+  // answer once it is.
+  void put_in_inbox(const std::string& run_id);
+
+  // Answers the submitters waiting for `run_id` to be durable.
+  void answer_accepted(const std::string& run_id, const caf::error& err);
   // --- the run ----------------------------------------------------------------
 
   void start_run(pending_input p);
@@ -168,6 +194,21 @@ class thread_actor : public caf::event_based_actor {
   // learns it; the actor leaves so that the next use reloads from the log.
   void on_commit_failed(const status& s);
 
+  // The journal refused the commit in flight for what it held (not for storage):
+  // nothing of it was written. A run it belonged to ends as failed, in a closing
+  // commit built to be storable whatever the run produced.
+  void on_commit_refused(const status& s);
+
+  // A manifest that says running while no run lives here (a run whose closing
+  // commit never landed): close it from the log before any new run starts.
+  void repair_open_run(const char* signal);
+
+  // Host code (engine and tool handles) never throws into the actor.
+  static void cancel_quietly(std::unique_ptr<call_handle>& h);
+
+  // Text an engine or tool produced, made storable under the agent's budget.
+  void storable(std::string* text) const;
+
   caf::result<std::string> mint_child();
 
   // --- subscribers ------------------------------------------------------------
@@ -204,6 +245,11 @@ class thread_actor : public caf::event_based_actor {
   bool in_flight_ = false;
   bool failed_ = false;
   bool stopping_ = false;
+  bool repairing_ = false;  // a repair of an open run is queued: no run starts before it lands
+  uint64_t inbox_next_ = 1;  // arrival order of the next input put in the inbox
+  // Submitters waiting for their input to be durable (in the inbox, or in the
+  // log by its run's first commit), by run id.
+  std::unordered_map<std::string, std::vector<caf::response_promise>> accepted_;
   caf::response_promise stop_promise_;
   struct subscriber {
     caf::actor sink;

@@ -2,6 +2,7 @@
 // tools in parallel, the budgets and the watchdog, heartbeats and reconcile, and
 // the closing commit. The class is in thread_actor_impl.hpp.
 #include <caf/actor_system.hpp>
+#include <cassert>
 #include <caf/send.hpp>
 
 #include "actors/error.hpp"
@@ -11,8 +12,35 @@
 #include "runtime/model/conversation.hpp"
 #include "runtime/model/ids.hpp"
 #include "runtime/model/json_writer.hpp"
+#include "runtime/model/text.hpp"
 
 namespace skein::detail {
+namespace {
+
+// Errors and ids from engines and tools end up in events: bounded and valid.
+constexpr size_t error_text_bytes_max = 4096;
+constexpr size_t call_field_bytes_max = 256;    // a tool call's id and name
+constexpr size_t session_id_bytes_max = 4096;
+
+std::string storable_error(std::string text) {
+  make_storable_text(&text, error_text_bytes_max, "error_text_bytes_max");
+  return text;
+}
+
+}  // namespace
+
+void thread_actor::cancel_quietly(std::unique_ptr<call_handle>& h) {
+  if (!h) return;
+  try {
+    h->cancel();
+  } catch (...) {
+    // The call is over for the run either way; a throwing cancel changes nothing.
+  }
+}
+
+void thread_actor::storable(std::string* text) const {
+  make_storable_text(text, agent_->config.budgets.output_bytes_max, "output_bytes_max");
+}
 
 std::string signal_data(std::initializer_list<std::pair<const char*, std::string>> fields) {
   std::string out;
@@ -25,10 +53,15 @@ std::string signal_data(std::initializer_list<std::pair<const char*, std::string
 }
 
 void thread_actor::start_run(pending_input p) {
+  assert(!run_);  // one run at a time: the mailbox serializes them
+  // A run never starts on top of an open one: an open run left by a failed
+  // closing commit is repaired (repair_open_run) before start_next lets one in.
+  assert(manifest_.status != thread_status::running);
   run_ = std::make_unique<run_state>();
   run_->gen = ++gens_;
   run_->input = std::move(p.input);
   run_->waiters = std::move(p.waiters);
+  run_->inbox_order = p.inbox_order;
   run_->started = clock().now();
   std::vector<event> events;
   if (manifest_.last_seq == 0 && !conversation_ && !in_flight_ && commits_.empty())
@@ -42,12 +75,17 @@ void thread_actor::start_run(pending_input p) {
                run_timeout_atom::value, run_->gen);
   delayed_send(this, ctx_->options.heartbeat_interval, heartbeat_atom::value, run_->gen);
   commit_job job;
+  job.kind = commit_kind::run_start;
   job.events = std::move(events);
   job.mutate = [](manifest& m) { m.status = thread_status::running; };
   job.idempotency_key = run_->input.idempotency_key;
   job.run_id = run_->input.run_id;
+  job.inbox_take = run_->inbox_order;  // consumed in the batch that appends it
   uint64_t gen = run_->gen;
-  job.on_done = [this, gen](uint64_t first_seq) {
+  std::string run_id = run_->input.run_id;
+  job.on_failed = [this, run_id](const caf::error& e) { answer_accepted(run_id, e); };
+  job.on_done = [this, gen, run_id](uint64_t first_seq) {
+    answer_accepted(run_id, caf::error{});
     if (run_ && run_->gen == gen) run_->first_seq = first_seq;
     if (!current(gen)) return;
     if (!conversation_) {  // the first run since activation reads the log once
@@ -96,7 +134,10 @@ void thread_actor::call_engine() {
     run_->engine_call = agent_->engine->start(std::move(req), std::move(cb));
   } catch (const std::exception& e) {
     run_->engine_pending = false;
-    end_run(run_outcome::failed, "", std::string("engine threw: ") + e.what());
+    end_run(run_outcome::failed, "", storable_error(std::string("engine threw: ") + e.what()));
+  } catch (...) {
+    run_->engine_pending = false;
+    end_run(run_outcome::failed, "", "engine threw a non-standard exception");
   }
 }
 
@@ -121,13 +162,24 @@ void thread_actor::on_engine_done(uint64_t call_gen, engine_reply reply) {
       call_engine();
       return;
     }
-    end_run(run_outcome::failed, "", reply.result.message());
+    end_run(run_outcome::failed, "", storable_error(reply.result.message()));
     return;
   }
   engine_step& step = reply.step;
   run_->usage += step.usage;
   run_->cost_usd += step.cost_usd;
-  if (!step.session_id.empty()) run_->session_id = step.session_id;
+  // Everything the engine said is untrusted: made storable before it is committed.
+  if (!step.session_id.empty() && step.session_id.size() <= session_id_bytes_max)
+    run_->session_id = to_valid_utf8(step.session_id);
+  storable(&step.text);
+  storable(&step.thinking);
+  uint32_t calls_max = agent_->config.budgets.tool_calls_max;
+  if (step.tool_calls.size() > calls_max) {
+    end_run(run_outcome::failed, "", "the engine asked for " + std::to_string(step.tool_calls.size()) +
+                                         " tool calls in one step: tool_calls_max (" +
+                                         std::to_string(calls_max) + ")");
+    return;
+  }
   if (step.tool_calls.empty()) {
     end_run(run_outcome::completed, std::move(step.text), "", std::move(step.thinking));
     return;
@@ -136,19 +188,40 @@ void thread_actor::on_engine_done(uint64_t call_gen, engine_reply reply) {
   if (!step.thinking.empty()) events.push_back(make_thinking(std::move(step.thinking)));
   if (!step.text.empty()) events.push_back(make_assistant_text(std::move(step.text)));
   run_->tools.clear();
+  const json_limits& limits = ctx_->log->options().limits;
   for (size_t i = 0; i < step.tool_calls.size(); ++i) {
     auto& call = step.tool_calls[i];
-    if (call.call_id.empty())
+    call.call_id = to_valid_utf8(call.call_id);
+    if (call.call_id.empty() || call.call_id.size() > call_field_bytes_max)
       call.call_id = "call_" + std::to_string(run_->turns) + "_" + std::to_string(i + 1);
-    events.push_back(make_tool_call(call.call_id, call.name, call.arguments_json));
-    run_->tools.push_back(pending_tool{call, nullptr, false, {}});
+    call.name = to_valid_utf8(call.name);
+    make_storable_text(&call.name, call_field_bytes_max, "call_field_bytes_max");
+    pending_tool pending{call, nullptr, false, {}};
+    std::string arguments;
+    if (status s = storable_arguments(call.arguments_json, limits, &arguments); !s) {
+      // Arguments no reader could take back are not stored: the call is recorded
+      // with none, and answered with an error instead of being run.
+      arguments = "{}";
+      pending.done = true;
+      pending.output = {"(error: tool call arguments refused: " + storable_error(s.message()) + ")", true};
+    }
+    pending.call.arguments_json = arguments;
+    events.push_back(make_tool_call(call.call_id, call.name, std::move(arguments)));
+    run_->tools.push_back(std::move(pending));
   }
-  run_->tools_left = run_->tools.size();
+  run_->tools_left = 0;
+  for (const auto& t : run_->tools)
+    if (!t.done) ++run_->tools_left;
   uint64_t gen = run_->gen;
   commit_job job;
+  job.kind = commit_kind::step_calls;
   job.events = std::move(events);
   job.on_done = [this, gen](uint64_t) {
     if (current(gen)) invoke_tools();
+  };
+  // Refused: the calls never reached the log, so the run's end answers none of them.
+  job.on_failed = [this, gen](const caf::error&) {
+    if (run_ && run_->gen == gen) run_->tools.clear();
   };
   commit(std::move(job));
 }
@@ -158,6 +231,7 @@ void thread_actor::invoke_tools() {
   uint64_t gen = run_->gen;
   auto timeout = std::chrono::milliseconds(agent_->config.budgets.tool_timeout_ms);
   for (auto& t : run_->tools) {
+    if (t.done) continue;  // answered already (refused arguments)
     auto impl = agent_->find_tool(t.call.name);
     if (!impl) {
       finish_tool(t, {"(error: unknown tool '" + t.call.name + "')", true});
@@ -173,7 +247,9 @@ void thread_actor::invoke_tools() {
     try {
       t.handle = impl->invoke(std::move(inv), std::move(done));
     } catch (const std::exception& e) {
-      finish_tool(t, {std::string("(error: tool threw: ") + e.what() + ")", true});
+      finish_tool(t, {storable_error(std::string("(error: tool threw: ") + e.what() + ")"), true});
+    } catch (...) {
+      finish_tool(t, {"(error: tool threw a non-standard exception)", true});
     }
   }
   if (run_->tools_left == 0) commit_tool_results();
@@ -183,10 +259,9 @@ bool thread_actor::finish_tool(pending_tool& t, tool_output out) {
   if (t.done) return false;
   t.done = true;
   t.output = std::move(out);
-  if (t.handle) {
-    t.handle->cancel();  // no-op for finished calls; stops timed-out ones
-    t.handle.reset();
-  }
+  storable(&t.output.text);
+  cancel_quietly(t.handle);  // no-op for finished calls; stops timed-out ones
+  t.handle.reset();
   --run_->tools_left;
   return true;
 }
@@ -216,14 +291,24 @@ void thread_actor::on_tool_timeout(uint64_t gen, const std::string& call_id) {
 
 void thread_actor::commit_tool_results() {
   std::vector<event> events;
-  for (auto& t : run_->tools)
+  std::vector<requested_tool_call> calls;
+  for (auto& t : run_->tools) {
     events.push_back(make_tool_result(t.call.call_id, t.call.name, std::move(t.output.text), t.output.is_error));
+    calls.push_back(std::move(t.call));
+  }
   run_->tools.clear();
   uint64_t gen = run_->gen;
   commit_job job;
+  job.kind = commit_kind::step_results;
   job.events = std::move(events);
   job.on_done = [this, gen](uint64_t) {
     if (current(gen)) call_engine();
+  };
+  // Refused: the calls are in the log without results; the run's end answers them.
+  job.on_failed = [this, gen, calls = std::move(calls)](const caf::error&) mutable {
+    if (!run_ || run_->gen != gen) return;
+    for (auto& c : calls)
+      run_->tools.push_back(pending_tool{std::move(c), nullptr, true, {"(error: tool result refused)", true}});
   };
   commit(std::move(job));
 }
@@ -288,11 +373,14 @@ bool thread_actor::cancel_run() {
 void thread_actor::end_run(run_outcome outcome, std::string text, std::string error, std::string thinking,
              const char* signal_before_stop) {
   run_->ending = true;
-  if (run_->engine_pending && run_->engine_call) run_->engine_call->cancel();
+  if (run_->engine_pending) cancel_quietly(run_->engine_call);
   run_->engine_pending = false;
+  error = storable_error(std::move(error));
+  storable(&text);
+  storable(&thinking);
   std::vector<event> events;
   for (auto& t : run_->tools) {
-    if (t.handle) t.handle->cancel();
+    cancel_quietly(t.handle);
     std::string why = outcome == run_outcome::cancelled ? "(cancelled)" : "(error: run ended: " + error + ")";
     events.push_back(make_tool_result(t.call.call_id, t.call.name, t.done ? std::move(t.output.text) : why,
                                       t.done ? t.output.is_error : true));
@@ -323,6 +411,7 @@ void thread_actor::end_run(run_outcome outcome, std::string text, std::string er
   result.turns = run_->turns;
 
   commit_job job;
+  job.kind = commit_kind::run_end;
   job.events = std::move(events);
   auto usage = run_->usage;
   double cost = run_->cost_usd;

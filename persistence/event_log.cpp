@@ -280,6 +280,13 @@ status event_log::prepare(tick& t, const projection* prev, rocksdb::WriteBatch* 
     }
   }
 
+  for (const auto& [order, input] : t.inbox_put) {
+    if (order == 0) return status::invalid_input("tick.inbox_put: arrival order must be at least 1");
+    SKEIN_TRY(encode_inbox_input(input, &value));
+    batch->Put(impl_->cf(cf_inbox), keys::inbox_key(t.thread_id, order), value);
+  }
+  if (t.inbox_take != 0) batch->Delete(impl_->cf(cf_inbox), keys::inbox_key(t.thread_id, t.inbox_take));
+
   if (!t.idempotency_key.empty()) {
     SKEIN_TRY(validate_id(t.idempotency_key, "idempotency_key"));
     if (t.events.empty())
@@ -427,6 +434,7 @@ status event_log::erase_thread(std::string_view thread_id) {
   auto begin = keys::event_prefix(id), end = keys::event_prefix_end(id);
   batch.DeleteRange(impl_->cf(cf_events), begin, end);
   batch.DeleteRange(impl_->cf(cf_embeddings), begin, end);
+  batch.DeleteRange(impl_->cf(cf_inbox), begin, end);
 
   // effects keys lead with the effect name: visit each name once.
   std::unique_ptr<rocksdb::Iterator> it{db->NewIterator(rocksdb::ReadOptions(), impl_->cf(cf_effects))};

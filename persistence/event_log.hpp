@@ -26,6 +26,7 @@
 #include "runtime/model/event.hpp"
 #include "runtime/model/json_codec.hpp"
 #include "runtime/model/manifest.hpp"
+#include "runtime/model/run.hpp"
 #include "runtime/model/status.hpp"
 
 namespace rocksdb {
@@ -72,6 +73,16 @@ struct tick {
   // the key to the run (and the seq of the tick's first event) for retried sends.
   std::string idempotency_key;
   std::string run_id;
+  // The thread's inbox (DESIGN §5): inputs accepted before their run starts.
+  // `inbox_put` stores one (arrival order, input); `inbox_take` removes the one
+  // whose run this tick starts — in the same batch as its input message.
+  std::vector<std::pair<uint64_t, run_input>> inbox_put;
+  uint64_t inbox_take = 0;  // 0: none
+};
+
+struct inbox_item {
+  uint64_t order = 0;  // arrival order within the thread, from 1
+  run_input input;
 };
 
 struct idempotent_run {
@@ -138,6 +149,10 @@ class event_log {
                          idempotent_run* out) const;
   // Ids of every thread whose status is `running`: the input of recovery.
   status list_running(std::vector<std::string>* out) const;
+  // The thread's inbox, oldest first.
+  status read_inbox(std::string_view thread_id, std::vector<inbox_item>* out) const;
+  // Ids of every thread with inputs in its inbox: they are woken at open.
+  status list_inbox_threads(std::vector<std::string>* out) const;
   // Counts the thread's keys across every column family by full scans: a test and
   // diagnose aid, O(size of the database).
   status count_thread_keys(std::string_view thread_id, size_t* out) const;

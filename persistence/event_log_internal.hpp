@@ -13,11 +13,12 @@
 namespace skein::detail {
 
 enum cf_id : size_t { cf_default, cf_threads, cf_events, cf_index, cf_usage, cf_effects,
-                      cf_embeddings, cf_schedules, cf_agents, cf_meta, cf_count };
+                      cf_embeddings, cf_schedules, cf_agents, cf_meta, cf_inbox, cf_count };
 
 inline constexpr const char* cf_names[cf_count] = {"default",    "threads",   "events", "index",
                                                    "usage",      "effects",   "embeddings",
-                                                   "schedules",  "agents",    "meta"};
+                                                   "schedules",  "agents",    "meta",
+                                                   "inbox"};
 
 status from_rocks(const rocksdb::Status& s, std::string_view what);
 std::string hex_encode(std::string_view bytes);

@@ -195,7 +195,8 @@ status event_log::count_thread_keys(std::string_view thread_id, size_t* out) con
       switch (c) {
         case cf_threads: mine = key == id; break;
         case cf_events:
-        case cf_embeddings: mine = key.starts_with(keys::event_prefix(id)); break;
+        case cf_embeddings:
+        case cf_inbox: mine = key.starts_with(keys::event_prefix(id)); break;
         case cf_index:
           mine = key.ends_with("/" + id) || key.starts_with(keys::idempotency_prefix(id));
           break;
@@ -220,6 +221,42 @@ log_counters event_log::counters() const {
   c.bytes = counters_.bytes.load(std::memory_order_relaxed);
   c.group_max = counters_.group_max.load(std::memory_order_relaxed);
   return c;
+}
+
+status event_log::read_inbox(std::string_view thread_id, std::vector<inbox_item>* out) const {
+  SKEIN_TRY(validate_id(thread_id, "thread id"));
+  out->clear();
+  std::string upper = keys::event_prefix_end(thread_id);
+  rocksdb::Slice upper_slice{upper};
+  rocksdb::ReadOptions ro;
+  ro.iterate_upper_bound = &upper_slice;
+  std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(ro, impl_->cf(cf_inbox))};
+  for (it->Seek(keys::event_prefix(thread_id)); it->Valid(); it->Next()) {
+    std::string_view key = it->key().ToStringView(), thread;
+    inbox_item item;
+    if (!keys::parse_event_key(key, &thread, &item.order) || thread != thread_id)
+      return status::corruption("inbox key " + printable_key(key) + ": malformed");
+    status d = decode_inbox_input(it->value().ToStringView(), &item.input, options_.limits);
+    if (!d)
+      return status::corruption("inbox key " + std::string{thread} + "#" + std::to_string(item.order) +
+                                ": " + d.message());
+    out->push_back(std::move(item));
+  }
+  return from_rocks(it->status(), "scan inbox");
+}
+
+status event_log::list_inbox_threads(std::vector<std::string>* out) const {
+  out->clear();
+  std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->cf(cf_inbox))};
+  for (it->SeekToFirst(); it->Valid();) {
+    std::string_view key = it->key().ToStringView(), thread;
+    uint64_t order = 0;
+    if (!keys::parse_event_key(key, &thread, &order))
+      return status::corruption("inbox key " + printable_key(key) + ": malformed");
+    out->emplace_back(thread);
+    it->Seek(keys::event_prefix_end(thread));  // past this thread's inputs
+  }
+  return from_rocks(it->status(), "scan inbox");
 }
 
 }  // namespace skein

@@ -14,6 +14,8 @@
 //   schedules  key := schedule-id                                value := schedule JSON
 //   agents     key := agent-id                                   value := agent JSON
 //   meta       key := "schema_version"                           value := decimal
+//   inbox      key := thread-id 0x00 be64(arrival)               value := inbox input JSON
+//                                                                (grammar in runtime/model/run.hpp)
 //
 // be64 is an 8-byte big-endian unsigned integer. Ids never contain 0x00 or '/'
 // (validate_id), so "t1" 0x00 sorts before "t10" and a thread's events are one

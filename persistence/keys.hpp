@@ -15,6 +15,8 @@ uint64_t get_be64(std::string_view eight_bytes);
 // events CF
 std::string event_key(std::string_view thread, uint64_t seq);
 std::string event_prefix(std::string_view thread);       // thread 0x00
+// Inbox keys share the event key's shape: thread 0x00 be64(arrival order).
+inline std::string inbox_key(std::string_view thread, uint64_t order) { return event_key(thread, order); }
 std::string event_prefix_end(std::string_view thread);   // thread 0x01: exclusive upper bound
 // Splits an event key; false when it is not one.
 bool parse_event_key(std::string_view key, std::string_view* thread, uint64_t* seq);

@@ -2,6 +2,7 @@
 
 #include <caf/all.hpp>
 #include <condition_variable>
+#include <cstdio>
 #include <mutex>
 #include <thread>
 
@@ -13,6 +14,25 @@
 #include "runtime/scripted_engine.hpp"
 
 namespace skein {
+namespace {
+
+// Host code (callbacks given to the runtime) runs on the runtime's threads: an
+// exception from it is caught here, counted and reported, never let into an
+// actor where it would end the actor and leave later requests hanging.
+template <class F>
+void guard_host_call(const std::shared_ptr<std::atomic<uint64_t>>& failures, const char* what, F&& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    if (failures) failures->fetch_add(1, std::memory_order_relaxed);
+    std::fprintf(stderr, "skein: %s threw: %.200s\n", what, e.what());
+  } catch (...) {
+    if (failures) failures->fetch_add(1, std::memory_order_relaxed);
+    std::fprintf(stderr, "skein: %s threw a non-standard exception\n", what);
+  }
+}
+
+}  // namespace
 
 struct run_handle::state {
   std::string run_id;
@@ -23,6 +43,7 @@ struct run_handle::state {
   status result;      // guarded by mu
   run_result value;   // guarded by mu
   std::vector<std::function<void(const status&, const run_result&)>> callbacks;  // guarded by mu
+  std::shared_ptr<std::atomic<uint64_t>> host_failures;  // the runtime's count; set before sharing
 
   void finish(status s, run_result r) {
     std::vector<std::function<void(const status&, const run_result&)>> to_call;
@@ -35,7 +56,8 @@ struct run_handle::state {
       to_call.swap(callbacks);
     }
     cv.notify_all();
-    for (auto& fn : to_call) fn(result, value);  // done is final: no lock needed to read
+    for (auto& fn : to_call)  // done is final: no lock needed to read
+      guard_host_call(host_failures, "a run_handle::on_done callback", [&] { fn(result, value); });
   }
 };
 
@@ -76,13 +98,15 @@ caf::behavior client_actor(caf::event_based_actor* self, caf::actor directory) {
   };
 }
 
-caf::behavior sink_actor(caf::event_based_actor*, event_sink sink) {
+caf::behavior sink_actor(caf::event_based_actor*, event_sink sink,
+                         std::shared_ptr<std::atomic<uint64_t>> failures) {
   return {
-      [sink](event_atom, std::string&, event& e) {
-        if (sink.on_event) sink.on_event(e);
+      [sink, failures](event_atom, std::string&, event& e) {
+        if (sink.on_event) guard_host_call(failures, "a subscriber's on_event", [&] { sink.on_event(e); });
       },
-      [sink](delta_atom, std::string&, std::string& run_id, std::string& delta) {
-        if (sink.on_delta) sink.on_delta(run_id, delta);
+      [sink, failures](delta_atom, std::string&, std::string& run_id, std::string& delta) {
+        if (sink.on_delta)
+          guard_host_call(failures, "a subscriber's on_delta", [&] { sink.on_delta(run_id, delta); });
       },
   };
 }
@@ -131,6 +155,8 @@ struct runtime::impl {
   std::mutex subs_mu;  // guards subs
   std::map<uint64_t, caf::actor> subs;
   std::atomic<uint64_t> next_sub{1};
+  // Exceptions thrown by host callbacks, caught and counted (runtime_stats).
+  std::shared_ptr<std::atomic<uint64_t>> host_failures = std::make_shared<std::atomic<uint64_t>>(0);
   std::mutex close_mu;  // guards closed
   bool closed = false;
   core_options core_opts;
@@ -322,6 +348,7 @@ status runtime::diagnose(const std::string& id, diagnosis* out) {
 
 run_handle runtime::send(const std::string& thread_id, run_input input) {
   auto st = std::make_shared<run_handle::state>();
+  st->host_failures = impl_->host_failures;
   if (input.run_id.empty()) input.run_id = new_run_id();
   st->run_id = input.run_id;
   st->thread_id = thread_id;
@@ -372,7 +399,7 @@ status runtime::read(const std::string& thread_id, history_view view, uint64_t f
 
 status runtime::subscribe(const std::string& thread_id, uint64_t from_seq, event_sink sink, uint64_t* id) {
   SKEIN_TRY(impl_->check_open());
-  auto actor = impl_->sys->spawn(sink_actor, std::move(sink));
+  auto actor = impl_->sys->spawn(sink_actor, std::move(sink), impl_->host_failures);
   uint64_t next = 0;
   status s = impl_->ask_thread(thread_id, &next, subscribe_atom::value, from_seq, actor);
   if (!s) {
@@ -409,6 +436,7 @@ status runtime::stats(runtime_stats* out) {
   out->passivations = d.passivations;
   out->agents = d.agents;
   out->log = impl_->log->counters();
+  out->host_failures = impl_->host_failures->load(std::memory_order_relaxed);
   return status::ok();
 }
 

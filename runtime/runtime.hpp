@@ -94,6 +94,7 @@ struct runtime_stats {
   uint64_t activations = 0;
   uint64_t passivations = 0;
   uint64_t agents = 0;
+  uint64_t host_failures = 0;  // exceptions from host callbacks (on_done, subscribers), caught
   log_counters log;
 };
 

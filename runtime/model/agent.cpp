@@ -13,6 +13,13 @@ constexpr std::array<std::string_view, 3> policy_names = {"queue", "reject", "in
 constexpr int64_t agent_format_version = 1;
 constexpr size_t system_prompt_bytes_max = 256 << 10;
 constexpr size_t agent_tools_max = 256;
+// output_bytes_max stays well under json_bytes_max: a cut text must still fit in
+// its event once escaped, with the envelope around it.
+constexpr uint64_t output_bytes_floor = 1024;
+constexpr uint64_t output_bytes_ceiling = 3 << 20;
+// A step's tool calls, their results and a run's closing events fit in one tick
+// (tick_events_max, 4096 by default).
+constexpr uint32_t tool_calls_ceiling = 1024;
 
 }  // namespace
 
@@ -42,6 +49,13 @@ status validate_agent(const agent_config& a) {
     return status::invalid_input("agent.budgets.engine_idle_ms: must be at least 1");
   if (a.budgets.tool_timeout_ms == 0)
     return status::invalid_input("agent.budgets.tool_timeout_ms: must be at least 1");
+  if (a.budgets.output_bytes_max < output_bytes_floor || a.budgets.output_bytes_max > output_bytes_ceiling)
+    return status::invalid_input("agent.budgets.output_bytes_max: must be between " +
+                                 std::to_string(output_bytes_floor) + " and " +
+                                 std::to_string(output_bytes_ceiling));
+  if (a.budgets.tool_calls_max == 0 || a.budgets.tool_calls_max > tool_calls_ceiling)
+    return status::invalid_input("agent.budgets.tool_calls_max: must be between 1 and " +
+                                 std::to_string(tool_calls_ceiling));
   std::string normalized;
   SKEIN_TRY(normalize_json(a.engine_config.empty() ? "{}" : a.engine_config, "agent.engine_config",
                            &normalized));
@@ -74,6 +88,8 @@ status encode_agent(const agent_config& a, std::string* out) {
   w.field_uint("run_time_ms_max", a.budgets.run_time_ms_max);
   w.field_uint("engine_idle_ms", a.budgets.engine_idle_ms);
   w.field_uint("tool_timeout_ms", a.budgets.tool_timeout_ms);
+  w.field_uint("output_bytes_max", a.budgets.output_bytes_max);
+  w.field_uint("tool_calls_max", a.budgets.tool_calls_max);
   w.end_object();
   w.field_int("created_at", a.created_at_ms);
   w.end_object();
@@ -115,6 +131,11 @@ status decode_agent(std::string_view text, agent_config* out, const json_limits&
     SKEIN_TRY(b.uint("run_time_ms_max", &a.budgets.run_time_ms_max, false));
     SKEIN_TRY(b.uint("engine_idle_ms", &a.budgets.engine_idle_ms, false));
     SKEIN_TRY(b.uint("tool_timeout_ms", &a.budgets.tool_timeout_ms, false));
+    SKEIN_TRY(b.uint("output_bytes_max", &a.budgets.output_bytes_max, false));
+    uint64_t calls = a.budgets.tool_calls_max;
+    SKEIN_TRY(b.uint("tool_calls_max", &calls, false));
+    if (calls > UINT32_MAX) return status::invalid_input("agent.budgets.tool_calls_max: out of range");
+    a.budgets.tool_calls_max = static_cast<uint32_t>(calls);
   }
   SKEIN_TRY(r.int64("created_at", &a.created_at_ms, false));
   SKEIN_TRY(validate_agent(a));

@@ -28,6 +28,10 @@ struct run_budgets {
   uint64_t run_time_ms_max = 600000;   // wall time of one run
   uint64_t engine_idle_ms = 180000;    // an engine call silent this long fails the run
   uint64_t tool_timeout_ms = 60000;    // one tool call
+  // Tool output and engine text (each text, thinking block and tool result) past
+  // this many bytes is cut with a visible marker before it is stored.
+  uint64_t output_bytes_max = 1 << 20;
+  uint32_t tool_calls_max = 128;       // tool calls in one engine step
 
   bool operator==(const run_budgets&) const = default;
 };
@@ -51,7 +55,8 @@ status validate_agent(const agent_config& a);
 //   agent := {"v":1,"id":id,"system_prompt":string,"engine":string,"engine_config":object,
 //             "tools":[string...],"policy":"queue"|"reject"|"interrupt",
 //             "budgets":{"ticks_max":uint,"run_time_ms_max":uint,"engine_idle_ms":uint,
-//                        "tool_timeout_ms":uint},"created_at":int}
+//                        "tool_timeout_ms":uint,"output_bytes_max":uint,
+//                        "tool_calls_max":uint},"created_at":int}
 // Only id is required when decoding; the rest default as above.
 status encode_agent(const agent_config& a, std::string* out);
 status decode_agent(std::string_view json, agent_config* out, const json_limits& limits = {});

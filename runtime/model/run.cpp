@@ -5,6 +5,7 @@
 #include "runtime/model/ids.hpp"
 #include "runtime/model/json_codec.hpp"
 #include "runtime/model/json_reader.hpp"
+#include "runtime/model/json_writer.hpp"
 
 namespace skein {
 namespace {
@@ -36,6 +37,43 @@ status validate_input(const run_input& in) {
   if (!in.idempotency_key.empty()) SKEIN_TRY(validate_id(in.idempotency_key, "idempotency_key"));
   SKEIN_TRY(validate_id(in.source, "source"));
   if (!in.run_id.empty()) SKEIN_TRY(validate_id(in.run_id, "run_id"));
+  return status::ok();
+}
+
+status encode_inbox_input(const run_input& in, std::string* out) {
+  SKEIN_TRY(validate_input(in));
+  SKEIN_TRY(validate_id(in.run_id, "run_id"));
+  out->clear();
+  json_writer w{out};
+  w.begin_object();
+  w.field_int("v", 1);
+  w.field("run_id", in.run_id);
+  w.field("role", to_string(in.role));
+  w.field("text", in.text);
+  w.field("source", in.source);
+  w.field("idempotency_key", in.idempotency_key);
+  w.end_object();
+  return status::ok();
+}
+
+status decode_inbox_input(std::string_view json, run_input* out, const json_limits& limits) {
+  json::dom::element root;
+  SKEIN_TRY(json::parse(json, limits, "inbox input", &root));
+  json::object_reader r;
+  SKEIN_TRY(json::object_reader::open(root, "inbox input", &r));
+  run_input in;
+  std::string role;
+  SKEIN_TRY(r.string("run_id", &in.run_id));
+  SKEIN_TRY(r.string("role", &role));
+  SKEIN_TRY(r.string("text", &in.text));
+  SKEIN_TRY(r.string("source", &in.source));
+  SKEIN_TRY(r.string("idempotency_key", &in.idempotency_key, false));
+  auto parsed = parse_role(role);
+  if (!parsed) return status::invalid_input("inbox input.role: must be user, assistant or system");
+  in.role = *parsed;
+  SKEIN_TRY(validate_input(in));
+  SKEIN_TRY(validate_id(in.run_id, "inbox input.run_id"));
+  *out = std::move(in);
   return status::ok();
 }
 

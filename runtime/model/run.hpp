@@ -28,6 +28,13 @@ struct run_input {
 // Checks text (UTF-8, input_bytes_max), key and source; names the field.
 status validate_input(const run_input& in);
 
+// An accepted input waiting in a thread's inbox (the `inbox` column family):
+//   inbox value := {"v":1,"run_id":id,"role":"user"|"assistant"|"system","text":string,
+//                   "source":id,"idempotency_key":string}      (format version 1)
+// Decoding checks what validate_input checks.
+status encode_inbox_input(const run_input& in, std::string* out);
+status decode_inbox_input(std::string_view json, run_input* out, const json_limits& limits = {});
+
 enum class run_outcome : uint8_t { completed, failed, cancelled };
 std::string_view to_string(run_outcome o);
 std::optional<run_outcome> parse_run_outcome(std::string_view name);
