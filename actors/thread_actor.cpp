@@ -81,6 +81,11 @@ thread_actor::admission thread_actor::admit(run_input in) {
     a.error = to_error(status::not_found("thread " + manifest_.id + " is being deleted"));
     return a;
   }
+  if (failed_) {
+    a.error = to_error(status::io_error("thread " + manifest_.id +
+                                        " takes no input now: an earlier write or read of it failed (it is retried when the thread is next activated)"));
+    return a;
+  }
   if (status s = validate_input(in); !s) {
     a.error = to_error(s);
     return a;
@@ -340,7 +345,18 @@ void thread_actor::repair_open_run(const char* signal) {
     repairing_ = false;
     start_next();
   };
-  job.on_failed = [this](const caf::error&) { repairing_ = false; };
+  job.on_failed = [this](const caf::error& e) {
+    // The open run cannot be closed: no run may start on top of it. The thread
+    // refuses inputs until it is activated again (and the repair retried).
+    repairing_ = false;
+    failed_ = true;
+    for (auto& p : queue_)
+      for (auto& w : p.waiters) w.deliver(e);
+    queue_.clear();
+    for (auto& [id, promises] : accepted_)
+      for (auto& p : promises) p.deliver(e);
+    accepted_.clear();
+  };
   commit(std::move(job));
 }
 

@@ -98,6 +98,7 @@ size_t json_escaped_size(std::string_view s) {
 }
 
 bool make_storable_text(std::string* text, size_t bytes_max, std::string_view limit_name) {
+  size_t total = text->size();  // as handed over, before any replacement
   if (!valid_utf8(*text)) *text = to_valid_utf8(*text);
   if (text->size() <= bytes_max && json_escaped_size(*text) <= bytes_max) return false;
   std::string marker_probe = "\n[skein: output cut at 0000000000 of 0000000000 bytes: " +
@@ -112,7 +113,6 @@ bool make_storable_text(std::string* text, size_t bytes_max, std::string_view li
     keep += n;
     escaped += e;
   }
-  size_t total = text->size();
   text->resize(keep);
   *text += "\n[skein: output cut at " + std::to_string(keep) + " of " + std::to_string(total) +
            " bytes: " + std::string{limit_name} + "]";

@@ -94,16 +94,20 @@ struct det_runtime {
   std::shared_ptr<request_log> requests = std::make_shared<request_log>();
   std::shared_ptr<manual_tool> slow = std::make_shared<manual_tool>("slow");
 
-  explicit det_runtime(core_options options = {}) {
+  // `setup` may register more engines and tools and change the log's limits.
+  using setup_fn = std::function<void(core_config&, log_options&)>;
+
+  explicit det_runtime(core_options options = {}, setup_fn setup = {}) {
     log_options lo;
     lo.path = dir.str();
     lo.mode = durability::flush;
+    core_config cc;
+    if (setup) setup(cc, lo);
     REQUIRE(event_log::open(lo, &log).is_ok());
     register_skein_types(cfg);
     cfg.set("scheduler.policy", caf::atom("testing"));
     sys = std::make_unique<caf::actor_system>(cfg);
     sched = &dynamic_cast<caf::scheduler::test_coordinator&>(sys->scheduler());
-    core_config cc;
     cc.options = options;
     cc.journal.detached = false;
     cc.reg.engines["scripted"] = recording_scripted(requests);
