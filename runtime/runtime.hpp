@@ -133,9 +133,12 @@ class runtime {
   // Runs. send() returns at once; errors (unknown thread, bad input, mid-run
   // policy reject, full queue) come through the handle.
   run_handle send(const std::string& thread_id, run_input input);
-  // Hands the input to the thread and returns once it is taken (queued or
-  // running), without waiting for the run: *run_id names it. Refusals (mid-run
-  // policy reject, full queue, unknown thread) come back at once.
+  // Hands the input to the thread and returns once it is durable, without
+  // waiting for the run: *run_id names it. A busy thread keeps it in its inbox
+  // (written before this returns, consumed by the tick that starts its run), so
+  // an acknowledged input runs exactly once even across a crash or a close: the
+  // runtime replays inboxes at open. Refusals (mid-run policy reject, full
+  // queue, unknown thread) come back at once and store nothing.
   status submit(const std::string& thread_id, run_input input, std::string* run_id);
   // Cancels the thread's current run; *cancelled tells whether there was one.
   status cancel(const std::string& thread_id, bool* cancelled = nullptr);
