@@ -76,7 +76,11 @@ TEST_CASE("acknowledged ticks survive SIGKILL whole and gapless") {
   for (uint64_t k = 0; k < kills; ++k) {
     auto run_for = std::chrono::milliseconds(20 + rng() % 180);
     skein::test::child_process writer{{SKEIN_CRASH_WRITER, dir.str(), std::to_string(threads), std::to_string(rng())}};
-    writer.read_until(run_for);
+    // The random moment counts from "ready" (the log is open): on a loaded
+    // machine opening can take longer than the whole window.
+    writer.read_until(std::chrono::seconds(60),
+                      [](const std::string& out) { return out.find("ready") != std::string::npos; });
+    writer.read_until(run_for, [](const std::string&) { return false; });
     int st = writer.kill();
     INFO("kill " << k << " after " << run_for.count() << " ms");
     REQUIRE(WIFSIGNALED(st));  // the writer never stops on its own
