@@ -121,7 +121,9 @@ TEST_CASE("an import whose second thread is refused leaves no trace of the first
 
 TEST_CASE("a storage failure fails the whole import, before and after reopening") {
   auto mode = GENERATE(fault_fs::fail::wal_append, fault_fs::fail::wal_sync);
+  auto detached = GENERATE(true, false);  // the group-committing journal and the inline one
   INFO((mode == fault_fs::fail::wal_append ? "WAL append fails" : "WAL sync fails"));
+  INFO((detached ? "detached journal" : "inline journal"));
   temp_dir dir;
   auto fs = std::make_shared<fault_fs>();
   auto env = rocksdb::NewCompositeEnv(fs);
@@ -130,7 +132,9 @@ TEST_CASE("a storage failure fails the whole import, before and after reopening"
     auto log = open_log(dir.str(), env.get());
     caf::actor_system_config cfg;
     caf::actor_system sys{cfg};
-    auto journal = spawn_journal(sys, *log);
+    journal_options jo;
+    jo.detached = detached;
+    auto journal = spawn_journal(sys, *log, jo);
     std::vector<tick> ticks;
     for (auto& t : parse_lace(lace_line("lace_a", "1") + lace_line("lace_b", "2") + lace_line("lace_c", "3"),
                               "importer")) {
