@@ -130,7 +130,8 @@ class runtime {
   status import_thread(manifest m, std::vector<event> events, manifest* out);
   // Several threads of one agent (a lace or gitmem import), written in one batch:
   // all or nothing. A refusal of any (an id that exists, an unknown agent, mixed
-  // agents, a storage failure) writes none and names the thread ("thread i of n").
+  // agents, a storage failure) writes none and says which ("thread i of n" or
+  // "tick i of n" with its id).
   // out[i] is the stored manifest of threads[i].
   status import_threads(std::vector<thread_import> threads, std::vector<manifest>* out);
 
