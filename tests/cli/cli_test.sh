@@ -132,6 +132,18 @@ check "an OpenNova line at json_depth_max is refused with the limit" \
 printf '{"agentId":"echo"}\n{"type":"tool_use","name":"t","input":{}}\n{"type":"result","cost":0.1}\n' >"$WORK/nova.jsonl"
 check "an OpenNova tool_use without id imports with a minted call id" \
   bash -c "id=\$('$SKEIN' thread import '$WORK/nova.jsonl' | sed -E 's/.*\"id\":\"([^\"]+)\".*/\\1/') && '$SKEIN' entries list \$id --json | grep -q '\"call_id\":\"opennova_line_2\"'"
+{ printf '{"type":"USER_MESSAGE","data":"'; head -c $((4194304 - 53)) /dev/zero | tr '\0' x
+  printf '","threadId":"lace_1"}\n'; } >"$WORK/max_line.jsonl"
+check "a line of exactly json_bytes_max is built right" test "$(head -1 "$WORK/max_line.jsonl" | wc -c)" -eq 4194305
+check "a line of exactly json_bytes_max is refused: stored it would not read back" \
+  bash -c "'$SKEIN' thread import '$WORK/max_line.jsonl' --agent echo 2>&1 | grep -q 'line 1: event: stored as [0-9]* bytes, exceeds json_bytes_max (4194304)'"
+printf '{"type":"USER_MESSAGE","data":"ok","threadId":"lace_utf"}\n{"type":"USER_MESSAGE","data":"caf\xc3\x28","threadId":"lace_utf"}\n' >"$WORK/utf.jsonl"
+check "invalid UTF-8 names its line" bash -c "'$SKEIN' thread import '$WORK/utf.jsonl' --agent echo 2>&1 | grep -q 'line 2: event: invalid UTF-8'"
+check "and stores nothing" expect_exit 4 sk thread show lace_utf
+printf '{"type":"USER_MESSAGE","data":"kept","threadId":"lace_torn"}\n{"type":"USER_MESSAGE","data":"cut' >"$WORK/torn.jsonl"
+check "a torn last line is skipped and said so in the answer" \
+  bash -c "'$SKEIN' thread import '$WORK/torn.jsonl' --agent echo | grep -q '\"torn_last_line\":true,\"torn_detail\":\"line 2: unterminated JSON (skipped)\"'"
+check "the rest is stored" bash -c "'$SKEIN' entries list lace_torn | grep -q 'user: kept'"
 printf '{"type":"USER_MESSAGE","data":"a","threadId":"lace_ok_1"}\n{"type":"USER_MESSAGE","data":"b","threadId":"%s"}\n' "$C" >"$WORK/half.jsonl"
 check "an import whose 2nd thread exists is a conflict (exit 6)" expect_exit 6 sk thread import "$WORK/half.jsonl" --format lace --agent echo
 check "and leaves no trace of the 1st" expect_exit 4 sk thread show lace_ok_1
