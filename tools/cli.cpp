@@ -167,9 +167,7 @@ void print_event_line(const event& e) {
               what.c_str());
 }
 
-// --- commands -----------------------------------------------------------------
-
-struct command;
+// Prints the command's usage to stderr; returns the usage exit code (below the table).
 int misuse(const args& a);
 
 // --- thread -----------------------------------------------------------------
