@@ -172,9 +172,10 @@ class H(http.server.BaseHTTPRequestHandler):
         mode = open(mode_file).read().strip()
         ctype, body = "application/json", b"<html>502 bad gateway</html>"
         if mode == "empty": body = b"{}"
-        if mode == "stream":
+        if mode in ("stream", "closed"):
             if "/stream" in self.path:
                 ctype, body = "text/event-stream", b"id: 1\nevent: message\ndata: not an event\n\n"
+                if mode == "closed": body = b"" 
             elif "/entries" in self.path: body = b'{"events":[],"next_seq":1,"last_seq":0}'
             else: body = (b'{"v":1,"id":"x","agent_id":"a","status":"open","created_at":1,"updated_at":1,'
                           b'"last_seq":0}')
@@ -218,6 +219,8 @@ PY
   echo stream >"$WORK/mode"
   check "an undecodable stream event: entries read exits 7" unreadable entries read x
   check "an undecodable stream event: entries list --follow exits 7" unreadable entries list x --follow
+  echo closed >"$WORK/mode"
+  check "a stream closed before the run ended: entries read exits 1" expect_exit 1 "$SKEIN" --server "$FAKE" entries read x
   kill "$FAKE_PID" 2>/dev/null
   wait "$FAKE_PID" 2>/dev/null
 else
