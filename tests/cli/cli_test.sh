@@ -175,7 +175,7 @@ class H(http.server.BaseHTTPRequestHandler):
         if mode in ("stream", "closed"):
             if "/stream" in self.path:
                 ctype, body = "text/event-stream", b"id: 1\nevent: message\ndata: not an event\n\n"
-                if mode == "closed": body = b"" 
+                if mode == "closed": body = b""
             elif "/entries" in self.path: body = b'{"events":[],"next_seq":1,"last_seq":0}'
             else: body = (b'{"v":1,"id":"x","agent_id":"a","status":"open","created_at":1,"updated_at":1,'
                           b'"last_seq":0}')
