@@ -82,6 +82,9 @@ class agent_actor : public caf::event_based_actor {
         [this](import_atom, manifest& m, std::vector<event>& events) -> caf::result<manifest> {
           return import(std::move(m), std::move(events));
         },
+        [this](import_atom, std::vector<tick>& threads) -> caf::result<std::vector<manifest>> {
+          return import_all(std::move(threads));
+        },
     };
   }
 
@@ -134,16 +137,47 @@ class agent_actor : public caf::event_based_actor {
     return promise;
   }
 
-  caf::result<manifest> import(manifest m, std::vector<event> events) {
+  // What every imported manifest gets, whatever its source said.
+  status check_import(manifest& m) const {
     if (m.agent_id != spec_->config.id)
-      return to_error(status::invalid_input("manifest.agent_id: " + m.agent_id + " is not " + spec_->config.id));
+      return status::invalid_input("manifest.agent_id: " + m.agent_id + " is not " + spec_->config.id);
     if (m.status == thread_status::running)
       m.status = thread_status::failed;  // nothing drives an imported run
     if (m.created_at_ms == 0) m.created_at_ms = now_ms();
     if (m.updated_at_ms == 0) m.updated_at_ms = m.created_at_ms;
     m.children_count = 0;
+    return status::ok();
+  }
+
+  caf::result<manifest> import(manifest m, std::vector<event> events) {
+    if (status s = check_import(m); !s) return to_error(s);
     auto promise = make_response_promise<manifest>();
     write(std::move(m), std::move(events), promise);
+    return promise;
+  }
+
+  // One journal request for all of them: a refusal of any writes none.
+  caf::result<std::vector<manifest>> import_all(std::vector<tick> threads) {
+    for (size_t i = 0; i < threads.size(); ++i) {
+      tick& t = threads[i];
+      if (status s = check_import(t.manifest); !s)
+        return to_error(status(s.code(), "thread " + std::to_string(i + 1) + " of " +
+                                             std::to_string(threads.size()) + ": " + s.message()));
+      t.thread_id = t.manifest.id;
+      t.create = true;
+      t.bulk = true;
+    }
+    auto promise = make_response_promise<std::vector<manifest>>();
+    std::vector<manifest> out;
+    out.reserve(threads.size());
+    for (const auto& t : threads) out.push_back(t.manifest);
+    request(ctx_->journal, caf::infinite, commit_all_atom::value, std::move(threads))
+        .then(
+            [out = std::move(out), promise](std::vector<uint64_t>& seqs) mutable {
+              for (size_t i = 0; i < out.size() && i < seqs.size(); ++i) out[i].last_seq = seqs[i];
+              promise.deliver(std::move(out));
+            },
+            [promise](caf::error& e) mutable { promise.deliver(e); });
     return promise;
   }
 

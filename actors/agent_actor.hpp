@@ -2,6 +2,8 @@
 //   (create_atom, thread_options)  -> manifest   a new thread (a child id is minted by its parent)
 //   (fork_atom, thread id, at_seq) -> manifest   a new thread whose log starts as 1..at_seq
 //   (import_atom, manifest, events) -> manifest  a thread brought from elsewhere, whole
+//   (import_atom, std::vector<tick>) -> std::vector<manifest>  several threads of this
+//        agent, written in one batch, all or nothing (tick: thread_id, manifest, events)
 // Spawned by the directory, one per agent.
 #pragma once
 
@@ -9,6 +11,7 @@
 #include <memory>
 
 #include "actors/thread_actor.hpp"
+#include "persistence/event_log.hpp"
 
 namespace skein {
 
@@ -22,3 +25,5 @@ namespace skein {
 // its runs fail with `why` instead of the runtime refusing to open.
 agent_spec_ptr unavailable_agent_spec(const agent_config& config, const std::string& why);
 }  // namespace skein
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<skein::manifest>)

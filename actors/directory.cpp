@@ -80,6 +80,21 @@ class directory_actor : public caf::event_based_actor {
           delegate(it->second.actor, import_atom::value, std::move(m), std::move(events));
           return caf::delegated<manifest>{};
         },
+        [this](import_atom, std::vector<tick>& threads) -> caf::result<std::vector<manifest>> {
+          // One agent writes them all, so that one journal request holds the whole import.
+          if (threads.empty()) return std::vector<manifest>{};
+          const std::string& agent = threads.front().manifest.agent_id;
+          for (size_t i = 1; i < threads.size(); ++i)
+            if (threads[i].manifest.agent_id != agent)
+              return to_error(status::invalid_input("thread " + std::to_string(i + 1) + " of " +
+                                                    std::to_string(threads.size()) + ": manifest.agent_id: " +
+                                                    threads[i].manifest.agent_id + " differs from " + agent +
+                                                    "; one import writes the threads of one agent"));
+          auto it = agents_.find(agent);
+          if (it == agents_.end()) return to_error(status::not_found("agent " + agent + " does not exist"));
+          delegate(it->second.actor, import_atom::value, std::move(threads));
+          return caf::delegated<std::vector<manifest>>{};
+        },
         [this](delete_atom, std::string& id) -> caf::result<void> { return erase(id); },
         [this](caf::get_atom, stats_atom) { return stats(); },
         [this](caf::close_atom) -> caf::result<void> { return close(); },

@@ -10,6 +10,7 @@
 //   (create_atom, thread_options)       -> manifest       through the thread's agent
 //   (fork_atom, thread id, at_seq)      -> manifest       through the source's agent
 //   (import_atom, manifest, events)     -> manifest       through the manifest's agent
+//   (import_atom, std::vector<tick>)    -> std::vector<manifest>  all through one agent, all or nothing
 //   (delete_atom, thread id)            -> caf::unit      stops the actor, erases the log
 //   (caf::get_atom, stats_atom)         -> directory_stats
 #pragma once

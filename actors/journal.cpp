@@ -20,6 +20,12 @@ struct commit_request {
   caf::response_promise promise;
 };
 
+// A multi-thread import: its ticks are one batch of their own, all or nothing.
+struct commit_all_request {
+  std::vector<tick> ticks;
+  caf::response_promise promise;
+};
+
 struct erase_request {
   std::string thread_id;
   caf::response_promise promise;
@@ -30,7 +36,14 @@ struct agent_request {
   caf::response_promise promise;
 };
 
-using request = std::variant<commit_request, erase_request, agent_request>;
+using request = std::variant<commit_request, erase_request, agent_request, commit_all_request>;
+
+std::vector<uint64_t> last_seqs(const std::vector<tick>& ticks) {
+  std::vector<uint64_t> out;
+  out.reserve(ticks.size());
+  for (const auto& t : ticks) out.push_back(t.manifest.last_seq);
+  return out;
+}
 
 void answer(caf::response_promise& promise, const status& s) {
   if (s) promise.deliver(caf::unit);
@@ -46,6 +59,9 @@ class journal_loop {
     auto on_commit = [&](commit_atom, tick& t) {
       queue_.push_back(commit_request{std::move(t), self_->make_response_promise()});
     };
+    auto on_commit_all = [&](commit_all_atom, std::vector<tick>& ticks) {
+      queue_.push_back(commit_all_request{std::move(ticks), self_->make_response_promise()});
+    };
     auto on_erase = [&](erase_atom, std::string& id) {
       queue_.push_back(erase_request{std::move(id), self_->make_response_promise()});
     };
@@ -60,11 +76,11 @@ class journal_loop {
     auto on_exit = [&](caf::exit_msg&) { closing_ = true; };
     bool drained = false;
     while (!closing_) {
-      self_->receive(on_commit, on_erase, on_agent, on_close, on_stats, on_exit);  // block for work
+      self_->receive(on_commit, on_commit_all, on_erase, on_agent, on_close, on_stats, on_exit);  // block for work
       // Take everything that queued up while the previous write was in flight.
       drained = false;
       while (!drained && !closing_ && queue_.size() < options_.group_ticks_max) {
-        self_->receive(on_commit, on_erase, on_agent, on_close, on_stats, on_exit,
+        self_->receive(on_commit, on_commit_all, on_erase, on_agent, on_close, on_stats, on_exit,
                        caf::after(std::chrono::seconds(0)) >> [&] { drained = true; });
       }
       flush();
@@ -98,6 +114,11 @@ class journal_loop {
         ++i;
         continue;
       }
+      if (auto* c = std::get_if<commit_all_request>(&queue_[i])) {
+        write_all(*c);
+        ++i;
+        continue;
+      }
       size_t j = i;
       while (j < queue_.size() && std::holds_alternative<commit_request>(queue_[j])) ++j;
       write_commits(i, j);
@@ -118,6 +139,18 @@ class journal_loop {
       if (s) c.promise.deliver(c.t.manifest.last_seq);
       else c.promise.deliver(to_error(s));
     }
+  }
+
+  void write_all(commit_all_request& c) {
+    ticks_.clear();
+    for (auto& t : c.ticks) ticks_.push_back(&t);
+    status s = log_->commit_all(ticks_);
+    ++groups_;
+    if (!s) {
+      c.promise.deliver(to_error(s));
+      return;
+    }
+    c.promise.deliver(last_seqs(c.ticks));
   }
 
   caf::blocking_actor* self_;
@@ -149,6 +182,13 @@ caf::behavior inline_journal(caf::event_based_actor* self, event_log* log) {
         ++*groups;
         if (status s = log->commit(t); !s) return to_error(s);
         return t.manifest.last_seq;
+      },
+      [=](commit_all_atom, std::vector<tick>& ticks) -> caf::result<std::vector<uint64_t>> {
+        ++*groups;
+        std::vector<tick*> ptrs;
+        for (auto& t : ticks) ptrs.push_back(&t);
+        if (status s = log->commit_all(ptrs); !s) return to_error(s);
+        return last_seqs(ticks);
       },
       [=](erase_atom, std::string& id) -> caf::result<void> {
         if (status s = log->erase_thread(id); !s) return to_error(s);
@@ -188,6 +228,20 @@ status journal_commit(caf::actor_system& sys, const caf::actor& journal, tick& t
   self->request(journal, caf::infinite, commit_atom::value, t)
       .receive([&](uint64_t last_seq) { t.manifest.last_seq = last_seq; },
                [&](caf::error& e) { result = to_status(e); });
+  return result;
+}
+
+status journal_commit_all(caf::actor_system& sys, const caf::actor& journal,
+                          std::vector<tick>& ticks) {
+  caf::scoped_actor self{sys};
+  status result;
+  self->request(journal, caf::infinite, commit_all_atom::value, ticks)
+      .receive(
+          [&](std::vector<uint64_t>& seqs) {
+            for (size_t i = 0; i < ticks.size() && i < seqs.size(); ++i)
+              ticks[i].manifest.last_seq = seqs[i];
+          },
+          [&](caf::error& e) { result = to_status(e); });
   return result;
 }
 

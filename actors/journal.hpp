@@ -3,6 +3,9 @@
 //
 // Protocol (requests; replies follow the order of the requests):
 //   (commit_atom, tick)        -> uint64_t last_seq      | error
+//   (commit_all_atom, std::vector<tick>) -> std::vector<uint64_t> last seqs | error
+//        all or nothing (a multi-thread import): written alone, in one batch;
+//        one refused tick refuses them all and nothing is written
 //   (erase_atom, std::string)  -> caf::unit              | error
 //   (put_atom, agent_config)   -> caf::unit              | error
 //   (close_atom)               -> caf::unit  after everything queued before it is written
@@ -20,6 +23,7 @@
 #include <caf/atom.hpp>
 #include <caf/fwd.hpp>
 #include <cstdint>
+#include <vector>
 
 #include "persistence/event_log.hpp"
 
@@ -28,6 +32,7 @@ namespace skein {
 using commit_atom = caf::atom_constant<caf::atom("commit")>;
 using erase_atom = caf::atom_constant<caf::atom("erase")>;
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
+using commit_all_atom = caf::atom_constant<caf::atom("commitall")>;
 
 struct journal_options {
   size_t group_ticks_max = 4096;  // ticks merged into one write at most
@@ -48,6 +53,9 @@ caf::actor spawn_journal(caf::actor_system& sys, event_log& log, journal_options
 // Blocking helpers for code outside actors (the demo, tests, tools): each waits
 // for the journal's reply.
 status journal_commit(caf::actor_system& sys, const caf::actor& journal, tick& t);
+// All or nothing; on success each tick's manifest.last_seq is set.
+status journal_commit_all(caf::actor_system& sys, const caf::actor& journal,
+                          std::vector<tick>& ticks);
 status journal_erase(caf::actor_system& sys, const caf::actor& journal, const std::string& id);
 // Writes everything queued, then stops the journal.
 status journal_close(caf::actor_system& sys, const caf::actor& journal);
@@ -55,5 +63,6 @@ status journal_close(caf::actor_system& sys, const caf::actor& journal);
 }  // namespace skein
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::tick)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<skein::tick>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::agent_config)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::journal_stats)

@@ -465,3 +465,54 @@ status event_log::put_agent(const agent_config& agent) {
 }
 
 }  // namespace skein
+
+namespace skein {
+
+status event_log::commit_all(std::span<tick* const> ticks) {
+  if (!writable()) {
+    counters_.failed.fetch_add(ticks.size(), std::memory_order_relaxed);
+    return status::io_error("event log refuses writes after a failed write; reopen it");
+  }
+  rocksdb::WriteBatch batch;
+  std::unordered_map<std::string, projection> pending;  // threads touched by this call
+  uint64_t events = 0;
+  for (size_t i = 0; i < ticks.size(); ++i) {
+    tick& t = *ticks[i];
+    const projection* prev = nullptr;
+    projection loaded;
+    status s = validate_id(t.thread_id, "tick.thread_id");
+    if (s) {
+      if (auto it = pending.find(t.thread_id); it != pending.end()) {
+        prev = &it->second;
+      } else if (auto it = cache_.find(t.thread_id); it != cache_.end()) {
+        prev = &it->second;
+      } else {
+        bool found = false;
+        s = load_projection(t.thread_id, &loaded, &found);
+        if (found) prev = &loaded;
+      }
+    }
+    projection next;
+    if (s) s = prepare(t, prev, &batch, &next);
+    if (!s) {
+      // One refusal refuses them all: the batch is dropped unwritten.
+      counters_.rejected.fetch_add(ticks.size(), std::memory_order_relaxed);
+      return status(s.code(), "tick " + std::to_string(i + 1) + " of " +
+                                  std::to_string(ticks.size()) + ": " + s.message());
+    }
+    pending[t.thread_id] = std::move(next);
+    events += t.events.size();
+  }
+  if (ticks.empty()) return status::ok();
+  status s = write(&batch, ticks.size());
+  if (!s) {
+    counters_.failed.fetch_add(ticks.size(), std::memory_order_relaxed);
+    return s;
+  }
+  for (auto& [id, p] : pending) remember(id, std::move(p));
+  counters_.commits.fetch_add(ticks.size(), std::memory_order_relaxed);
+  counters_.events.fetch_add(events, std::memory_order_relaxed);
+  return status::ok();
+}
+
+}  // namespace skein

@@ -130,6 +130,11 @@ class event_log {
   // outcome of ticks[i]: an invalid tick is refused alone; a storage failure fails
   // every tick of the batch. `results` must have ticks.size() elements.
   void commit_group(std::span<tick* const> ticks, std::span<status> results);
+  // Writes every tick of `ticks` in one batch and one write, all or nothing: the
+  // first tick refused fails the call with its error ("tick i of n: ...") and
+  // nothing is written (a multi-thread import). On success each tick's
+  // manifest.last_seq holds its new last seq.
+  status commit_all(std::span<tick* const> ticks);
   // Removes every key of the thread from every column family. Idempotent.
   status erase_thread(std::string_view thread_id);
   // Stores an agent's configuration (agents column family); replaces one with the same id.

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <thread>
 
+#include "actors/agent_actor.hpp"
 #include "actors/core.hpp"
 #include "actors/error.hpp"
 #include "actors/messages.hpp"
@@ -287,6 +288,21 @@ status runtime::import_thread(manifest m, std::vector<event> events, manifest* o
   SKEIN_TRY(validate_id(m.id, "manifest.id"));
   m.last_seq = events.size();
   return impl_->ask(impl_->actors.directory, out, import_atom::value, std::move(m), std::move(events));
+}
+
+status runtime::import_threads(std::vector<thread_import> threads, std::vector<manifest>* out) {
+  std::vector<tick> ticks;
+  ticks.reserve(threads.size());
+  for (size_t i = 0; i < threads.size(); ++i) {
+    tick& t = ticks.emplace_back();
+    t.manifest = std::move(threads[i].manifest);
+    t.events = std::move(threads[i].events);
+    if (status s = validate_id(t.manifest.id, "manifest.id"); !s)
+      return status(s.code(), "thread " + std::to_string(i + 1) + " of " + std::to_string(threads.size()) +
+                                  ": " + s.message());
+    t.manifest.last_seq = t.events.size();
+  }
+  return impl_->ask(impl_->actors.directory, out, import_atom::value, std::move(ticks));
 }
 
 status runtime::reconcile(const std::string& id, bool* reconciled) {

@@ -50,6 +50,13 @@ struct runtime_options {
 
 enum class history_view { working, complete };
 
+// One thread brought from elsewhere: its manifest (id, agent_id) and its whole
+// log, seqs 1..n.
+struct thread_import {
+  skein::manifest manifest;
+  std::vector<event> events;
+};
+
 // The eventual result of one send(). Copyable; all copies see the same run.
 class run_handle {
  public:
@@ -122,6 +129,12 @@ class runtime {
   // A thread brought from elsewhere (an export, another tool): written whole, in
   // one batch, under its manifest's agent. Its id must be new.
   status import_thread(manifest m, std::vector<event> events, manifest* out);
+  // Several threads of one agent (a lace or gitmem import), written in one batch:
+  // all or nothing. A refusal of any (an id that exists, an unknown agent, mixed
+  // agents, a storage failure) writes none and says which ("thread i of n" or
+  // "tick i of n" with its id).
+  // out[i] is the stored manifest of threads[i].
+  status import_threads(std::vector<thread_import> threads, std::vector<manifest>* out);
 
   // A thread left `running` whose heartbeat is stale is closed as failed with
   // signal thread.orphaned. *reconciled tells whether it was.

@@ -1,5 +1,7 @@
 // The skein CLI: thread, entries and agent commands against a running
-// `skein serve`, over HTTP. Exit codes are listed in cli_usage.
+// `skein serve`, over HTTP. Exit codes are listed in cli_usage. A response the
+// CLI cannot decode is an error with its own exit code (7), never an empty
+// success: every command decodes what it prints or relies on.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,7 +24,13 @@ extern const char* cli_usage;
 namespace {
 
 enum exit_code : int { ok = 0, failed = 1, run_failed = 2, stalled = 3, not_found = 4, denied = 5, conflict = 6,
-                       usage = 64 };
+                       unreadable = 7, usage = 64 };
+
+// Responses hold stored values (events, manifests) up to two levels down
+// ({"events":[...]}) and many of them: deeper and larger than one stored value.
+constexpr size_t response_depth_max = json_limits{}.json_depth_max + 4;
+constexpr size_t response_bytes_max = size_t{256} << 20;
+const json_limits response_limits{response_bytes_max, response_depth_max};
 
 struct args {
   std::vector<std::string> positional;
@@ -36,11 +44,15 @@ struct args {
   bool flag(const std::string& name) const { return flags.count(name) > 0; }
 };
 
-const std::map<std::string, bool> known_flags = {{"json", true}, {"wait", true}, {"follow", true}};
+const std::map<std::string, bool> known_flags = {{"json", true}, {"wait", true}, {"follow", true}, {"help", true}};
 
 bool parse_args(int argc, char** argv, args* out, std::string* error) {
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
+    if (a == "-h") {
+      out->flags["help"] = true;
+      continue;
+    }
     if (a.rfind("--", 0) != 0) {
       out->positional.push_back(a);
       continue;
@@ -62,6 +74,7 @@ bool parse_args(int argc, char** argv, args* out, std::string* error) {
 struct cli {
   http::client client;
   bool json;
+  std::string last_request;  // "GET /v1/threads/x": names the response in errors
 
   int code_for(int http_status) {
     if (http_status == 404) return not_found;
@@ -72,6 +85,7 @@ struct cli {
 
   // Sends a request; on an HTTP error prints the server's message and sets *code.
   bool call(const std::string& method, const std::string& target, const std::string& body, http::response* r, int* code) {
+    last_request = method + " " + target;
     if (status s = client.call(method, target, body, r); !s) {
       std::fprintf(stderr, "skein: %s\n", s.to_string().c_str());
       *code = failed;
@@ -85,7 +99,16 @@ struct cli {
     return true;
   }
 
-  int print_raw(const http::response& r) {
+  // A success the CLI cannot read: says which response and why.
+  int unreadable_response(const status& why) {
+    std::fprintf(stderr, "skein: cannot decode the response to %s: %s\n", last_request.c_str(), why.message().c_str());
+    return unreadable;
+  }
+
+  // Prints a JSON body as it came, once it parses.
+  int print_json(const http::response& r) {
+    json::dom::element root;
+    if (status s = json::parse(r.body, response_limits, "response", &root); !s) return unreadable_response(s);
     std::fwrite(r.body.data(), 1, r.body.size(), stdout);
     if (!r.body.empty() && r.body.back() != '\n') std::fputc('\n', stdout);
     return ok;
@@ -94,27 +117,31 @@ struct cli {
 
 std::string q(const std::string& s) { return http::percent_encode(s); }
 
-// The items of array `field` in a JSON object, minified. Copies them out first:
+// The object a response body holds.
+status open_response(const std::string& body, json::dom::element* root, json::object_reader* out) {
+  SKEIN_TRY(json::parse(body, response_limits, "response", root));
+  return json::object_reader::open(*root, "response", out);
+}
+
+// The items of array `field` of a response, minified. Copies them out first:
 // decoding an item parses again, which would reuse the parser holding the document.
-bool json_items(const std::string& body, const char* field, std::vector<std::string>* out) {
+status json_items(const std::string& body, const char* field, std::vector<std::string>* out) {
   json::dom::element root, items;
   json::object_reader o;
   json::dom::array arr;
+  SKEIN_TRY(open_response(body, &root, &o));
+  SKEIN_TRY(o.element(field, &items));
+  if (items.get(arr) != simdjson::SUCCESS) return status::invalid_input(o.name(field) + ": expected an array");
   out->clear();
-  if (!json::parse(body, {}, "response", &root).is_ok() || !json::object_reader::open(root, "response", &o).is_ok() ||
-      !o.element(field, &items).is_ok() || items.get(arr) != simdjson::SUCCESS)
-    return false;
   for (json::dom::element e : arr) out->push_back(simdjson::minify(e));
-  return true;
+  return status::ok();
 }
 
-std::string json_string_field(const std::string& body, const char* field) {
+status string_field(const std::string& body, const char* field, bool required, std::string* out) {
   json::dom::element root;
   json::object_reader o;
-  std::string value;
-  if (json::parse(body, {}, "response", &root).is_ok() && json::object_reader::open(root, "response", &o).is_ok())
-    o.string(field, &value, false).ignore();
-  return value;
+  SKEIN_TRY(open_response(body, &root, &o));
+  return o.string(field, out, required);
 }
 
 void print_thread_row(const manifest& m) {
@@ -140,10 +167,21 @@ void print_event_line(const event& e) {
               what.c_str());
 }
 
+// Prints the command's usage to stderr; returns the usage exit code (below the table).
+int misuse(const args& a);
+
 // --- thread -----------------------------------------------------------------
 
+int print_manifest_id(cli& c, const http::response& r) {
+  manifest m;
+  if (status s = decode_manifest(r.body, &m); !s) return c.unreadable_response(s);
+  if (c.json) return c.print_json(r);
+  std::printf("%s\n", m.id.c_str());
+  return ok;
+}
+
 int thread_create(cli& c, const args& a) {
-  if (a.positional.size() != 3) return std::fprintf(stderr, "usage: skein thread create <agent> [--title T] [--tag X] [--parent ID] [--task ID]\n"), usage;
+  if (a.positional.size() != 3) return misuse(a);
   std::string body;
   json_writer w{&body};
   w.begin_object();
@@ -163,55 +201,50 @@ int thread_create(cli& c, const args& a) {
   http::response r;
   int code = ok;
   if (!c.call("POST", "/v1/threads", body, &r, &code)) return code;
-  if (c.json) return c.print_raw(r);
-  manifest m;
-  decode_manifest(r.body, &m).ignore();
-  std::printf("%s\n", m.id.c_str());
-  return ok;
+  return print_manifest_id(c, r);
 }
 
 int thread_list(cli& c, const args& a) {
-  std::string base = "/v1/threads?limit=" + a.opt("limit", "100");
+  if (a.positional.size() != 2) return misuse(a);
+  std::string base = "/v1/threads?limit=" + q(a.opt("limit", "100"));
   for (const char* f : {"agent", "status", "tag", "parent"})
     if (!a.opt(f).empty()) base += std::string("&") + f + "=" + q(a.opt(f));
   std::string cursor;
-  if (!c.json) std::printf("%-32s %-16s %-10s %8s  %s\n", "ID", "AGENT", "STATUS", "EVENTS", "TITLE");
+  std::vector<manifest> rows;  // printed once every page decoded: no half table
   std::string all = "[";
   do {
     http::response r;
     int code = ok;
     if (!c.call("GET", base + (cursor.empty() ? "" : "&cursor=" + q(cursor)), "", &r, &code)) return code;
     std::vector<std::string> items;
-    if (!json_items(r.body, "threads", &items)) return std::fprintf(stderr, "skein: unreadable response\n"), failed;
-    cursor = json_string_field(r.body, "next_cursor");
+    if (status s = json_items(r.body, "threads", &items); !s) return c.unreadable_response(s);
+    cursor.clear();
+    if (status s = string_field(r.body, "next_cursor", false, &cursor); !s) return c.unreadable_response(s);
     for (const auto& text : items) {
-      if (c.json) {
-        if (all.size() > 1) all += ",";
-        all += text;
-        continue;
-      }
       manifest m;
-      if (decode_manifest(text, &m).is_ok()) print_thread_row(m);
+      if (status s = decode_manifest(text, &m); !s) return c.unreadable_response(s);
+      if (all.size() > 1) all += ",";
+      all += text;
+      rows.push_back(std::move(m));
     }
   } while (!cursor.empty());
-  if (c.json) std::printf("%s]\n", all.c_str());
+  if (c.json) {
+    std::printf("%s]\n", all.c_str());
+    return ok;
+  }
+  std::printf("%-32s %-16s %-10s %8s  %s\n", "ID", "AGENT", "STATUS", "EVENTS", "TITLE");
+  for (const auto& m : rows) print_thread_row(m);
   return ok;
 }
 
-int thread_simple(cli& c, const args& a, const std::string& method, const std::string& suffix, const std::string& body = "") {
-  if (a.positional.size() != 3) return std::fprintf(stderr, "usage: skein thread %s <id>\n", a.positional[1].c_str()), usage;
+int thread_show(cli& c, const args& a) {
+  if (a.positional.size() != 3) return misuse(a);
   http::response r;
   int code = ok;
-  if (!c.call(method, "/v1/threads/" + q(a.positional[2]) + suffix, body, &r, &code)) return code;
-  if (c.json || a.positional[1] != "show") {
-    if (r.status == 204) {
-      if (!c.json) std::printf("deleted %s\n", a.positional[2].c_str());
-      return ok;
-    }
-    return c.print_raw(r);
-  }
+  if (!c.call("GET", "/v1/threads/" + q(a.positional[2]), "", &r, &code)) return code;
   manifest m;
-  decode_manifest(r.body, &m).ignore();
+  if (status s = decode_manifest(r.body, &m); !s) return c.unreadable_response(s);
+  if (c.json) return c.print_json(r);
   std::printf("id        %s\nagent     %s\nstatus    %s\ntitle     %s\nevents    %llu\nsession   %s\ntokens    %llu in / %llu out\n",
               m.id.c_str(), m.agent_id.c_str(), std::string{to_string(m.status)}.c_str(), m.title.c_str(),
               static_cast<unsigned long long>(m.last_seq), m.session_id.c_str(),
@@ -220,31 +253,67 @@ int thread_simple(cli& c, const args& a, const std::string& method, const std::s
   return ok;
 }
 
+int thread_delete(cli& c, const args& a) {
+  if (a.positional.size() != 3) return misuse(a);
+  http::response r;
+  int code = ok;
+  if (!c.call("DELETE", "/v1/threads/" + q(a.positional[2]), "", &r, &code)) return code;
+  if (r.status != 204 && !r.body.empty()) return c.print_json(r);
+  if (!c.json) std::printf("deleted %s\n", a.positional[2].c_str());
+  return ok;
+}
+
+int thread_reconcile(cli& c, const args& a) {
+  if (a.positional.size() != 3) return misuse(a);
+  http::response r;
+  int code = ok;
+  if (!c.call("POST", "/v1/threads/" + q(a.positional[2]) + "/reconcile", "", &r, &code)) return code;
+  json::dom::element root;
+  json::object_reader o;
+  bool reconciled = false;
+  status s = open_response(r.body, &root, &o);
+  if (s) s = o.boolean("reconciled", &reconciled);
+  if (!s) return c.unreadable_response(s);
+  return c.print_json(r);
+}
+
 int thread_diagnose(cli& c, const args& a) {
-  if (a.positional.size() != 3) return std::fprintf(stderr, "usage: skein thread diagnose <id>\n"), usage;
+  if (a.positional.size() != 3) return misuse(a);
   http::response r;
   int code = ok;
   if (!c.call("GET", "/v1/threads/" + q(a.positional[2]) + "/diagnose", "", &r, &code)) return code;
-  std::string stage = json_string_field(r.body, "stage"), error = json_string_field(r.body, "last_error");
-  if (c.json) c.print_raw(r);
+  std::string stage, error;
+  status s = string_field(r.body, "stage", true, &stage);
+  if (s) s = string_field(r.body, "last_error", false, &error);
+  if (s && stage.empty()) s = status::invalid_input("response.stage: empty");
+  if (!s) return c.unreadable_response(s);
+  if (c.json) c.print_json(r);
   else std::printf("%s%s\n", stage.c_str(), error.empty() ? "" : (": " + error).c_str());
   if (stage == "failed") return run_failed;
   if (stage == "stalled") return stalled;
   return ok;
 }
 
-int thread_prune(cli& c, const args&) {
+int thread_prune(cli& c, const args& a) {
+  if (a.positional.size() != 2) return misuse(a);
   http::response r;
   int code = ok;
   if (!c.call("POST", "/v1/prune", "", &r, &code)) return code;
-  return c.print_raw(r);
+  std::vector<std::string> ids;
+  if (status s = json_items(r.body, "reconciled", &ids); !s) return c.unreadable_response(s);
+  return c.print_json(r);
 }
 
 int thread_export(cli& c, const args& a) {
-  if (a.positional.size() != 3) return std::fprintf(stderr, "usage: skein thread export <id> [--output FILE]\n"), usage;
+  if (a.positional.size() != 3) return misuse(a);
   http::response r;
   int code = ok;
   if (!c.call("GET", "/v1/threads/" + q(a.positional[2]) + "/export", "", &r, &code)) return code;
+  // The export is skein JSONL: a manifest line first. Anything else is no export.
+  std::string_view first{r.body};
+  first = first.substr(0, first.find('\n'));
+  manifest m;
+  if (status s = decode_manifest(first, &m); !s) return c.unreadable_response(s);
   std::string path = a.opt("output");
   if (path.empty()) {
     std::fwrite(r.body.data(), 1, r.body.size(), stdout);
@@ -256,7 +325,7 @@ int thread_export(cli& c, const args& a) {
 }
 
 int thread_import(cli& c, const args& a) {
-  if (a.positional.size() != 3) return std::fprintf(stderr, "usage: skein thread import <file> [--format F] [--agent A]\n"), usage;
+  if (a.positional.size() != 3) return misuse(a);
   std::ifstream in{a.positional[2], std::ios::binary};
   if (!in) return std::fprintf(stderr, "skein: cannot read %s\n", a.positional[2].c_str()), failed;
   std::stringstream body;
@@ -266,22 +335,24 @@ int thread_import(cli& c, const args& a) {
   http::response r;
   int code = ok;
   if (!c.call("POST", target, body.str(), &r, &code)) return code;
-  return c.print_raw(r);
+  std::vector<std::string> threads;
+  if (status s = json_items(r.body, "threads", &threads); !s) return c.unreadable_response(s);
+  for (const auto& text : threads) {
+    manifest m;
+    if (status s = decode_manifest(text, &m); !s) return c.unreadable_response(s);
+  }
+  return c.print_json(r);
 }
 
 int thread_fork(cli& c, const args& a) {
-  if (a.positional.size() != 3 || a.opt("at").empty()) return std::fprintf(stderr, "usage: skein thread fork <id> --at N\n"), usage;
+  if (a.positional.size() != 3 || a.opt("at").empty()) return misuse(a);
   uint64_t at = 0;
   if (!parse_u64(a.opt("at"), &at)) return std::fprintf(stderr, "skein: --at expects a number\n"), usage;
   http::response r;
   int code = ok;
   if (!c.call("POST", "/v1/threads/" + q(a.positional[2]) + "/fork", "{\"at_seq\":" + std::to_string(at) + "}", &r, &code))
     return code;
-  if (c.json) return c.print_raw(r);
-  manifest m;
-  decode_manifest(r.body, &m).ignore();
-  std::printf("%s\n", m.id.c_str());
-  return ok;
+  return print_manifest_id(c, r);
 }
 
 // --- entries ----------------------------------------------------------------
@@ -296,24 +367,44 @@ bool resolve_target(cli& c, const std::string& ref, std::string* thread, int* co
   if (!c.call("GET", "/v1/agents/" + q(ref), "", &r, code)) return false;
   if (!c.call("GET", "/v1/threads?agent=" + q(ref) + "&tag=dm&limit=1000", "", &r, code)) return false;
   std::vector<std::string> items;
-  json_items(r.body, "threads", &items);
+  if (status s = json_items(r.body, "threads", &items); !s) return (*code = c.unreadable_response(s)), false;
   for (const auto& text : items) {
     manifest m;
-    if (decode_manifest(text, &m).is_ok()) {
-      *thread = m.id;
-      return true;
-    }
+    if (status s = decode_manifest(text, &m); !s) return (*code = c.unreadable_response(s)), false;
+    *thread = m.id;
+    return true;
   }
-  std::string body = R"({"agent_id":")" + ref + R"(","name":"direct messages","tags":["dm"]})";
+  std::string body;
+  json_writer w{&body};
+  w.begin_object();
+  w.field("agent_id", ref);
+  w.field("name", "direct messages");
+  w.key("tags");
+  w.begin_array();
+  w.string("dm");
+  w.end_array();
+  w.end_object();
   if (!c.call("POST", "/v1/threads", body, &r, code)) return false;
   manifest m;
-  decode_manifest(r.body, &m).ignore();
+  if (status s = decode_manifest(r.body, &m); !s) return (*code = c.unreadable_response(s)), false;
   *thread = m.id;
   return true;
 }
 
+// {"run":{..., "outcome", "text"}} of a send that waited.
+status decode_run(const std::string& body, std::string* text, std::string* outcome) {
+  json::dom::element root, run_el;
+  json::object_reader o, run;
+  SKEIN_TRY(open_response(body, &root, &o));
+  SKEIN_TRY(o.element("run", &run_el));
+  SKEIN_TRY(json::object_reader::open(run_el, "response.run", &run));
+  SKEIN_TRY(run.string("outcome", outcome));
+  if (outcome->empty()) return status::invalid_input("response.run.outcome: empty");
+  return run.string("text", text, false);
+}
+
 int entries_create(cli& c, const args& a) {
-  if (a.positional.size() != 4) return std::fprintf(stderr, "usage: skein entries create <thread|agent> \"<msg>\" [--wait] [--key K]\n"), usage;
+  if (a.positional.size() != 4) return misuse(a);
   int code = ok;
   std::string thread;
   if (!resolve_target(c, a.positional[2], &thread, &code)) return code;
@@ -328,96 +419,110 @@ int entries_create(cli& c, const args& a) {
   w.end_object();
   http::response r;
   if (!c.call("POST", "/v1/threads/" + q(thread) + "/entries", body, &r, &code)) return code;
-  if (c.json) return c.print_raw(r);
   if (!a.flag("wait")) {
-    std::printf("%s %s\n", thread.c_str(), json_string_field(r.body, "run_id").c_str());
+    std::string run_id;
+    status s = string_field(r.body, "run_id", true, &run_id);
+    if (s && run_id.empty()) s = status::invalid_input("response.run_id: empty");
+    if (!s) return c.unreadable_response(s);
+    if (c.json) return c.print_json(r);
+    std::printf("%s %s\n", thread.c_str(), run_id.c_str());
     return ok;
   }
-  json::dom::element root, run_el;
-  json::object_reader o, run;
   std::string text, outcome;
-  if (json::parse(r.body, {}, "response", &root).is_ok() && json::object_reader::open(root, "response", &o).is_ok() &&
-      o.element("run", &run_el).is_ok() && json::object_reader::open(run_el, "run", &run).is_ok()) {
-    run.string("text", &text, false).ignore();
-    run.string("outcome", &outcome, false).ignore();
-  }
-  std::printf("%s\n", text.c_str());
+  if (status s = decode_run(r.body, &text, &outcome); !s) return c.unreadable_response(s);
+  if (c.json) c.print_json(r);
+  else std::printf("%s\n", text.c_str());
   return outcome == "completed" ? ok : run_failed;
 }
 
+// Decodes an event of a listing or a stream; prints it.
+status print_event(const cli& c, const std::string& text, event* ev) {
+  SKEIN_TRY(decode_event(text, ev));
+  if (c.json) std::printf("%s\n", text.c_str());
+  else print_event_line(*ev);
+  return status::ok();
+}
+
 int entries_list(cli& c, const args& a) {
-  if (a.positional.size() != 3) return std::fprintf(stderr, "usage: skein entries list <id> [--from N] [--follow]\n"), usage;
+  if (a.positional.size() != 3) return misuse(a);
   std::string id = a.positional[2];
   uint64_t from = 1;
   if (!a.opt("from").empty() && !parse_u64(a.opt("from"), &from)) return std::fprintf(stderr, "skein: --from expects a number\n"), usage;
+  constexpr size_t page_events_max = 1000;
   int code = ok;
   for (;;) {
     http::response r;
-    if (!c.call("GET", "/v1/threads/" + q(id) + "/entries?limit=1000&from_seq=" + std::to_string(from), "", &r, &code)) return code;
+    if (!c.call("GET", "/v1/threads/" + q(id) + "/entries?limit=" + std::to_string(page_events_max) +
+                           "&from_seq=" + std::to_string(from),
+                "", &r, &code))
+      return code;
     std::vector<std::string> items;
-    if (!json_items(r.body, "events", &items)) return std::fprintf(stderr, "skein: unreadable response\n"), failed;
-    uint64_t next = from;
-    size_t n = 0;
+    if (status s = json_items(r.body, "events", &items); !s) return c.unreadable_response(s);
     for (const auto& text : items) {
       event ev;
-      if (!decode_event(text, &ev).is_ok()) continue;
-      if (c.json) std::printf("%s\n", text.c_str());
-      else print_event_line(ev);
-      next = ev.seq + 1;
-      ++n;
+      if (status s = print_event(c, text, &ev); !s) return c.unreadable_response(s);
+      from = ev.seq + 1;
     }
-    from = next;
-    if (n < 1000) break;
+    if (items.size() < page_events_max) break;
   }
   std::fflush(stdout);
   if (!a.flag("follow")) return ok;
   int http_status = 0;
+  status bad;
+  c.last_request = "GET /v1/threads/" + id + "/stream";
   status s = c.client.stream("/v1/threads/" + q(id) + "/stream?from_seq=" + std::to_string(from), {},
                              [&](const http::sse_event& e) {
                                if (e.event == "delta") return true;
                                event ev;
-                               if (c.json) std::printf("%s\n", e.data.c_str());
-                               else if (decode_event(e.data, &ev).is_ok()) print_event_line(ev);
+                               bad = print_event(c, e.data, &ev);
                                std::fflush(stdout);
-                               return true;
+                               return bad.is_ok();
                              },
                              &http_status);
   if (!s) return std::fprintf(stderr, "skein: %s\n", s.to_string().c_str()), failed;
+  if (!bad) return c.unreadable_response(bad);
   return http_status == 200 ? ok : c.code_for(http_status);
 }
 
 // Renders the current (or next) run's text as it streams; exits when it ends.
 int entries_read(cli& c, const args& a) {
-  if (a.positional.size() != 3) return std::fprintf(stderr, "usage: skein entries read <id>\n"), usage;
+  if (a.positional.size() != 3) return misuse(a);
   std::string id = a.positional[2];
   http::response r;
   int code = ok;
   if (!c.call("GET", "/v1/threads/" + q(id), "", &r, &code)) return code;
   manifest m;
-  decode_manifest(r.body, &m).ignore();
+  if (status s = decode_manifest(r.body, &m); !s) return c.unreadable_response(s);
   // From the start of the last run if one is going, so its whole text shows.
   uint64_t from = m.last_seq + 1;
   if (m.status == thread_status::running) from = m.last_seq > 32 ? m.last_seq - 31 : 1;
   int result = ok;
   bool printed_delta = false;
+  bool stopped = false;
+  status bad;
   int http_status = 0;
+  c.last_request = "GET /v1/threads/" + id + "/stream";
   status s = c.client.stream(
       "/v1/threads/" + q(id) + "/stream?from_seq=" + std::to_string(from), {},
       [&](const http::sse_event& e) {
         if (e.event == "delta") {
-          std::fputs(json_string_field(e.data, "text").c_str(), stdout);
+          std::string text;
+          bad = string_field(e.data, "text", true, &text);
+          std::fputs(text.c_str(), stdout);
           std::fflush(stdout);
           printed_delta = true;
-          return true;
+          return bad.is_ok();
         }
         event ev;
-        if (!decode_event(e.data, &ev).is_ok()) return true;
+        bad = decode_event(e.data, &ev);
+        if (!bad) return false;
         if (ev.type == event_type::message && ev.role == message_role::assistant) {
           if (!printed_delta) std::printf("%s", ev.text.c_str());
           std::printf("\n");
         }
         if (ev.type == event_type::signal && ev.name == "thread.stop") {
           if (ev.json.find("\"completed\"") == std::string::npos) result = run_failed;
+          stopped = true;
           return false;
         }
         if (ev.type == event_type::signal && ev.name == "thread.start") printed_delta = false;
@@ -425,14 +530,17 @@ int entries_read(cli& c, const args& a) {
       },
       &http_status);
   if (!s) return std::fprintf(stderr, "skein: %s\n", s.to_string().c_str()), failed;
-  return http_status == 200 ? result : c.code_for(http_status);
+  if (!bad) return c.unreadable_response(bad);
+  if (http_status != 200) return c.code_for(http_status);
+  if (!stopped)  // the server closed the stream before the run ended: no outcome to report
+    return std::fprintf(stderr, "skein: the stream of %s ended before its run did\n", id.c_str()), failed;
+  return result;
 }
 
 // --- agent ------------------------------------------------------------------
 
 int agent_create(cli& c, const args& a) {
-  if (a.positional.size() != 3)
-    return std::fprintf(stderr, "usage: skein agent create <id> [--prompt P] [--engine E] [--engine-config JSON] [--tool T] [--policy P]\n"), usage;
+  if (a.positional.size() != 3) return misuse(a);
   agent_config ag;
   ag.id = a.positional[2];
   ag.system_prompt = a.opt("prompt");
@@ -449,37 +557,101 @@ int agent_create(cli& c, const args& a) {
   http::response r;
   int code = ok;
   if (!c.call("POST", "/v1/agents", body, &r, &code)) return code;
-  if (c.json) return c.print_raw(r);
-  std::printf("%s\n", ag.id.c_str());
+  agent_config stored;
+  if (status s = decode_agent(r.body, &stored); !s) return c.unreadable_response(s);
+  if (c.json) return c.print_json(r);
+  std::printf("%s\n", stored.id.c_str());
   return ok;
 }
 
 int agent_list(cli& c, const args& a) {
+  if (a.positional.size() != 2) return misuse(a);
   http::response r;
   int code = ok;
   if (!c.call("GET", "/v1/agents", "", &r, &code)) return code;
-  if (c.json) return c.print_raw(r);
   std::vector<std::string> items;
-  json_items(r.body, "agents", &items);
+  if (status s = json_items(r.body, "agents", &items); !s) return c.unreadable_response(s);
+  std::vector<agent_config> agents;
+  for (const auto& text : items) {
+    if (status s = decode_agent(text, &agents.emplace_back()); !s) return c.unreadable_response(s);
+  }
+  if (c.json) return c.print_json(r);
   std::printf("%-24s %-10s %-10s %s\n", "ID", "ENGINE", "POLICY", "TOOLS");
-  {
-    for (const auto& text : items) {
-      agent_config ag;
-      if (!decode_agent(text, &ag).is_ok()) continue;
-      std::string tools;
-      for (const auto& t : ag.tools) tools += (tools.empty() ? "" : ",") + t;
-      std::printf("%-24s %-10s %-10s %s\n", ag.id.c_str(), ag.engine.c_str(), std::string{to_string(ag.policy)}.c_str(), tools.c_str());
-    }
+  for (const auto& ag : agents) {
+    std::string tools;
+    for (const auto& t : ag.tools) tools += (tools.empty() ? "" : ",") + t;
+    std::printf("%-24s %-10s %-10s %s\n", ag.id.c_str(), ag.engine.c_str(), std::string{to_string(ag.policy)}.c_str(), tools.c_str());
   }
   return ok;
 }
 
 int agent_show(cli& c, const args& a) {
-  if (a.positional.size() != 3) return std::fprintf(stderr, "usage: skein agent show <id>\n"), usage;
+  if (a.positional.size() != 3) return misuse(a);
   http::response r;
   int code = ok;
   if (!c.call("GET", "/v1/agents/" + q(a.positional[2]), "", &r, &code)) return code;
-  return c.print_raw(r);
+  agent_config ag;
+  if (status s = decode_agent(r.body, &ag); !s) return c.unreadable_response(s);
+  return c.print_json(r);
+}
+
+// Every command: its usage (after "usage: skein ") and what runs it.
+struct command {
+  const char* noun;
+  const char* verb;
+  const char* usage;
+  int (*run)(cli&, const args&);
+};
+
+const command commands[] = {
+    {"thread", "create", "thread create <agent> [--title T] [--name N] [--tag X]... [--parent ID] [--task ID] [--policy P]",
+     thread_create},
+    {"thread", "list", "thread list [--agent A] [--status S] [--tag T] [--parent ID] [--limit N]", thread_list},
+    {"thread", "show", "thread show <id>", thread_show},
+    {"thread", "delete", "thread delete <id>", thread_delete},
+    {"thread", "reconcile", "thread reconcile <id>", thread_reconcile},
+    {"thread", "diagnose", "thread diagnose <id>     exit 0 idle or running, 2 failed, 3 stalled", thread_diagnose},
+    {"thread", "prune", "thread prune", thread_prune},
+    {"thread", "export", "thread export <id> [--output FILE]", thread_export},
+    {"thread", "import", "thread import <file> [--format auto|skein|opennova|lace|gitmem] [--agent A]", thread_import},
+    {"thread", "fork", "thread fork <id> --at N", thread_fork},
+    {"entries", "create", "entries create <thread|agent> \"<msg>\" [--wait] [--key IDEMPOTENCY-KEY] [--role R]",
+     entries_create},
+    {"entries", "list", "entries list <id> [--from N] [--follow]", entries_list},
+    {"entries", "read", "entries read <id>        prints the run's text as it streams; exits when the run ends",
+     entries_read},
+    {"agent", "create", "agent create <id> [--prompt P] [--engine E] [--engine-config JSON] [--tool T]... [--policy P]",
+     agent_create},
+    {"agent", "list", "agent list", agent_list},
+    {"agent", "show", "agent show <id>", agent_show},
+};
+
+const command* find_command(const std::string& noun, const std::string& verb) {
+  for (const auto& cmd : commands)
+    if (noun == cmd.noun && verb == cmd.verb) return &cmd;
+  return nullptr;
+}
+
+const char* client_options =
+    "client options: --server URL (SKEIN_SERVER, default http://127.0.0.1:7411),\n"
+    "                --token T (SKEIN_TOKEN), --json (machine-readable output)\n";
+
+// The usage of every command of `noun` (or of one), to `out`.
+void print_usage(std::FILE* out, const std::string& noun, const command* only) {
+  for (const auto& cmd : commands)
+    if (only == &cmd || (only == nullptr && noun == cmd.noun)) std::fprintf(out, "usage: skein %s\n", cmd.usage);
+  if (out == stdout) std::fprintf(out, "\n%s", client_options);
+}
+
+int misuse(const args& a) {
+  print_usage(stderr, a.positional[0], find_command(a.positional[0], a.positional[1]));
+  return usage;
+}
+
+bool known_noun(const std::string& noun) {
+  for (const auto& cmd : commands)
+    if (noun == cmd.noun) return true;
+  return false;
 }
 
 }  // namespace
@@ -488,6 +660,15 @@ int run_cli(int argc, char** argv) {
   args a;
   std::string error;
   if (!parse_args(argc, argv, &a, &error)) return std::fprintf(stderr, "skein: %s\n%s", error.c_str(), cli_usage), usage;
+  if (a.flag("help")) {  // usage on stdout, exit 0: for the noun alone or one command
+    if (a.positional.size() == 1 && known_noun(a.positional[0])) return print_usage(stdout, a.positional[0], nullptr), ok;
+    const command* cmd = a.positional.size() >= 2 ? find_command(a.positional[0], a.positional[1]) : nullptr;
+    if (cmd != nullptr) return print_usage(stdout, cmd->noun, cmd), ok;
+    if (a.positional.empty()) return std::fputs(cli_usage, stdout), ok;
+    std::string name = a.positional[0] + (a.positional.size() > 1 ? " " + a.positional[1] : "");
+    std::fprintf(stderr, "skein: unknown command '%s'\n%s", name.c_str(), cli_usage);
+    return usage;
+  }
   if (a.positional.size() < 2) return std::fprintf(stderr, "%s", cli_usage), usage;
   std::string server = a.opt("server");
   if (server.empty()) server = std::getenv("SKEIN_SERVER") ? std::getenv("SKEIN_SERVER") : "http://127.0.0.1:7411";
@@ -495,31 +676,13 @@ int run_cli(int argc, char** argv) {
   if (token.empty() && std::getenv("SKEIN_TOKEN")) token = std::getenv("SKEIN_TOKEN");
   http::endpoint ep;
   if (status s = http::parse_server_url(server, &ep); !s) return fail("skein", s, usage);
-  cli c{http::client{ep, token}, a.flag("json")};
-  const std::string& noun = a.positional[0];
-  const std::string& verb = a.positional[1];
-  if (noun == "thread") {
-    if (verb == "create") return thread_create(c, a);
-    if (verb == "list") return thread_list(c, a);
-    if (verb == "show") return thread_simple(c, a, "GET", "");
-    if (verb == "delete") return thread_simple(c, a, "DELETE", "");
-    if (verb == "diagnose") return thread_diagnose(c, a);
-    if (verb == "reconcile") return thread_simple(c, a, "POST", "/reconcile");
-    if (verb == "prune") return thread_prune(c, a);
-    if (verb == "export") return thread_export(c, a);
-    if (verb == "import") return thread_import(c, a);
-    if (verb == "fork") return thread_fork(c, a);
-  } else if (noun == "entries") {
-    if (verb == "create") return entries_create(c, a);
-    if (verb == "list") return entries_list(c, a);
-    if (verb == "read") return entries_read(c, a);
-  } else if (noun == "agent") {
-    if (verb == "create") return agent_create(c, a);
-    if (verb == "list") return agent_list(c, a);
-    if (verb == "show") return agent_show(c, a);
+  cli c{http::client{ep, token}, a.flag("json"), ""};
+  const command* cmd = find_command(a.positional[0], a.positional[1]);
+  if (cmd == nullptr) {
+    std::fprintf(stderr, "skein: unknown command '%s %s'\n%s", a.positional[0].c_str(), a.positional[1].c_str(), cli_usage);
+    return usage;
   }
-  std::fprintf(stderr, "skein: unknown command '%s %s'\n%s", noun.c_str(), verb.c_str(), cli_usage);
-  return usage;
+  return cmd->run(c, a);
 }
 
 }  // namespace skein::tools

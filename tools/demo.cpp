@@ -59,6 +59,15 @@ std::shared_ptr<tool> weather_tool() {
 int run_demo(int argc, char** argv) {
   runtime_options options;
   for (int i = 0; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
+      std::printf(
+          "usage: skein demo [--data DIR] [--durability sync|flush|memory]\n"
+          "\n"
+          "Runs one scripted conversation with a tool call through an embedded runtime (no\n"
+          "server) and prints its events as they become durable. Defaults: --data\n"
+          "./skein-data, --durability sync.\n");
+      return 0;
+    }
     if (!std::strcmp(argv[i], "--data") && i + 1 < argc) {
       options.data_dir = argv[++i];
     } else if (!std::strcmp(argv[i], "--durability") && i + 1 < argc) {

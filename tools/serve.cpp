@@ -40,13 +40,19 @@ struct serve_config {
   bool demo = false;
 };
 
-// Applies one setting by name; the names are the config file keys, the flags
-// (with dashes) and the environment variables (SKEIN_ + upper case).
-status apply(serve_config& c, const std::string& key, const std::string& value) {
-  std::map<std::string, std::string*> text = {
+// Every setting by name; the names are the config file keys, the flags (with
+// dashes) and the environment variables (SKEIN_ + upper case).
+struct setting_fields {
+  std::map<std::string, std::string*> text;
+  std::map<std::string, uint64_t*> numbers;
+};
+
+setting_fields fields_of(serve_config& c) {
+  setting_fields f;
+  f.text = {
       {"listen", &c.listen}, {"data", &c.data}, {"durability", &c.durability},
       {"tokens", &c.tokens}, {"port_file", &c.port_file}};
-  std::map<std::string, uint64_t*> numbers = {
+  f.numbers = {
       {"http_threads", &c.http_threads},
       {"body_bytes_max", &c.body_bytes_max},
       {"import_body_bytes_max", &c.import_body_bytes_max},
@@ -59,6 +65,12 @@ status apply(serve_config& c, const std::string& key, const std::string& value) 
       {"heartbeat_interval_ms", &c.heartbeat_interval_ms},
       {"heartbeat_stale_ms", &c.heartbeat_stale_ms},
       {"start_stale_ms", &c.start_stale_ms}};
+  return f;
+}
+
+// Applies one setting by name.
+status apply(serve_config& c, const std::string& key, const std::string& value) {
+  auto [text, numbers] = fields_of(c);
   if (auto it = text.find(key); it != text.end()) {
     *it->second = value;
     return status::ok();
@@ -187,9 +199,40 @@ std::shared_ptr<tool> weather_tool() {
                             [](const tool_invocation&) { return tool_output{"18°C, light wind from the north", false}; });
 }
 
+bool asks_for_help(int argc, char** argv) {
+  for (int i = 0; i < argc; ++i)
+    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) return true;
+  return false;
+}
+
+void print_serve_usage() {
+  std::printf(
+      "usage: skein serve [--NAME VALUE]... [--config FILE] [--demo]\n"
+      "\n"
+      "Serves the HTTP API (tools/API.md) on an embedded runtime until SIGINT or SIGTERM.\n"
+      "Settings come from the defaults, then the config file (--config or SKEIN_CONFIG,\n"
+      "`name = value` lines), then SKEIN_<NAME> in the environment, then flags; the later wins.\n"
+      "A flag spells the name with dashes: --body-bytes-max 2097152.\n"
+      "\n"
+      "settings (default):\n");
+  serve_config defaults;
+  auto [text, numbers] = fields_of(defaults);
+  for (const char* name : setting_names) {
+    std::string value;
+    if (auto it = text.find(name); it != text.end()) value = it->second->empty() ? "none" : *it->second;
+    if (auto it = numbers.find(name); it != numbers.end()) value = std::to_string(*it->second);
+    std::printf("  %-26s %s\n", name, value.c_str());
+  }
+  std::printf("  %-26s %s\n", "demo", "off: --demo creates a scripted demo agent at start");
+}
+
 }  // namespace
 
 int run_serve(int argc, char** argv) {
+  if (asks_for_help(argc, argv)) {
+    print_serve_usage();
+    return 0;
+  }
   serve_config c;
   if (status s = configure(argc, argv, &c); !s) {
     std::fprintf(stderr, "skein serve: %s\n", s.message().c_str());

@@ -18,14 +18,14 @@ const char* cli_usage =
     "      SKEIN_<NAME> in the environment or `name = value` in the config file\n"
     "  demo [--data DIR] [--durability MODE]   one scripted conversation, embedded, no server\n"
     "\n"
-    "  thread create <agent> [--title T] [--tag X]... [--parent ID] [--task ID] [--policy P]\n"
+    "  thread create <agent> [--title T] [--name N] [--tag X]... [--parent ID] [--task ID] [--policy P]\n"
     "  thread list [--agent A] [--status S] [--tag T] [--parent ID] [--limit N]\n"
     "  thread show|delete|reconcile|diagnose <id>\n"
     "  thread prune\n"
     "  thread export <id> [--output FILE]\n"
     "  thread import <file> [--format auto|skein|opennova|lace|gitmem] [--agent A]\n"
     "  thread fork <id> --at N\n"
-    "  entries create <thread|agent> \"<msg>\" [--wait] [--key IDEMPOTENCY-KEY]\n"
+    "  entries create <thread|agent> \"<msg>\" [--wait] [--key IDEMPOTENCY-KEY] [--role R]\n"
     "      an agent id reuses that agent's direct-message thread, or creates it\n"
     "  entries list <id> [--from N] [--follow]\n"
     "  entries read <id>        prints the run's text as it streams; exits when the run ends\n"
@@ -34,10 +34,12 @@ const char* cli_usage =
     "\n"
     "client options: --server URL (SKEIN_SERVER, default http://127.0.0.1:7411),\n"
     "                --token T (SKEIN_TOKEN), --json (machine-readable output)\n"
+    "every command answers --help (or -h) with its usage on stdout: skein serve --help,\n"
+    "skein thread --help, skein entries list --help, ...\n"
     "\n"
     "exit codes: 0 success; 1 failure (server error, network); 2 a run failed, or diagnose:\n"
     "failed; 3 diagnose: stalled; 4 not found; 5 unauthorized or forbidden; 6 conflict;\n"
-    "64 usage error\n";
+    "7 the server answered but the CLI cannot decode the response; 64 usage error\n";
 
 }  // namespace skein::tools
 

@@ -97,6 +97,57 @@ check "imported log equals the export" bash -c "'$SKEIN' thread export $C | cmp 
 check "entries read renders a run" bash -c "( sleep 0.5; curl -s -X POST $S/v1/threads/$T/entries -d '{\"text\":\"again\"}' >/dev/null ) & [[ \$(timeout 20 '$SKEIN' entries read $T) == pong ]]"
 check "wrong server exits 1" expect_exit 1 "$SKEIN" --server http://127.0.0.1:1 thread list
 
+# --- --help: every command, usage on stdout, exit 0 ----------------------------------
+help_ok() {  # help_ok <args...>: exit 0 and a usage line on stdout
+  local out
+  out=$("$SKEIN" "$@" 2>/dev/null) || return 1
+  [[ "$out" == usage:* ]]
+}
+check "skein --help" help_ok --help
+check "serve --help" help_ok serve --help
+check "serve -h lists the settings" bash -c "'$SKEIN' serve -h | grep -q '^  body_bytes_max '"
+check "demo --help" help_ok demo --help
+for noun in thread entries agent; do check "$noun --help" help_ok $noun --help; done
+for cmd in "thread create" "thread list" "thread show" "thread delete" "thread reconcile" "thread diagnose" \
+           "thread prune" "thread export" "thread import" "thread fork" "entries create" "entries list" \
+           "entries read" "agent create" "agent list" "agent show"; do
+  # shellcheck disable=SC2086
+  check "$cmd --help" help_ok $cmd --help
+done
+check "an unknown command with --help is still a usage error" expect_exit 64 sk thread bogus --help
+check "a usage error prints the command's usage" bash -c "'$SKEIN' thread fork x 2>&1 >/dev/null | grep -q '^usage: skein thread fork <id> --at N'"
+
+# --- imports at the edge: refused whole, naming the line and the limit -----------------
+printf '' >"$WORK/empty.jsonl"
+check "an empty import is refused" bash -c "'$SKEIN' thread import '$WORK/empty.jsonl' 2>&1 | grep -q 'import body is empty'"
+LONG_ID=$(printf 'i%.0s' $(seq 129))
+printf '{"type":"USER_MESSAGE","data":"x","threadId":"%s"}\n' "$LONG_ID" >"$WORK/long_id.jsonl"
+check "a 129-character thread id names the line and the limit" \
+  bash -c "'$SKEIN' thread import '$WORK/long_id.jsonl' --format lace --agent echo 2>&1 | grep -q 'line 1: event.threadId: longer than id_bytes_max (128 characters)'"
+check "and stores nothing" bash -c "! '$SKEIN' thread list --agent echo --json | grep -q '$LONG_ID'"
+printf '{"agentId":"echo"}\n{"type":"tool_use","name":"t","input":%s}\n' \
+  "$(printf '[%.0s' $(seq 63))$(printf ']%.0s' $(seq 63))" >"$WORK/deep.jsonl"
+check "an OpenNova line at json_depth_max is refused with the limit" \
+  bash -c "'$SKEIN' thread import '$WORK/deep.jsonl' 2>&1 | grep -q 'line 2: event: nesting 65 once stored exceeds json_depth_max (64)'"
+printf '{"agentId":"echo"}\n{"type":"tool_use","name":"t","input":{}}\n{"type":"result","cost":0.1}\n' >"$WORK/nova.jsonl"
+check "an OpenNova tool_use without id imports with a minted call id" \
+  bash -c "id=\$('$SKEIN' thread import '$WORK/nova.jsonl' | sed -E 's/.*\"id\":\"([^\"]+)\".*/\\1/') && '$SKEIN' entries list \$id --json | grep -q '\"call_id\":\"opennova_line_2\"'"
+{ printf '{"type":"USER_MESSAGE","data":"'; head -c $((4194304 - 53)) /dev/zero | tr '\0' x
+  printf '","threadId":"lace_1"}\n'; } >"$WORK/max_line.jsonl"
+check "a line of exactly json_bytes_max is built right" test "$(head -1 "$WORK/max_line.jsonl" | wc -c)" -eq 4194305
+check "a line of exactly json_bytes_max is refused: stored it would not read back" \
+  bash -c "'$SKEIN' thread import '$WORK/max_line.jsonl' --agent echo 2>&1 | grep -q 'line 1: event: stored as [0-9]* bytes, exceeds json_bytes_max (4194304)'"
+printf '{"type":"USER_MESSAGE","data":"ok","threadId":"lace_utf"}\n{"type":"USER_MESSAGE","data":"caf\xc3\x28","threadId":"lace_utf"}\n' >"$WORK/utf.jsonl"
+check "invalid UTF-8 names its line" bash -c "'$SKEIN' thread import '$WORK/utf.jsonl' --agent echo 2>&1 | grep -q 'line 2: event: invalid UTF-8'"
+check "and stores nothing" expect_exit 4 sk thread show lace_utf
+printf '{"type":"USER_MESSAGE","data":"kept","threadId":"lace_torn"}\n{"type":"USER_MESSAGE","data":"cut' >"$WORK/torn.jsonl"
+check "a torn last line is skipped and said so in the answer" \
+  bash -c "'$SKEIN' thread import '$WORK/torn.jsonl' --agent echo | grep -q '\"torn_last_line\":true,\"torn_detail\":\"line 2: unterminated JSON (skipped)\"'"
+check "the rest is stored" bash -c "'$SKEIN' entries list lace_torn | grep -q 'user: kept'"
+printf '{"type":"USER_MESSAGE","data":"a","threadId":"lace_ok_1"}\n{"type":"USER_MESSAGE","data":"b","threadId":"%s"}\n' "$C" >"$WORK/half.jsonl"
+check "an import whose 2nd thread exists is a conflict (exit 6)" expect_exit 6 sk thread import "$WORK/half.jsonl" --format lace --agent echo
+check "and leaves no trace of the 1st" expect_exit 4 sk thread show lace_ok_1
+
 # --- clean shutdown --------------------------------------------------------------
 kill -TERM "$SERVER_PID"
 wait "$SERVER_PID"
@@ -105,6 +156,77 @@ SERVER_PID=""
 check "SIGTERM stops the server with exit 0" test "$code" -eq 0
 check "it says so" grep -q "stopped cleanly" "$WORK/serve.out"
 check "no tokens file refuses a public address" expect_exit 1 "$SKEIN" serve --listen 0.0.0.0:0 --data "$WORK/data2"
+
+# --- responses the CLI cannot decode: exit 7, never an empty success ------------------
+# A stand-in server that answers 200 to everything with a body of the current mode:
+# garbage (no JSON), empty ({}: JSON without the fields), or stream (valid thread,
+# garbage events on the SSE stream).
+if command -v python3 >/dev/null; then
+  cat >"$WORK/fake.py" <<'PY'
+import http.server, sys, os
+mode_file, port_file = sys.argv[1], sys.argv[2]
+class H(http.server.BaseHTTPRequestHandler):
+    def answer(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        if n: self.rfile.read(n)
+        mode = open(mode_file).read().strip()
+        ctype, body = "application/json", b"<html>502 bad gateway</html>"
+        if mode == "empty": body = b"{}"
+        if mode in ("stream", "closed"):
+            if "/stream" in self.path:
+                ctype, body = "text/event-stream", b"id: 1\nevent: message\ndata: not an event\n\n"
+                if mode == "closed": body = b""
+            elif "/entries" in self.path: body = b'{"events":[],"next_seq":1,"last_seq":0}'
+            else: body = (b'{"v":1,"id":"x","agent_id":"a","status":"open","created_at":1,"updated_at":1,'
+                          b'"last_seq":0}')
+        self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
+    do_GET = do_POST = do_DELETE = answer
+    def log_message(self, *a): pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+open(port_file + ".tmp", "w").write(str(s.server_address[1]))
+os.rename(port_file + ".tmp", port_file)
+s.serve_forever()
+PY
+  echo garbage >"$WORK/mode"
+  python3 "$WORK/fake.py" "$WORK/mode" "$WORK/fake_port" &
+  FAKE_PID=$!
+  for _ in $(seq 100); do [[ -s "$WORK/fake_port" ]] && break; sleep 0.1; done
+  FAKE="http://127.0.0.1:$(cat "$WORK/fake_port")"
+  echo '{"type":"USER_MESSAGE","data":"x"}' >"$WORK/one.jsonl"
+  unreadable() {  # unreadable <args...>: exit 7 with a message naming the response
+    "$SKEIN" --server "$FAKE" "$@" >"$WORK/fake.out" 2>"$WORK/fake.err"
+    local got=$?
+    [[ $got -eq 7 ]] && grep -q "cannot decode the response to" "$WORK/fake.err" && return 0
+    echo "exit $got: $* (stdout: $(head -c 200 "$WORK/fake.out"))" >>"$WORK/log"
+    return 1
+  }
+  for mode in garbage empty; do
+    echo $mode >"$WORK/mode"
+    for cmd in "thread create a" "thread list" "thread show x" "thread diagnose x" "thread reconcile x" \
+               "thread prune" "thread export x" "thread import $WORK/one.jsonl" "thread fork x --at 1" \
+               "entries create x m" "entries create x m --wait" "entries list x" "entries read x" \
+               "agent create a" "agent list" "agent show a" "thread show x --json" "agent list --json"; do
+      # shellcheck disable=SC2086
+      check "$mode response: $cmd exits 7" unreadable $cmd
+    done
+  done
+  check "garbage response: thread delete exits 7" bash -c "echo garbage >'$WORK/mode'; '$SKEIN' --server $FAKE thread delete x; [[ \$? -eq 7 ]]"
+  echo stream >"$WORK/mode"
+  check "an undecodable stream event: entries read exits 7" unreadable entries read x
+  check "an undecodable stream event: entries list --follow exits 7" unreadable entries list x --follow
+  echo closed >"$WORK/mode"
+  check "a stream closed before the run ended: entries read exits 1" expect_exit 1 "$SKEIN" --server "$FAKE" entries read x
+  kill "$FAKE_PID" 2>/dev/null
+  wait "$FAKE_PID" 2>/dev/null
+else
+  echo "cli: python3 missing, the undecodable-response checks did not run" >&2
+  FAILED=$((FAILED + 1))
+fi
 
 echo "cli: $PASSED passed, $FAILED failed"
 [[ $FAILED -eq 0 ]]

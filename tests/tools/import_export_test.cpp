@@ -815,3 +815,58 @@ TEST_CASE("lace: a compaction first, lines without a threadId, a bad default age
   status s = must_fail(body, import_format::lace, "");
   CHECK(s.message() == "default_agent: must not be empty");
 }
+
+TEST_CASE("opennova as OpenNova writes it: no ids, camelCase results") {
+  const std::string body = fixture("opennova_native.jsonl");
+  import_result r = must_import(body, import_format::auto_detect);
+  CHECK(r.format == import_format::opennova);
+  REQUIRE(r.threads.size() == 1);
+  const imported_thread& t = r.threads[0];
+  check_envelopes(t);
+  CHECK_THAT(t.manifest.id, StartsWith("th_20250301_"));  // the file name was the id: minted
+  CHECK(t.manifest.agent_id == "nova");
+  CHECK(t.manifest.task_id == "7");
+  CHECK(t.manifest.updated_at_ms == t10 + 9000);
+  REQUIRE(t.events.size() == 7);
+  const auto& e = t.events;
+  CHECK(e[2].type == event_type::tool_call);
+  CHECK(e[2].call_id == "opennova_line_4");  // minted from the line
+  CHECK(e[2].name == "list_tickets");
+  CHECK(e[2].json == R"({"since":"2025-02-22"})");
+  CHECK(e[3].call_id == "opennova_line_5");
+  CHECK(e[5].type == event_type::result);
+  CHECK(e[5].usage == token_usage{900, 120, 300, 0});
+  CHECK(e[5].cost_usd == Approx(0.0042));
+  CHECK(e[5].duration_ms == 6100);
+  CHECK(e[5].turns == 3);
+  CHECK(e[5].outcome == "completed");
+  CHECK(t.manifest.usage == token_usage{900, 120, 300, 0});
+
+  // The same file again: the same call ids (the thread id is minted afresh).
+  import_result again = must_import(body, import_format::opennova);
+  CHECK(again.threads[0].events == t.events);
+}
+
+TEST_CASE("opennova: a tool_result without tool_use_id answers the earliest open call") {
+  const std::string body =
+      "{\"agentId\":\"a\"}\n"
+      "{\"type\":\"tool_use\",\"name\":\"first\"}\n"
+      "{\"type\":\"tool_use\",\"name\":\"second\"}\n"
+      "{\"type\":\"tool_use\",\"id\":\"given\",\"name\":\"third\"}\n"
+      "{\"type\":\"tool_result\",\"tool_use_id\":\"given\",\"content\":\"3\"}\n"
+      "{\"type\":\"tool_result\",\"content\":\"1\"}\n"
+      "{\"type\":\"tool_result\",\"content\":\"2\"}\n";
+  import_result r = must_import(body, import_format::opennova);
+  const auto& e = r.threads[0].events;
+  REQUIRE(e.size() == 6);
+  CHECK(e[3].call_id == "given");
+  CHECK(e[3].name == "third");
+  CHECK(e[4].call_id == "opennova_line_2");
+  CHECK(e[4].name == "first");
+  CHECK(e[4].text == "1");
+  CHECK(e[5].call_id == "opennova_line_3");
+  CHECK(e[5].name == "second");
+
+  status s = must_fail(body + "{\"type\":\"tool_result\",\"content\":\"none left\"}\n", import_format::opennova);
+  CHECK(s.message() == "line 8: event.tool_use_id: missing, and no earlier tool_use waits for a result");
+}

@@ -156,6 +156,11 @@ status parse_import(std::string_view body, import_format format, const std::stri
       assert(false);  // detect_format picked one above
       return status::invalid_input("cannot tell the import format; pass format=");
   }
+  // Every value must read back once stored (the log's read limits).
+  for (const auto& t : result.threads) {
+    status s = io::check_stored(t.manifest);
+    if (!s) return status(s.code(), "thread " + t.manifest.id + ": " + s.message());
+  }
   // Each format sets last_seq and a valid id; the runtime relies on both.
   assert(std::all_of(result.threads.begin(), result.threads.end(), [](const imported_thread& t) {
     return t.manifest.last_seq == t.events.size();
@@ -184,6 +189,7 @@ status io::import_skein(std::string_view body, import_result* r) {
                                    std::to_string(import_events_max) + ") events");
     event e;
     SKEIN_TRY(decode_event(line.text, &e));
+    SKEIN_TRY(check_stored(e, e.ts_ms));
     if (e.seq != events.size() + 1)
       return status::invalid_input("event.seq: expected " + std::to_string(events.size() + 1) +
                                    ", found " + std::to_string(e.seq));

@@ -19,6 +19,9 @@
 //
 // Errors are invalid_input naming where: "line N: ..." for JSONL (lines count from 1,
 // blank lines included), "item N: ..." for gitmem (N is the array index, from 0).
+// What parses is also checked in the form the log will store it — skein's event
+// envelope is wider than most source lines and nests a tool input two levels
+// down — so an import either fails here, naming the limit, or reads back whole.
 #pragma once
 
 #include <cstddef>

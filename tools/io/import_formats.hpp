@@ -52,6 +52,14 @@ status read_text(dom::element el, const std::string& what, std::string* out);
 // Checks the agent a format falls back on.
 status check_default_agent(const std::string& agent);
 
+// Whether the event, once stored, can be read back: its stored JSON within
+// json_limits{} in bytes and in nesting. The envelope is measured at its widest
+// (seq at import_events_max, `ts_ms` or the widest time), so a check passed here
+// holds for the seq and time finish() assigns.
+status check_stored(const event& e, std::optional<int64_t> ts_ms);
+// The same for a manifest as finish() leaves it.
+status check_stored(const manifest& m);
+
 // Builds one thread event by event; finish() sets seqs, fills the times the source
 // lacks, sums result events into the manifest and mints an id when none is set.
 class thread_builder {
@@ -60,7 +68,8 @@ class thread_builder {
   std::optional<int64_t> created_ms;  // from the source, when it says
   std::optional<int64_t> updated_ms;
 
-  // Fails past import_events_max.
+  // Fails past import_events_max, or when the event could not be read back once
+  // stored (check_stored).
   status add(event e, std::optional<int64_t> ts_ms);
   size_t size() const { return events_.size(); }
   // The tool of an earlier tool_call with this call id, or "".

@@ -7,7 +7,8 @@
 //              "status"?:string}
 //
 // Each item becomes one thread: id = the item id when it is a valid skein id (and
-// not taken by an earlier item), else a fresh one; task_id = the item id; title =
+// not taken by an earlier item), else a fresh one (an id longer than id_bytes_max
+// is an error); task_id = the item id; title =
 // the first non-blank line of the text, at most 120 characters; status resolved,
 // done, closed, completed, fixed -> completed, anything else -> open; one user
 // message with the text, plus "\n\nContext: <context>" when there is a context.
@@ -127,6 +128,7 @@ status make_thread(work_item w, const std::string& agent, int64_t now,
                    std::unordered_set<std::string>* taken, imported_thread* out) {
   if (w.text.find_first_not_of(" \t\r\n") == std::string::npos)
     return status::invalid_input("the text is empty");
+  if (w.id.size() > id_bytes_max) return validate_id(w.id, "id");
   thread_builder t;
   if (!w.id.empty() && validate_id(w.id, "id").is_ok() && taken->insert(w.id).second)
     t.m.id = w.id;  // else finish() mints one

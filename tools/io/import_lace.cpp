@@ -19,7 +19,9 @@
 //
 // One thread per threadId, in order of first appearance; lines without a threadId
 // form one thread of their own. The thread keeps the lace id when it is a valid skein
-// id, else gets a fresh one. Agent: the default agent; status "open".
+// id, else gets a fresh one; a threadId longer than id_bytes_max is an error (an
+// input past a limit, not an id of another shape). Agent: the default agent;
+// status "open".
 #include <unordered_map>
 
 #include "runtime/model/ids.hpp"
@@ -137,6 +139,7 @@ status import_lace(std::string_view body, const std::string& default_agent, int6
     std::string type, lace_id;
     SKEIN_TRY(obj.string("type", &type));
     SKEIN_TRY(obj.string("threadId", &lace_id, false));
+    if (lace_id.size() > id_bytes_max) return validate_id(lace_id, obj.name("threadId"));
     std::optional<int64_t> ts;
     SKEIN_TRY(read_time(obj, "timestamp", &ts));
     dom::element data;

@@ -1,23 +1,37 @@
 // opennova JSONL, as read here:
 //
 //   body     := manifest "\n" (event "\n")*
-//   manifest := {"id"?:string,"agentId"?:id,"sessionId"?:string,"taskId"?:string,
+//   manifest := {"id"?:id,"agentId"?:id,"sessionId"?:string,"taskId"?:string,
 //                "title"?:string,"createdAt"?:time,"updatedAt"?:time,"channel"?:any}
 //   event    := {"type":"message","role":role,("content":text | "text":string)}
 //             | {"role":role,("content":text | "text":string)}          (no type: a message)
 //             | {"type":"assistant_text","text":string}
-//             | {"type":"tool_use","id":string,"name":string,"input"?:any}
-//             | {"type":"tool_result","tool_use_id":string,"content"?:text,"is_error"?:bool,
+//             | {"type":"tool_use","id"?:string,"name":string,"input"?:any}
+//             | {"type":"tool_result","tool_use_id"?:string,"content"?:text,"is_error"?:bool,
 //                "name"?:string}
 //             | {"type":"result","usage"?:{"input_tokens","output_tokens",
 //                "cache_read_input_tokens","cache_creation_input_tokens"},"total_cost_usd"?:number,
-//                "duration_ms"?:uint,"num_turns"?:uint,"is_error"?:bool,"subtype"?:string}
+//                "duration_ms"?:uint,"num_turns"?:uint,"is_error"?:bool,"subtype"?:string,
+//                "cost"?:number,"durationMs"?:uint,"turns"?:uint,"inputTokens"?:uint,
+//                "outputTokens"?:uint,"cacheReadTokens"?:uint}
 //             each with an optional "timestamp":time
 //   time     := ISO-8601 string | epoch ms
 //   text     := string | [string | {"type":"text","text":string}, ...]
 //
+// OpenNova itself writes no manifest id (the file name is the thread id), no
+// tool_use id, no tool_result lines and camelCase result fields (cost, durationMs,
+// turns, inputTokens, ...); the snake_case forms come from Claude SDK style
+// exports. Both are read. A tool_use without an id gets "opennova_line_<N>", N its
+// line, so that importing the same file again gives the same call ids; a
+// tool_result without a tool_use_id answers the earliest tool_use still waiting
+// for one, as results follow their calls in the log.
+//
 // Unknown fields are ignored; unknown event types are errors (nothing is dropped).
-// The thread rests at "open", as a chat thread does after a run.
+// A manifest id that is no valid skein id is replaced by a fresh one, unless it is
+// longer than id_bytes_max: that is an error. The thread rests at "open", as a chat
+// thread does after a run.
+#include <deque>
+
 #include "runtime/model/ids.hpp"
 #include "tools/io/import_formats.hpp"
 
@@ -25,6 +39,22 @@ namespace skein::io {
 namespace {
 
 using json::object_reader;
+
+// Tool calls seen and not yet answered, oldest first: pairs results without an id.
+struct open_calls {
+  std::deque<std::string> ids;
+
+  void called(const std::string& id) { ids.push_back(id); }
+  void answered(const std::string& id) {
+    for (auto it = ids.begin(); it != ids.end(); ++it) {
+      if (*it != id) continue;
+      ids.erase(it);
+      return;
+    }
+  }
+};
+
+std::string minted_call_id(size_t line) { return "opennova_line_" + std::to_string(line); }
 
 status read_manifest(const object_reader& r, const std::string& default_agent,
                      thread_builder* t) {
@@ -35,6 +65,7 @@ status read_manifest(const object_reader& r, const std::string& default_agent,
   manifest& m = t->m;
   std::string id;
   SKEIN_TRY(r.string("id", &id, false));
+  if (id.size() > id_bytes_max) return validate_id(id, r.name("id"));
   if (validate_id(id, "manifest.id").is_ok()) m.id = id;  // else finish() mints one
   if (r.has("agentId")) {
     SKEIN_TRY(r.string("agentId", &m.agent_id));
@@ -71,9 +102,17 @@ status read_message(const object_reader& r, event* e) {
   return status::ok();
 }
 
-status read_tool_result(const object_reader& r, const thread_builder& t, event* e) {
+status read_tool_result(const object_reader& r, const thread_builder& t, open_calls* calls,
+                        event* e) {
   std::string call_id;
-  SKEIN_TRY(r.string("tool_use_id", &call_id));
+  SKEIN_TRY(r.string("tool_use_id", &call_id, false));
+  if (!r.has("tool_use_id")) {
+    if (calls->ids.empty())
+      return status::invalid_input(r.name("tool_use_id") +
+                                   ": missing, and no earlier tool_use waits for a result");
+    call_id = calls->ids.front();
+  }
+  calls->answered(call_id);
   std::string output;
   if (r.has("content")) {
     dom::element content;
@@ -86,6 +125,17 @@ status read_tool_result(const object_reader& r, const thread_builder& t, event* 
   SKEIN_TRY(r.string("name", &tool, false));
   *e = make_tool_result(std::move(call_id), std::move(tool), std::move(output), is_error);
   return status::ok();
+}
+
+// The camelCase fields OpenNova writes; each overrides its snake_case twin.
+status read_camel_result(const object_reader& r, token_usage* usage, double* cost_usd,
+                         uint64_t* duration_ms, uint64_t* turns) {
+  SKEIN_TRY(r.uint("inputTokens", &usage->input_tokens, false));
+  SKEIN_TRY(r.uint("outputTokens", &usage->output_tokens, false));
+  SKEIN_TRY(r.uint("cacheReadTokens", &usage->cache_read_tokens, false));
+  SKEIN_TRY(r.number("cost", cost_usd, false));
+  SKEIN_TRY(r.uint("durationMs", duration_ms, false));
+  return r.uint("turns", turns, false);
 }
 
 status read_result(const object_reader& r, event* e) {
@@ -106,6 +156,7 @@ status read_result(const object_reader& r, event* e) {
   SKEIN_TRY(r.uint("duration_ms", &duration_ms, false));
   uint64_t turns = 0;
   SKEIN_TRY(r.uint("num_turns", &turns, false));
+  SKEIN_TRY(read_camel_result(r, &usage, &cost_usd, &duration_ms, &turns));
   if (turns > UINT32_MAX) return status::invalid_input(r.name("num_turns") + ": out of range");
   bool is_error = false;
   SKEIN_TRY(r.boolean("is_error", &is_error, false));
@@ -119,7 +170,8 @@ status read_result(const object_reader& r, event* e) {
   return status::ok();
 }
 
-status read_event(const object_reader& r, const thread_builder& t, event* e) {
+status read_event(const object_reader& r, size_t line, const thread_builder& t,
+                  open_calls* calls, event* e) {
   if (!r.has("type")) return read_message(r, e);
   std::string type;
   SKEIN_TRY(r.string("type", &type));
@@ -131,14 +183,15 @@ status read_event(const object_reader& r, const thread_builder& t, event* e) {
     return status::ok();
   }
   if (type == "tool_use") {
-    std::string call_id, tool, input = "{}";
-    SKEIN_TRY(r.string("id", &call_id));
+    std::string call_id = minted_call_id(line), tool, input = "{}";
+    SKEIN_TRY(r.string("id", &call_id, false));
     SKEIN_TRY(r.string("name", &tool));
     if (r.has("input")) SKEIN_TRY(r.any_raw("input", &input));
+    calls->called(call_id);
     *e = make_tool_call(std::move(call_id), std::move(tool), std::move(input));
     return status::ok();
   }
-  if (type == "tool_result") return read_tool_result(r, t, e);
+  if (type == "tool_result") return read_tool_result(r, t, calls, e);
   if (type == "result") return read_result(r, e);
   return status::invalid_input(r.name("type") + ": unknown opennova event type '" + type + "'");
 }
@@ -148,6 +201,7 @@ status read_event(const object_reader& r, const thread_builder& t, event* e) {
 status import_opennova(std::string_view body, const std::string& default_agent, int64_t now,
                        import_result* r) {
   thread_builder t;
+  open_calls calls;
   bool have_manifest = false;
   SKEIN_TRY(for_each_line(body, [&](const jsonl_line& line) -> status {
     const char* what = have_manifest ? "event" : "manifest";
@@ -161,7 +215,7 @@ status import_opennova(std::string_view body, const std::string& default_agent, 
       return status::ok();
     }
     event e;
-    SKEIN_TRY(read_event(obj, t, &e));
+    SKEIN_TRY(read_event(obj, line.number, t, &calls, &e));
     std::optional<int64_t> ts;
     SKEIN_TRY(read_time(obj, "timestamp", &ts));
     return t.add(std::move(e), ts);

@@ -496,11 +496,12 @@ void import_route(ctx& c) {
   w.field("format", to_string(parsed.format));
   w.key("threads");
   w.begin_array();
-  for (auto& t : parsed.threads) {
-    manifest out;
-    if (status s = c.rt().import_thread(t.manifest, std::move(t.events), &out); !s) return c.fail(s);
-    w.raw(manifest_json(out));
-  }
+  std::vector<thread_import> threads;
+  threads.reserve(parsed.threads.size());
+  for (auto& t : parsed.threads) threads.push_back({std::move(t.manifest), std::move(t.events)});
+  std::vector<manifest> stored;
+  if (status s = c.rt().import_threads(std::move(threads), &stored); !s) return c.fail(s);  // all or nothing
+  for (const auto& m : stored) w.raw(manifest_json(m));
   w.end_array();
   w.key("torn_last_line");
   w.boolean(parsed.torn_last_line);
