@@ -94,14 +94,14 @@ struct cli {
 
 std::string q(const std::string& s) { return http::percent_encode(s); }
 
-// The items of array `field` in a JSON object, minified. Copies them out first:
-// decoding an item parses again, which would reuse the parser holding the document.
+// The items of array `field` in a JSON object, minified.
 bool json_items(const std::string& body, const char* field, std::vector<std::string>* out) {
-  json::dom::element root, items;
+  json::document doc;
+  json::dom::element items;
   json::object_reader o;
   json::dom::array arr;
   out->clear();
-  if (!json::parse(body, {}, "response", &root).is_ok() || !json::object_reader::open(root, "response", &o).is_ok() ||
+  if (!json::parse(body, {}, "response", &doc).is_ok() || !json::object_reader::open(doc.root(), "response", &o).is_ok() ||
       !o.element(field, &items).is_ok() || items.get(arr) != simdjson::SUCCESS)
     return false;
   for (json::dom::element e : arr) out->push_back(simdjson::minify(e));
@@ -109,10 +109,10 @@ bool json_items(const std::string& body, const char* field, std::vector<std::str
 }
 
 std::string json_string_field(const std::string& body, const char* field) {
-  json::dom::element root;
+  json::document doc;
   json::object_reader o;
   std::string value;
-  if (json::parse(body, {}, "response", &root).is_ok() && json::object_reader::open(root, "response", &o).is_ok())
+  if (json::parse(body, {}, "response", &doc).is_ok() && json::object_reader::open(doc.root(), "response", &o).is_ok())
     o.string(field, &value, false).ignore();
   return value;
 }
@@ -333,10 +333,11 @@ int entries_create(cli& c, const args& a) {
     std::printf("%s %s\n", thread.c_str(), json_string_field(r.body, "run_id").c_str());
     return ok;
   }
-  json::dom::element root, run_el;
+  json::document doc;
+  json::dom::element run_el;
   json::object_reader o, run;
   std::string text, outcome;
-  if (json::parse(r.body, {}, "response", &root).is_ok() && json::object_reader::open(root, "response", &o).is_ok() &&
+  if (json::parse(r.body, {}, "response", &doc).is_ok() && json::object_reader::open(doc.root(), "response", &o).is_ok() &&
       o.element("run", &run_el).is_ok() && json::object_reader::open(run_el, "run", &run).is_ok()) {
     run.string("text", &text, false).ignore();
     run.string("outcome", &outcome, false).ignore();

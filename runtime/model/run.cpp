@@ -57,11 +57,11 @@ status result_from_log(const std::string& thread_id, const std::string& run_id,
       r.turns = e.turns;
     }
     if (e.type == event_type::signal && e.name == "thread.stop") {
-      json::dom::element root;
+      json::document doc;
       json::object_reader data;
       std::string outcome;
-      if (json::parse(e.json, json_limits{}, "thread.stop data", &root).is_ok() &&
-          json::object_reader::open(root, "data", &data).is_ok()) {
+      if (json::parse(e.json, json_limits{}, "thread.stop data", &doc).is_ok() &&
+          json::object_reader::open(doc.root(), "data", &data).is_ok()) {
         data.string("outcome", &outcome, false).ignore();
         data.string("error", &r.error, false).ignore();
       }
@@ -88,11 +88,11 @@ status validate_thread_options(const thread_options& o) {
 }
 
 mid_run_policy effective_policy(const std::string& manifest_config, mid_run_policy agent_policy) {
-  json::dom::element root;
+  json::document doc;
   json::object_reader r;
   std::string name;
-  if (!json::parse(manifest_config, json_limits{}, "config", &root).is_ok() ||
-      !json::object_reader::open(root, "config", &r).is_ok() ||
+  if (!json::parse(manifest_config, json_limits{}, "config", &doc).is_ok() ||
+      !json::object_reader::open(doc.root(), "config", &r).is_ok() ||
       !r.string("mid_run", &name, false).is_ok())
     return agent_policy;
   return parse_mid_run_policy(name).value_or(agent_policy);
