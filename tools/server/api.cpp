@@ -437,6 +437,8 @@ void diagnose_thread(ctx& c, const std::string& id) {
   w.field("last_run_id", d.last_run_id);
   w.field("last_outcome", d.last_outcome);
   w.field("last_error", d.last_error);
+  w.key("quarantined");
+  w.boolean(d.quarantined);
   w.end_object();
   c.reply(json_response(200, body));
 }
