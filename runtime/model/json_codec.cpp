@@ -131,17 +131,23 @@ status check_raw(std::string_view json, const raw_field& f, const json_limits& l
   if (json == "{}" || json == "[]") {  // the common empty values need no parser
     out->assign(json);
   } else {
-    SKEIN_TRY(normalize_json(json, f.name, out, limits));
+    // The parser checks the depth left below the envelope as it goes, so the
+    // rule costs no extra pass; only a refusal counts the depth, for its message.
+    json_limits inner = limits;
+    inner.json_depth_max = limits.json_depth_max > f.envelope_depth ? limits.json_depth_max - f.envelope_depth : 0;
+    status s = normalize_json(json, f.name, out, inner);
+    if (!s) {
+      size_t depth = json_depth(json);
+      if (depth + f.envelope_depth <= limits.json_depth_max) return s;
+      return status::invalid_input(std::string{f.name} + ": nesting " + std::to_string(depth) +
+                                   " plus the " + std::to_string(f.envelope_depth) +
+                                   " levels above it exceeds json_depth_max (" +
+                                   std::to_string(limits.json_depth_max) + ")");
+    }
   }
   if (f.kind != nullptr && (*out)[0] != f.kind[0])
     return status::invalid_input(std::string{f.name} + ": expected " +
                                  (f.kind[0] == '{' ? "an object" : "an array"));
-  size_t depth = json_depth(*out);
-  if (depth + f.envelope_depth > limits.json_depth_max)
-    return status::invalid_input(std::string{f.name} + ": nesting " + std::to_string(depth) +
-                                 " plus the " + std::to_string(f.envelope_depth) +
-                                 " levels above it exceeds json_depth_max (" +
-                                 std::to_string(limits.json_depth_max) + ")");
   return status::ok();
 }
 

@@ -34,7 +34,8 @@ class document {
   document(const document&) = delete;
   document& operator=(const document&) = delete;
 
-  // The root of the last successful parse; a null element before one.
+  // The root of the last successful parse. Not to be read before one, or after a
+  // failed one (parse() releases what the document held first).
   dom::element root() const { return root_; }
 
  private:
