@@ -11,7 +11,7 @@
 namespace skein {
 
 status start_core(caf::actor_system& sys, event_log& log, core_config config, core* out) {
-  SKEIN_TRY(repair_interrupted(log, &out->repaired));
+  SKEIN_TRY(repair_interrupted(log, &out->repaired, &out->quarantined));
   directory_config dc;
   SKEIN_TRY(log.list_agents(&dc.agents));
   out->journal = spawn_journal(sys, log, config.journal);

@@ -9,6 +9,7 @@
 
 #include "actors/journal.hpp"
 #include "actors/messages.hpp"
+#include "persistence/recovery.hpp"
 
 namespace skein {
 
@@ -23,6 +24,7 @@ struct core {
   caf::actor directory;
   std::unique_ptr<timer_service> timers;
   std::vector<std::string> repaired;  // threads recovery closed as interrupted
+  std::vector<quarantined_thread> quarantined;  // threads recovery could not read
 
   core() = default;
   core(const core&) = delete;

@@ -62,10 +62,11 @@ std::string run_where(const std::string& id, size_t n) {
 
 // The run_result inside a {"run":{...}} answer, as far as check_scripted_run reads it.
 status decode_run(const std::string& body, run_result* out) {
-  json::dom::element root, run;
+  json::document doc;
+  json::dom::element run;
   json::object_reader top, r;
-  SKEIN_TRY(json::parse(body, {}, "response", &root));
-  SKEIN_TRY(json::object_reader::open(root, "response", &top));
+  SKEIN_TRY(json::parse(body, {}, "response", &doc));
+  SKEIN_TRY(json::object_reader::open(doc.root(), "response", &top));
   SKEIN_TRY(top.element("run", &run));
   SKEIN_TRY(json::object_reader::open(run, "response.run", &r));
   std::string outcome;

@@ -1,12 +1,15 @@
 // The event log on RocksDB. Key formats: keys.cpp. Value formats: the manifest and
-// event grammars in runtime/model/json_codec.cpp, and, written here, version 1:
+// event grammars in runtime/model/json_codec.cpp, and, written here, version 2:
 //
-//   usage value := {"thread":id,"seq":uint,"run":string,"agent_id":id,"usage":usage,
-//                   "cost_usd":number,"duration_ms":uint,"turns":uint,"outcome":string}
+//   usage value := {"ts":int,"thread":id,"seq":uint,"run":string,"agent_id":id,
+//                   "usage":usage,"cost_usd":number,"duration_ms":uint,"turns":uint,
+//                   "outcome":string}
 //   meta "schema_version" value := decimal schema version
 //
 // One usage row is written for every `result` event, in the same batch, keyed by
-// the event's ts, thread and seq so that erasing a thread can find its rows again.
+// thread and seq (keys.cpp) so that erasing a thread deletes its rows as a range;
+// "ts" is the result event's time. Version 1 had no "ts" in the value (it led the
+// key); the migration at open moves it there.
 #include "persistence/event_log.hpp"
 
 #include <algorithm>
@@ -51,6 +54,7 @@ void encode_usage_row(const std::string& thread, const std::string& agent, const
   out->clear();
   json_writer w{out};
   w.begin_object();
+  w.field_int("ts", e.ts_ms);
   w.field("thread", thread);
   w.field_uint("seq", e.seq);
   w.field("run", e.run_id);
@@ -63,6 +67,47 @@ void encode_usage_row(const std::string& thread, const std::string& agent, const
   w.field_uint("turns", e.turns);
   w.field("outcome", e.outcome);
   w.end_object();
+}
+
+// Moves every usage row of a version-1 database to its version-2 key (keys.cpp),
+// "ts" into the value, in batches; the last batch records schema version 2. A
+// crash midway leaves version 1 recorded and the rows not yet moved in place —
+// they still start with 0x00, which no version-2 key does — so the next open
+// resumes. A key of that range that is not a version-1 usage key stays as it is.
+status migrate_usage_v1(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* usage,
+                        rocksdb::ColumnFamilyHandle* meta, const rocksdb::WriteOptions& wo) {
+  constexpr size_t rows_per_batch = 4096;
+  const std::string upper(1, '\1');
+  rocksdb::Slice upper_slice{upper};
+  std::string resume;  // the last key handled: each batch seeks past it, not over tombstones
+  for (;;) {
+    rocksdb::ReadOptions ro;
+    ro.iterate_upper_bound = &upper_slice;
+    std::unique_ptr<rocksdb::Iterator> it{db->NewIterator(ro, usage)};
+    rocksdb::WriteBatch batch;
+    size_t rows = 0;
+    for (it->Seek(resume); it->Valid() && rows < rows_per_batch; it->Next()) {
+      std::string_view key = it->key().ToStringView();
+      if (!resume.empty() && key == resume) continue;
+      resume.assign(key);
+      ++rows;
+      int64_t ts = 0;
+      std::string_view thread;
+      uint64_t seq = 0;
+      if (!keys::parse_usage_key_v1(key, &ts, &thread, &seq)) continue;
+      std::string_view old = it->value().ToStringView();
+      std::string value{old};
+      if (old.size() > 2 && old.front() == '{')
+        value = "{\"ts\":" + std::to_string(ts) + "," + std::string{old.substr(1)};
+      batch.Put(usage, keys::usage_key(thread, seq), value);
+      batch.Delete(usage, key);
+    }
+    SKEIN_TRY(from_rocks(it->status(), "scan version-1 usage rows"));
+    const bool done = rows < rows_per_batch;
+    if (done) batch.Put(meta, schema_key, std::to_string(schema_version));
+    SKEIN_TRY(from_rocks(db->Write(wo, &batch), "migrate usage rows to schema version 2"));
+    if (done) return status::ok();
+  }
 }
 
 }  // namespace
@@ -198,12 +243,13 @@ status event_log::open(const log_options& options, std::unique_ptr<event_log>* o
   wo.sync = options.mode == durability::sync;
   wo.disableWAL = options.mode == durability::memory;
 
-  // Schema version: written once at creation, checked on every open.
+  // Schema version: written at creation, checked on every open, and moved forward
+  // by a migration when an older one is found.
   std::string version;
   s = raw->Get(rocksdb::ReadOptions(), log->impl_->cf(cf_meta), schema_key, &version);
+  rocksdb::WriteOptions meta_wo = wo;
+  meta_wo.sync = options.mode != durability::memory;
   if (s.IsNotFound()) {
-    rocksdb::WriteOptions meta_wo = wo;
-    meta_wo.sync = options.mode != durability::memory;
     s = raw->Put(meta_wo, log->impl_->cf(cf_meta), schema_key, std::to_string(schema_version));
     if (!s.ok()) return from_rocks(s, "write schema version");
   } else if (!s.ok()) {
@@ -217,6 +263,9 @@ status event_log::open(const log_options& options, std::unique_ptr<event_log>* o
       return status::conflict("event log at " + options.path + " has schema version " +
                               std::to_string(stored) + ", newer than this skein supports (" +
                               std::to_string(schema_version) + "): upgrade skein to open it");
+    if (stored < 1) return status::corruption("meta schema_version: unknown version " + version);
+    if (stored == 1)
+      SKEIN_TRY(migrate_usage_v1(raw, log->impl_->cf(cf_usage), log->impl_->cf(cf_meta), meta_wo));
   }
   *out = std::move(log);
   return status::ok();
@@ -242,6 +291,23 @@ status event_log::load_projection(const std::string& thread_id, projection* out,
   return status::ok();
 }
 
+status event_log::salvage_projection(const std::string& thread_id, projection* out) const {
+  // The keys, not the manifest, say where the log ends: appending there is safe
+  // whatever the stored values hold.
+  SKEIN_TRY(last_event_seq(thread_id, &out->last_seq));
+  projection stored;
+  bool found = false;
+  status s = load_projection(thread_id, &stored, &found);
+  if (s && found) {
+    out->index_keys = std::move(stored.index_keys);
+    return status::ok();
+  }
+  if (!s && s.code() != errc::corruption) return s;
+  SKEIN_TRY(find_index_keys(thread_id, &out->index_keys));
+  std::sort(out->index_keys.begin(), out->index_keys.end());
+  return status::ok();
+}
+
 status event_log::prepare(tick& t, const projection* prev, rocksdb::WriteBatch* batch,
                           projection* next) const {
   SKEIN_TRY(validate_id(t.thread_id, "tick.thread_id"));
@@ -253,6 +319,8 @@ status event_log::prepare(tick& t, const projection* prev, rocksdb::WriteBatch* 
     return status::invalid_input("tick.events: " + std::to_string(t.events.size()) + " events exceed " +
                                  (t.bulk ? "bulk_events_max (" : "tick_events_max (") +
                                  std::to_string(events_max) + ")");
+  if (t.create && t.quarantine)
+    return status::invalid_input("tick.quarantine: repairs an existing thread, cannot create one");
   if (t.create && prev != nullptr)
     return status::conflict("thread " + t.thread_id + " already exists");
   if (!t.create && prev == nullptr)
@@ -268,15 +336,20 @@ status event_log::prepare(tick& t, const projection* prev, rocksdb::WriteBatch* 
   }
   t.manifest.last_seq = last;
 
+  // Every value goes through the storable rule (json_codec.hpp) under the limits
+  // the reads apply: a value that could not be read back is never written.
   std::string value;
-  SKEIN_TRY(encode_manifest(t.manifest, &value));
+  if (status s = encode_manifest(t.manifest, &value, options_.limits); !s)
+    return status{s.code(), "thread " + t.thread_id + ": " + s.message()};
   batch->Put(impl_->cf(cf_threads), t.thread_id, value);
   for (const auto& e : t.events) {
-    SKEIN_TRY(encode_event(e, &value));
+    if (status s = encode_event(e, &value, options_.limits); !s)
+      return status{s.code(), "thread " + t.thread_id + ": event seq " + std::to_string(e.seq) +
+                                  " (" + std::string{to_string(e.type)} + "): " + s.message()};
     batch->Put(impl_->cf(cf_events), keys::event_key(t.thread_id, e.seq), value);
     if (e.type == event_type::result) {
       encode_usage_row(t.thread_id, t.manifest.agent_id, e, &value);
-      batch->Put(impl_->cf(cf_usage), keys::usage_key(e.ts_ms, t.thread_id, e.seq), value);
+      batch->Put(impl_->cf(cf_usage), keys::usage_key(t.thread_id, e.seq), value);
     }
   }
 
@@ -368,6 +441,15 @@ void event_log::commit_group(std::span<tick* const> ticks, std::span<status> res
     projection loaded;
     if (auto it = pending.find(t.thread_id); it != pending.end()) {
       prev = &it->second;
+    } else if (t.quarantine) {
+      status s = validate_id(t.thread_id, "tick.thread_id");
+      if (s) s = salvage_projection(t.thread_id, &loaded);
+      if (!s) {
+        results[i] = s;
+        counters_.rejected.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      prev = &loaded;
     } else if (auto it = cache_.find(t.thread_id); it != cache_.end()) {
       prev = &it->second;
     } else {
@@ -417,24 +499,21 @@ status event_log::erase_thread(std::string_view thread_id) {
 
   projection p;
   bool found = false;
-  SKEIN_TRY(load_projection(id, &p, &found));
+  status loaded = load_projection(id, &p, &found);
+  // A manifest that cannot be read names no index entries: find them by a scan.
+  if (loaded.code() == errc::corruption) loaded = find_index_keys(id, &p.index_keys);
+  SKEIN_TRY(loaded);
   for (const auto& k : p.index_keys) batch.Delete(impl_->cf(cf_index), k);
   batch.Delete(impl_->cf(cf_threads), id);
 
-  // Usage rows are keyed by their result event's ts: find them through the log.
-  std::vector<event> events;
-  SKEIN_TRY(read_events(id, 1, 0, &events));
-  for (const auto& e : events) {
-    if (e.type == event_type::result)
-      batch.Delete(impl_->cf(cf_usage), keys::usage_key(e.ts_ms, id, e.seq));
-  }
-  std::string idem_begin = keys::idempotency_prefix(id), idem_end = idem_begin;
-  idem_end.back() = static_cast<char>(idem_end.back() + 1);
-  batch.DeleteRange(impl_->cf(cf_index), idem_begin, idem_end);
   auto begin = keys::event_prefix(id), end = keys::event_prefix_end(id);
   batch.DeleteRange(impl_->cf(cf_events), begin, end);
   batch.DeleteRange(impl_->cf(cf_embeddings), begin, end);
   batch.DeleteRange(impl_->cf(cf_inbox), begin, end);
+  batch.DeleteRange(impl_->cf(cf_usage), begin, end);  // usage keys share the event key shape
+  std::string idem_begin = keys::idempotency_prefix(id), idem_end = idem_begin;
+  idem_end.back() = static_cast<char>(idem_end.back() + 1);
+  batch.DeleteRange(impl_->cf(cf_index), idem_begin, idem_end);
 
   // effects keys lead with the effect name: visit each name once.
   std::unique_ptr<rocksdb::Iterator> it{db->NewIterator(rocksdb::ReadOptions(), impl_->cf(cf_effects))};
@@ -458,7 +537,7 @@ status event_log::erase_thread(std::string_view thread_id) {
 status event_log::put_agent(const agent_config& agent) {
   if (!writable()) return status::io_error("event log refuses writes after a failed write; reopen it");
   std::string value;
-  SKEIN_TRY(encode_agent(agent, &value));
+  SKEIN_TRY(encode_agent(agent, &value, options_.limits));
   rocksdb::WriteBatch batch;
   batch.Put(impl_->cf(cf_agents), agent.id, value);
   return write(&batch, 0);

@@ -38,7 +38,9 @@ class WriteBatch;
 
 namespace skein {
 
-inline constexpr uint32_t schema_version = 1;
+// 2: usage rows keyed by thread and seq (keys.cpp). Opening a version-1 database
+// migrates it; a newer one is refused.
+inline constexpr uint32_t schema_version = 2;
 
 enum class durability : uint8_t {
   sync,    // fdatasync before ack: survives power loss
@@ -78,11 +80,23 @@ struct tick {
   // whose run this tick starts — in the same batch as its input message.
   std::vector<std::pair<uint64_t, run_input>> inbox_put;
   uint64_t inbox_take = 0;  // 0: none
+  // Recovery only: the thread's stored manifest or events may be unreadable. The
+  // writer then takes the last seq from the event keys and the index entries from
+  // a scan when the manifest does not decode, instead of from the manifest.
+  bool quarantine = false;
 };
 
 struct inbox_item {
   uint64_t order = 0;  // arrival order within the thread, from 1
   run_input input;
+};
+
+// A stored record that could not be decoded, skipped by a lenient read.
+struct unreadable_record {
+  std::string thread_id;
+  std::string key;     // printable: "events key t#5", "threads key t"
+  std::string reason;  // the decode error, naming the field or limit
+  uint64_t seq = 0;    // events: the seq of the key; 0 otherwise
 };
 
 struct idempotent_run {
@@ -99,9 +113,13 @@ struct thread_query {
   static constexpr size_t limit_max = 1000;
 };
 
+// A listing never fails because of one thread's record: a manifest that does not
+// decode (or an index entry naming no manifest) is skipped and reported in
+// `unreadable`, and the page goes on.
 struct thread_page {
   std::vector<manifest> threads;  // in index order (`updated`: newest first)
   std::string next_cursor;        // "" when there is no further page
+  std::vector<unreadable_record> unreadable;  // skipped on this page, in index order
 };
 
 struct log_counters {
@@ -135,7 +153,9 @@ class event_log {
   // nothing is written (a multi-thread import). On success each tick's
   // manifest.last_seq holds its new last seq.
   status commit_all(std::span<tick* const> ticks);
-  // Removes every key of the thread from every column family. Idempotent.
+  // Removes every key of the thread from every column family, by ranges and point
+  // deletes: it reads no event. A thread whose manifest cannot be read is erased
+  // too; its index entries are then found by a scan of the index. Idempotent.
   status erase_thread(std::string_view thread_id);
   // Stores an agent's configuration (agents column family); replaces one with the same id.
   status put_agent(const agent_config& agent);
@@ -146,13 +166,25 @@ class event_log {
   // Events with seq >= from_seq, in seq order, at most `limit` (0: no limit).
   status read_events(std::string_view thread_id, uint64_t from_seq, size_t limit,
                      std::vector<event>* out) const;
+  // read_events() that skips what does not decode (a malformed key, a value past
+  // the limits) and reports it in *unreadable; storage errors still fail it. For
+  // diagnose and recovery, which must see around one bad record.
+  status read_events_lenient(std::string_view thread_id, uint64_t from_seq, size_t limit,
+                             std::vector<event>* out,
+                             std::vector<unreadable_record>* unreadable) const;
+  // The seq of the thread's last event key (its value unread); 0 when it has none.
+  status last_event_seq(std::string_view thread_id, uint64_t* out) const;
+  // Index entries naming the thread, found by a scan of the whole index: for a
+  // thread whose manifest cannot be read (erase, quarantine). O(size of the index).
+  status find_index_keys(std::string_view thread_id, std::vector<std::string>* out) const;
   status list_threads(const thread_query& query, thread_page* out) const;
   status read_agent(std::string_view agent_id, agent_config* out) const;
   status list_agents(std::vector<agent_config>* out) const;
   // The run that first used `key` on the thread; not_found if none did.
   status find_idempotent(std::string_view thread_id, std::string_view key,
                          idempotent_run* out) const;
-  // Ids of every thread whose status is `running`: the input of recovery.
+  // Ids of every thread indexed as `running`: the input of recovery. Reads the
+  // index only, so a thread whose manifest does not decode is listed too.
   status list_running(std::vector<std::string>* out) const;
   // The thread's inbox, oldest first.
   status read_inbox(std::string_view thread_id, std::vector<inbox_item>* out) const;
@@ -179,6 +211,8 @@ class event_log {
   };
 
   status load_projection(const std::string& thread_id, projection* out, bool* found) const;
+  // The projection of a quarantine tick (tick::quarantine).
+  status salvage_projection(const std::string& thread_id, projection* out) const;
   status prepare(tick& t, const projection* prev, rocksdb::WriteBatch* batch,
                  projection* next) const;
   status write(rocksdb::WriteBatch* batch, size_t ticks);

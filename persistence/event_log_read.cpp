@@ -65,8 +65,21 @@ status event_log::read_manifest(std::string_view thread_id, manifest* out) const
 
 status event_log::read_events(std::string_view thread_id, uint64_t from_seq, size_t limit,
                               std::vector<event>* out) const {
+  return read_events_lenient(thread_id, from_seq, limit, out, nullptr);
+}
+
+// With unreadable == nullptr the read is strict: the first bad record fails it.
+status event_log::read_events_lenient(std::string_view thread_id, uint64_t from_seq, size_t limit,
+                                      std::vector<event>* out,
+                                      std::vector<unreadable_record>* unreadable) const {
   SKEIN_TRY(validate_id(thread_id, "thread id"));
   out->clear();
+  if (unreadable != nullptr) unreadable->clear();
+  auto bad = [&](std::string key, uint64_t seq, status why) -> status {
+    if (unreadable == nullptr) return why;
+    unreadable->push_back({std::string{thread_id}, std::move(key), why.message(), seq});
+    return status::ok();
+  };
   std::string upper = keys::event_prefix_end(thread_id);
   rocksdb::Slice upper_slice{upper};
   rocksdb::ReadOptions ro;
@@ -76,16 +89,22 @@ status event_log::read_events(std::string_view thread_id, uint64_t from_seq, siz
        it->Valid() && (limit == 0 || out->size() < limit); it->Next()) {
     std::string_view key = it->key().ToStringView(), thread;
     uint64_t seq = 0;
-    if (!keys::parse_event_key(key, &thread, &seq) || thread != thread_id)
-      return status::corruption("events key " + printable_key(key) + ": malformed");
+    if (!keys::parse_event_key(key, &thread, &seq) || thread != thread_id) {
+      std::string name = "events key " + printable_key(key);
+      SKEIN_TRY(bad(name, 0, status::corruption(name + ": malformed")));
+      continue;
+    }
+    std::string name = "events key " + std::string{thread} + "#" + std::to_string(seq);
     event e;
     status d = decode_event(it->value().ToStringView(), &e, options_.limits);
-    if (!d)
-      return status::corruption("events key " + std::string{thread} + "#" + std::to_string(seq) +
-                                ": " + d.message());
-    if (e.seq != seq)
-      return status::corruption("events key " + std::string{thread} + "#" + std::to_string(seq) +
-                                ": value holds seq " + std::to_string(e.seq));
+    if (!d) {
+      SKEIN_TRY(bad(name, seq, status::corruption(name + ": " + d.message())));
+      continue;
+    }
+    if (e.seq != seq) {
+      SKEIN_TRY(bad(name, seq, status::corruption(name + ": value holds seq " + std::to_string(e.seq))));
+      continue;
+    }
     out->push_back(std::move(e));
   }
   return from_rocks(it->status(), "scan events");
@@ -94,6 +113,7 @@ status event_log::read_events(std::string_view thread_id, uint64_t from_seq, siz
 status event_log::list_threads(const thread_query& q, thread_page* out) const {
   out->threads.clear();
   out->next_cursor.clear();
+  out->unreadable.clear();
   if (q.limit == 0 || q.limit > thread_query::limit_max)
     return status::invalid_input("limit: must be between 1 and " +
                                  std::to_string(thread_query::limit_max));
@@ -147,34 +167,72 @@ status event_log::list_threads(const thread_query& q, thread_page* out) const {
       if (suffix.size() < 10) return status::corruption("index key " + printable_key(it->key().ToStringView()) + ": malformed");
       thread = suffix.substr(9);
     }
+    last_suffix.assign(suffix);
     std::string value;
     auto s = impl_->db->Get(ro, impl_->cf(cf_threads), thread, &value);
-    if (s.IsNotFound())
-      return status::corruption("index key " + printable_key(it->key().ToStringView()) +
-                                ": names a thread that does not exist");
+    if (s.IsNotFound()) {
+      std::string key = "index key " + printable_key(it->key().ToStringView());
+      out->unreadable.push_back({std::string{thread}, key, key + ": names a thread that does not exist", 0});
+      continue;
+    }
     SKEIN_TRY(from_rocks(s, "read manifest"));
     manifest m;
-    status d = decode_manifest(value, &m, options_.limits);
-    if (!d) return status::corruption("threads key " + std::string{thread} + ": " + d.message());
+    if (status d = decode_manifest(value, &m, options_.limits); !d) {
+      std::string key = "threads key " + std::string{thread};
+      out->unreadable.push_back({std::string{thread}, key, key + ": " + d.message(), 0});
+      continue;
+    }
     out->threads.push_back(std::move(m));
-    last_suffix.assign(suffix);
   }
   return from_rocks(it->status(), "scan index");
 }
 
 status event_log::list_running(std::vector<std::string>* out) const {
   out->clear();
-  thread_query q;
-  q.index = thread_query::by::status;
-  q.value = std::string{to_string(thread_status::running)};
-  q.limit = thread_query::limit_max;
-  thread_page page;
-  do {
-    SKEIN_TRY(list_threads(q, &page));
-    for (const auto& m : page.threads) out->push_back(m.id);
-    q.cursor = page.next_cursor;
-  } while (!q.cursor.empty());
-  return status::ok();
+  std::string lower = keys::index_prefix('s', to_string(thread_status::running)), upper = lower;
+  upper.back() = static_cast<char>(upper.back() + 1);
+  rocksdb::Slice lower_slice{lower}, upper_slice{upper};
+  rocksdb::ReadOptions ro;
+  ro.iterate_lower_bound = &lower_slice;
+  ro.iterate_upper_bound = &upper_slice;
+  std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(ro, impl_->cf(cf_index))};
+  for (it->Seek(lower); it->Valid(); it->Next())
+    out->emplace_back(it->key().ToStringView().substr(lower.size()));
+  return from_rocks(it->status(), "scan index");
+}
+
+status event_log::last_event_seq(std::string_view thread_id, uint64_t* out) const {
+  SKEIN_TRY(validate_id(thread_id, "thread id"));
+  *out = 0;
+  std::string lower = keys::event_prefix(thread_id), upper = keys::event_prefix_end(thread_id);
+  rocksdb::Slice lower_slice{lower}, upper_slice{upper};
+  rocksdb::ReadOptions ro;
+  ro.iterate_lower_bound = &lower_slice;
+  ro.iterate_upper_bound = &upper_slice;
+  std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(ro, impl_->cf(cf_events))};
+  // A malformed key (another length) cannot collide with a seq key: look past it.
+  for (it->SeekToLast(); it->Valid(); it->Prev()) {
+    std::string_view thread;
+    uint64_t seq = 0;
+    if (keys::parse_event_key(it->key().ToStringView(), &thread, &seq) && thread == thread_id) {
+      *out = seq;
+      break;
+    }
+  }
+  return from_rocks(it->status(), "scan events");
+}
+
+status event_log::find_index_keys(std::string_view thread_id, std::vector<std::string>* out) const {
+  out->clear();
+  std::string tail = "/";
+  tail.append(thread_id);
+  const std::string idempotency = "k/";  // "k/thread/key" names the thread in the middle
+  std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->cf(cf_index))};
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    std::string_view key = it->key().ToStringView();
+    if (key.ends_with(tail) && !key.starts_with(idempotency)) out->emplace_back(key);
+  }
+  return from_rocks(it->status(), "scan index");
 }
 
 status event_log::count_thread_keys(std::string_view thread_id, size_t* out) const {
@@ -200,7 +258,7 @@ status event_log::count_thread_keys(std::string_view thread_id, size_t* out) con
         case cf_index:
           mine = key.ends_with("/" + id) || key.starts_with(keys::idempotency_prefix(id));
           break;
-        case cf_usage: mine = key.size() > 17 && key.substr(8, key.size() - 17) == id; break;
+        case cf_usage: mine = key.starts_with(keys::event_prefix(id)); break;
         case cf_effects: mine = key.ends_with(std::string(1, '\0') + id); break;
         default: break;
       }

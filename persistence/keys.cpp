@@ -1,4 +1,4 @@
-// Key formats, version 1 (the schema version in the `meta` column family).
+// Key formats, version 2 (the schema version in the `meta` column family).
 //
 //   threads    key := thread-id                                  value := manifest JSON
 //   events     key := thread-id 0x00 be64(seq)                   value := event JSON
@@ -8,7 +8,7 @@
 //                   | "t/" tag "/" thread-id
 //                   | "u/" be64(updated_at_ms - updated_at_ms % 1000) "/" thread-id
 //                   | "k/" thread-id "/" idempotency-key      value := be64(first seq) run-id
-//   usage      key := be64(ts_ms) thread-id 0x00 be64(seq)       value := usage JSON
+//   usage      key := thread-id 0x00 be64(seq)                   value := usage JSON
 //   effects    key := effect-name 0x00 thread-id                 value := be64(last seq processed)
 //   embeddings key := thread-id 0x00 be64(seq)                   value := vector
 //   schedules  key := schedule-id                                value := schedule JSON
@@ -16,6 +16,10 @@
 //   meta       key := "schema_version"                           value := decimal
 //   inbox      key := thread-id 0x00 be64(arrival)               value := inbox input JSON
 //                                                                (grammar in runtime/model/run.hpp)
+//
+// Version 1 differed only in the usage key, be64(ts_ms) thread-id 0x00 be64(seq):
+// erasing a thread had to read its log to find its rows. Opening a version-1
+// database rewrites its usage rows (event_log.cpp) before anything else runs.
 //
 // be64 is an 8-byte big-endian unsigned integer. Ids never contain 0x00 or '/'
 // (validate_id), so "t1" 0x00 sorts before "t10" and a thread's events are one
@@ -96,13 +100,24 @@ std::string idempotency_key(std::string_view thread, std::string_view key) {
   return index_key('k', thread, key);
 }
 
-std::string usage_key(int64_t ts_ms, std::string_view thread, uint64_t seq) {
+std::string usage_key(std::string_view thread, uint64_t seq) { return event_key(thread, seq); }
+
+std::string usage_key_v1(int64_t ts_ms, std::string_view thread, uint64_t seq) {
   std::string k;
   put_be64(&k, static_cast<uint64_t>(ts_ms < 0 ? 0 : ts_ms));
   k.append(thread);
   k.push_back('\0');
   put_be64(&k, seq);
   return k;
+}
+
+bool parse_usage_key_v1(std::string_view key, int64_t* ts_ms, std::string_view* thread,
+                        uint64_t* seq) {
+  if (key.size() < 8 + 1 + 9 || key[0] != '\0') return false;
+  uint64_t ts = get_be64(key);
+  if (ts > static_cast<uint64_t>(INT64_MAX)) return false;
+  *ts_ms = static_cast<int64_t>(ts);
+  return parse_event_key(key.substr(8), thread, seq);
 }
 
 std::string effect_key(std::string_view effect, std::string_view thread) {

@@ -33,8 +33,14 @@ std::string updated_value(int64_t updated_at_ms);
 std::string idempotency_prefix(std::string_view thread);
 std::string idempotency_key(std::string_view thread, std::string_view key);
 
-// usage CF: be64(ts) thread 0x00 be64(seq)
-std::string usage_key(int64_t ts_ms, std::string_view thread, uint64_t seq);
+// usage CF: thread 0x00 be64(seq) of the result event — the shape of an event
+// key, so a thread's usage rows are the range [event_prefix, event_prefix_end).
+std::string usage_key(std::string_view thread, uint64_t seq);
+// usage CF of schema 1, read once by the migration at open: be64(ts) thread 0x00
+// be64(seq). Its first byte is 0x00 (times below 2^56 ms), which no id starts with.
+std::string usage_key_v1(int64_t ts_ms, std::string_view thread, uint64_t seq);
+bool parse_usage_key_v1(std::string_view key, int64_t* ts_ms, std::string_view* thread,
+                        uint64_t* seq);
 
 // embeddings CF: thread 0x00 be64(seq) — same shape as event keys
 // effects CF: effect 0x00 thread

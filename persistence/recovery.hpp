@@ -4,7 +4,14 @@
 // last run that has no result, signal thread.interrupted, thread.stop with
 // outcome failed, and status failed. Only threads indexed as running are read:
 // start-up cost grows with the number of interrupted runs, not with the log.
-// Call before the journal starts: it writes through the log directly.
+//
+// A running thread whose manifest or events cannot be decoded is quarantined
+// instead of failing the open: status failed, a `thread.quarantined` signal whose
+// data names the record's key and the reason, and a thread.stop — appended after
+// the last event key, whatever the values hold. When the manifest itself is
+// unreadable a fresh minimal one is written from the index (agent, parent when
+// the id says it is a child, tags). Only storage errors (io_error, no_space) fail
+// recovery. Call before the journal starts: it writes through the log directly.
 #pragma once
 
 #include <string>
@@ -14,7 +21,15 @@
 
 namespace skein {
 
-status repair_interrupted(event_log& log, std::vector<std::string>* repaired);
+struct quarantined_thread {
+  std::string thread_id;
+  std::string key;       // the unreadable record, printable: "events key t#4", "threads key t"
+  std::string reason;    // why it could not be read or repaired
+  bool written = false;  // false: not even the quarantine could be committed (see reason)
+};
+
+status repair_interrupted(event_log& log, std::vector<std::string>* repaired,
+                          std::vector<quarantined_thread>* quarantined = nullptr);
 
 // The events that close a thread's last run, given its log: error results for
 // its unanswered tool calls, signal `signal_name` (thread.interrupted after a

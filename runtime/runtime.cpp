@@ -12,6 +12,7 @@
 #include "actors/messages.hpp"
 #include "runtime/model/conversation.hpp"
 #include "runtime/model/ids.hpp"
+#include "runtime/model/json_reader.hpp"
 #include "runtime/scripted_engine.hpp"
 
 namespace skein {
@@ -341,7 +342,20 @@ status runtime::diagnose(const std::string& id, diagnosis* out) {
   d.last_seq = m.last_seq;
   d.heartbeat_age_ms = m.heartbeat_at_ms == 0 ? -1 : now - m.heartbeat_at_ms;
   std::vector<event> tail;  // the last run's stop is near the end of the log
-  SKEIN_TRY(impl_->log->read_events(id, m.last_seq > 64 ? m.last_seq - 63 : 1, 0, &tail));
+  std::vector<unreadable_record> unreadable;  // a quarantined thread's bad records
+  SKEIN_TRY(impl_->log->read_events_lenient(id, m.last_seq > 64 ? m.last_seq - 63 : 1, 0, &tail, &unreadable));
+  for (auto it = tail.rbegin(); it != tail.rend(); ++it) {
+    if (it->type == event_type::signal && it->name == "thread.quarantined" && !d.quarantined) {
+      json::document data;
+      json::object_reader r;
+      d.quarantined = true;
+      if (json::parse(it->json, {}, "thread.quarantined data", &data).is_ok() &&
+          json::object_reader::open(data.root(), "data", &r).is_ok()) {
+        r.string("key", &d.quarantine_key, false).ignore();
+        r.string("reason", &d.quarantine_reason, false).ignore();
+      }
+    }
+  }
   for (auto it = tail.rbegin(); it != tail.rend(); ++it) {
     if (it->type == event_type::signal && it->name == "thread.start" && d.last_run_id.empty()) d.last_run_id = it->run_id;
     if (it->type != event_type::signal || it->name != "thread.stop") continue;
@@ -457,6 +471,10 @@ status runtime::stats(runtime_stats* out) {
 }
 
 const std::vector<std::string>& runtime::repaired_at_open() const { return impl_->actors.repaired; }
+
+const std::vector<quarantined_thread>& runtime::quarantined_at_open() const {
+  return impl_->actors.quarantined;
+}
 
 status runtime::close() {
   std::lock_guard<std::mutex> lock{impl_->close_mu};

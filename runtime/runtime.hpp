@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "persistence/event_log.hpp"
+#include "persistence/recovery.hpp"
 #include "runtime/model/agent.hpp"
 #include "runtime/model/engine.hpp"
 #include "runtime/model/run.hpp"
@@ -94,6 +95,11 @@ struct diagnosis {
   std::string last_run_id;
   std::string last_outcome;     // of the last finished run, "" if none
   std::string last_error;
+  // Recovery found a record of this thread it could not read (recovery.hpp): the
+  // thread.quarantined signal's key and reason. Its runs cannot resume.
+  bool quarantined = false;
+  std::string quarantine_key;
+  std::string quarantine_reason;
 };
 
 struct runtime_stats {
@@ -167,6 +173,9 @@ class runtime {
   status stats(runtime_stats* out);
   // Threads that recovery repaired when this runtime opened.
   const std::vector<std::string>& repaired_at_open() const;
+  // Threads that recovery quarantined when this runtime opened: running threads
+  // with a record it could not read, closed as failed so that the rest opens.
+  const std::vector<quarantined_thread>& quarantined_at_open() const;
   // Ends every run as cancelled, writes what is queued, stops the actors. Idempotent.
   status close();
 

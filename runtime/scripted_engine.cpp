@@ -191,10 +191,10 @@ class scripted_engine final : public engine {
 
 status make_scripted_engine(std::string_view config_json, timer_service& timers,
                             std::shared_ptr<engine>* out) {
-  json::dom::element root;
-  SKEIN_TRY(json::parse(config_json.empty() ? "{}" : config_json, json_limits{}, "engine_config", &root));
+  json::document doc;
+  SKEIN_TRY(json::parse(config_json.empty() ? "{}" : config_json, json_limits{}, "engine_config", &doc));
   json::object_reader r;
-  SKEIN_TRY(json::object_reader::open(root, "engine_config", &r));
+  SKEIN_TRY(json::object_reader::open(doc.root(), "engine_config", &r));
   uint64_t latency = 0;
   SKEIN_TRY(r.uint("latency_ms", &latency, false));
   std::vector<scripted_rule> rules;

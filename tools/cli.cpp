@@ -107,8 +107,8 @@ struct cli {
 
   // Prints a JSON body as it came, once it parses.
   int print_json(const http::response& r) {
-    json::dom::element root;
-    if (status s = json::parse(r.body, response_limits, "response", &root); !s) return unreadable_response(s);
+    json::document doc;
+    if (status s = json::parse(r.body, response_limits, "response", &doc); !s) return unreadable_response(s);
     std::fwrite(r.body.data(), 1, r.body.size(), stdout);
     if (!r.body.empty() && r.body.back() != '\n') std::fputc('\n', stdout);
     return ok;
@@ -117,19 +117,19 @@ struct cli {
 
 std::string q(const std::string& s) { return http::percent_encode(s); }
 
-// The object a response body holds.
-status open_response(const std::string& body, json::dom::element* root, json::object_reader* out) {
-  SKEIN_TRY(json::parse(body, response_limits, "response", root));
-  return json::object_reader::open(*root, "response", out);
+// The object a response body holds; `doc` owns what `out` reads.
+status open_response(const std::string& body, json::document* doc, json::object_reader* out) {
+  SKEIN_TRY(json::parse(body, response_limits, "response", doc));
+  return json::object_reader::open(doc->root(), "response", out);
 }
 
-// The items of array `field` of a response, minified. Copies them out first:
-// decoding an item parses again, which would reuse the parser holding the document.
+// The items of array `field` of a response, minified.
 status json_items(const std::string& body, const char* field, std::vector<std::string>* out) {
-  json::dom::element root, items;
+  json::document doc;
+  json::dom::element items;
   json::object_reader o;
   json::dom::array arr;
-  SKEIN_TRY(open_response(body, &root, &o));
+  SKEIN_TRY(open_response(body, &doc, &o));
   SKEIN_TRY(o.element(field, &items));
   if (items.get(arr) != simdjson::SUCCESS) return status::invalid_input(o.name(field) + ": expected an array");
   out->clear();
@@ -138,9 +138,9 @@ status json_items(const std::string& body, const char* field, std::vector<std::s
 }
 
 status string_field(const std::string& body, const char* field, bool required, std::string* out) {
-  json::dom::element root;
+  json::document doc;
   json::object_reader o;
-  SKEIN_TRY(open_response(body, &root, &o));
+  SKEIN_TRY(open_response(body, &doc, &o));
   return o.string(field, out, required);
 }
 
@@ -268,10 +268,10 @@ int thread_reconcile(cli& c, const args& a) {
   http::response r;
   int code = ok;
   if (!c.call("POST", "/v1/threads/" + q(a.positional[2]) + "/reconcile", "", &r, &code)) return code;
-  json::dom::element root;
+  json::document doc;
   json::object_reader o;
   bool reconciled = false;
-  status s = open_response(r.body, &root, &o);
+  status s = open_response(r.body, &doc, &o);
   if (s) s = o.boolean("reconciled", &reconciled);
   if (!s) return c.unreadable_response(s);
   return c.print_json(r);
@@ -393,9 +393,10 @@ bool resolve_target(cli& c, const std::string& ref, std::string* thread, int* co
 
 // {"run":{..., "outcome", "text"}} of a send that waited.
 status decode_run(const std::string& body, std::string* text, std::string* outcome) {
-  json::dom::element root, run_el;
+  json::document doc;
+  json::dom::element run_el;
   json::object_reader o, run;
-  SKEIN_TRY(open_response(body, &root, &o));
+  SKEIN_TRY(open_response(body, &doc, &o));
   SKEIN_TRY(o.element("run", &run_el));
   SKEIN_TRY(json::object_reader::open(run_el, "response.run", &run));
   SKEIN_TRY(run.string("outcome", outcome));

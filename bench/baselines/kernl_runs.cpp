@@ -112,10 +112,10 @@ std::string last_line(std::string_view text) {
 // Reads the script's figures into `row`; they must be of the runs asked for.
 status parse_figures(const std::string& line, const runs_baseline_input& in,
                      runs_baseline_row* row) {
-  json::dom::element root;
-  SKEIN_TRY(json::parse(line, json_limits{}, "kernl figures", &root));
+  json::document doc;
+  SKEIN_TRY(json::parse(line, json_limits{}, "kernl figures", &doc));
   json::object_reader r;
-  SKEIN_TRY(json::object_reader::open(root, "kernl figures", &r));
+  SKEIN_TRY(json::object_reader::open(doc.root(), "kernl figures", &r));
   std::string system, version, storage, node;
   uint64_t threads = 0, runs_per_thread = 0, failures = 0;
   SKEIN_TRY(r.string("system", &system));

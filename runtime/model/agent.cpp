@@ -20,6 +20,7 @@ constexpr uint64_t output_bytes_ceiling = 3 << 20;
 // A step's tool calls, their results and a run's closing events fit in one tick
 // (tick_events_max, 4096 by default).
 constexpr uint32_t tool_calls_ceiling = 1024;
+constexpr size_t agent_envelope_depth = 1;  // the agent object above engine_config
 
 }  // namespace
 
@@ -63,11 +64,15 @@ status validate_agent(const agent_config& a) {
   return status::ok();
 }
 
-status encode_agent(const agent_config& a, std::string* out) {
+status encode_agent(const agent_config& a, std::string* out, const json_limits& limits) {
   SKEIN_TRY(validate_agent(a));
   std::string config;
   SKEIN_TRY(normalize_json(a.engine_config.empty() ? "{}" : a.engine_config, "agent.engine_config",
-                           &config));
+                           &config, limits));
+  if (size_t depth = json_depth(config); depth + agent_envelope_depth > limits.json_depth_max)
+    return status::invalid_input("agent.engine_config: nesting " + std::to_string(depth) +
+                                 " plus the 1 level above it exceeds json_depth_max (" +
+                                 std::to_string(limits.json_depth_max) + ")");
   out->clear();
   json_writer w{out};
   w.begin_object();
@@ -93,14 +98,23 @@ status encode_agent(const agent_config& a, std::string* out) {
   w.end_object();
   w.field_int("created_at", a.created_at_ms);
   w.end_object();
+  if (out->size() > limits.json_bytes_max)
+    return status::invalid_input("agent: encoded " + std::to_string(out->size()) +
+                                 " bytes exceeds json_bytes_max (" +
+                                 std::to_string(limits.json_bytes_max) + ")");
   return status::ok();
 }
 
+status check_storable(const agent_config& a, const json_limits& limits) {
+  std::string scratch;
+  return encode_agent(a, &scratch, limits);
+}
+
 status decode_agent(std::string_view text, agent_config* out, const json_limits& limits) {
-  json::dom::element root;
-  SKEIN_TRY(json::parse(text, limits, "agent", &root));
+  json::document doc;
+  SKEIN_TRY(json::parse(text, limits, "agent", &doc));
   json::object_reader r;
-  SKEIN_TRY(json::object_reader::open(root, "agent", &r));
+  SKEIN_TRY(json::object_reader::open(doc.root(), "agent", &r));
   int64_t version = agent_format_version;
   SKEIN_TRY(r.int64("v", &version, false));
   if (version > agent_format_version)

@@ -57,8 +57,10 @@ status validate_agent(const agent_config& a);
 //             "budgets":{"ticks_max":uint,"run_time_ms_max":uint,"engine_idle_ms":uint,
 //                        "tool_timeout_ms":uint,"output_bytes_max":uint,
 //                        "tool_calls_max":uint},"created_at":int}
-// Only id is required when decoding; the rest default as above.
-status encode_agent(const agent_config& a, std::string* out);
+// Only id is required when decoding; the rest default as above. Encoding applies
+// the storable rule of json_codec.hpp under `limits`.
+status encode_agent(const agent_config& a, std::string* out, const json_limits& limits = {});
+status check_storable(const agent_config& a, const json_limits& limits = {});
 status decode_agent(std::string_view json, agent_config* out, const json_limits& limits = {});
 
 }  // namespace skein

@@ -22,12 +22,16 @@
 //   kind     := "none" | "thread" | "task" | "schedule"
 //   status   := "open" | "idle" | "running" | "completed" | "failed" | "cancelled"
 //
-// Times are ms since the Unix epoch. Decoding requires every field of the event
+// Times are ms since the Unix epoch. A value is written only if it reads back
+// (json_codec.hpp): encoded size <= json_bytes_max; nesting <= json_depth_max,
+// where a payload's raw JSON (arguments, data, events) sits event_envelope_depth
+// (2) levels down and a manifest's config manifest_envelope_depth (1). Decoding requires every field of the event
 // envelope and payload, and of the manifest: id, agent_id, status, created_at,
 // updated_at, last_seq; other manifest fields default when absent. Unknown fields
 // are ignored so that a newer writer's additions do not break an older reader.
 #include "runtime/model/json_codec.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "runtime/model/ids.hpp"
@@ -112,24 +116,95 @@ status check_number(double v, std::string_view field) {
   return status::ok();
 }
 
-// Validates and minifies a raw JSON field; `kind` restricts its type when set.
-status check_raw(std::string_view json, std::string_view field, const char* kind,
+// Where a raw JSON field sits: its name in errors, the type it must have (when
+// set), and the levels of the document above it.
+struct raw_field {
+  std::string_view name;
+  const char* kind = nullptr;  // "{" or "[" when restricted
+  size_t envelope_depth = 0;
+};
+
+// Validates and minifies a raw JSON field within the limits of the document that
+// will hold it.
+status check_raw(std::string_view json, const raw_field& f, const json_limits& limits,
                  std::string* out) {
   if (json == "{}" || json == "[]") {  // the common empty values need no parser
-    if (kind != nullptr && json[0] != kind[0])
-      return status::invalid_input(std::string{field} + ": expected " + (kind[0] == '{' ? "an object" : "an array"));
     out->assign(json);
-    return status::ok();
+  } else {
+    // The parser checks the depth left below the envelope as it goes, so the
+    // rule costs no extra pass; only a refusal counts the depth, for its message.
+    json_limits inner = limits;
+    inner.json_depth_max = limits.json_depth_max > f.envelope_depth ? limits.json_depth_max - f.envelope_depth : 0;
+    status s = normalize_json(json, f.name, out, inner);
+    if (!s) {
+      size_t depth = json_depth(json);
+      if (depth + f.envelope_depth <= limits.json_depth_max) return s;
+      return status::invalid_input(std::string{f.name} + ": nesting " + std::to_string(depth) +
+                                   " plus the " + std::to_string(f.envelope_depth) +
+                                   " levels above it exceeds json_depth_max (" +
+                                   std::to_string(limits.json_depth_max) + ")");
+    }
   }
-  SKEIN_TRY(normalize_json(json, field, out));
-  if (kind != nullptr && (*out)[0] != kind[0])
-    return status::invalid_input(std::string{field} + ": expected " +
-                                 (kind[0] == '{' ? "an object" : "an array"));
+  if (f.kind != nullptr && (*out)[0] != f.kind[0])
+    return status::invalid_input(std::string{f.name} + ": expected " +
+                                 (f.kind[0] == '{' ? "an object" : "an array"));
   return status::ok();
 }
 
+// The field that contributes most to an oversized document, for its error.
+struct big_field {
+  std::string_view name;
+  size_t bytes = 0;
+  void consider(std::string_view n, size_t b) {
+    if (b > bytes) {
+      name = n;
+      bytes = b;
+    }
+  }
+};
 
-status write_payload(json_writer& w, const event& e) {
+status too_large(std::string_view what, size_t bytes, const json_limits& limits,
+                 const big_field& biggest) {
+  std::string msg = std::string{what} + ": encoded " + std::to_string(bytes) +
+                    " bytes exceeds json_bytes_max (" + std::to_string(limits.json_bytes_max) + ")";
+  if (!biggest.name.empty())
+    msg += "; its largest field " + std::string{biggest.name} + " holds " +
+           std::to_string(biggest.bytes) + " bytes";
+  return status::invalid_input(std::move(msg));
+}
+
+big_field biggest_field(const event& e) {
+  big_field b;
+  b.consider("event.run", e.run_id.size());
+  b.consider(e.type == event_type::tool_result ? "event.payload.output" : "event.payload.text",
+             e.text.size());
+  b.consider("event.payload.call_id", e.call_id.size());
+  b.consider(e.type == event_type::compaction ? "event.payload.strategy" : "event.payload.name",
+             e.name.size());
+  b.consider(e.type == event_type::tool_call    ? "event.payload.arguments"
+             : e.type == event_type::compaction ? "event.payload.events"
+                                                : "event.payload.data",
+             e.json.size());
+  b.consider("event.payload.outcome", e.outcome.size());
+  return b;
+}
+
+big_field biggest_field(const manifest& m) {
+  big_field b;
+  b.consider("manifest.config", m.config.size());
+  b.consider("manifest.title", m.title.size());
+  b.consider("manifest.name", m.name.size());
+  b.consider("manifest.session_id", m.session_id.size());
+  b.consider("manifest.task_id", m.task_id.size());
+  b.consider("manifest.environment_id", m.environment_id.size());
+  size_t tags = 0;
+  for (const auto& t : m.tags) tags += t.size() + 3;
+  b.consider("manifest.tags", tags);
+  return b;
+}
+
+
+status write_payload(json_writer& w, const event& e, const json_limits& limits) {
   std::string raw;
   w.begin_object();
   switch (e.type) {
@@ -148,7 +223,8 @@ status write_payload(json_writer& w, const event& e) {
     case event_type::tool_call:
       SKEIN_TRY(check_text(e.call_id, "event.payload.call_id"));
       SKEIN_TRY(check_text(e.name, "event.payload.name"));
-      SKEIN_TRY(check_raw(e.json.empty() ? "{}" : e.json, "event.payload.arguments", nullptr, &raw));
+      SKEIN_TRY(check_raw(e.json.empty() ? "{}" : e.json,
+                          {"event.payload.arguments", nullptr, event_envelope_depth}, limits, &raw));
       w.field("call_id", e.call_id);
       w.field("name", e.name);
       w.key("arguments");
@@ -177,7 +253,8 @@ status write_payload(json_writer& w, const event& e) {
       break;
     case event_type::compaction:
       SKEIN_TRY(check_text(e.name, "event.payload.strategy"));
-      SKEIN_TRY(check_raw(e.json.empty() ? "[]" : e.json, "event.payload.events", "[", &raw));
+      SKEIN_TRY(check_raw(e.json.empty() ? "[]" : e.json,
+                          {"event.payload.events", "[", event_envelope_depth}, limits, &raw));
       w.field("strategy", e.name);
       w.field_uint("from_seq", e.from_seq);
       w.field_uint("to_seq", e.to_seq);
@@ -186,7 +263,8 @@ status write_payload(json_writer& w, const event& e) {
       break;
     case event_type::signal:
       SKEIN_TRY(check_text(e.name, "event.payload.name"));
-      SKEIN_TRY(check_raw(e.json.empty() ? "{}" : e.json, "event.payload.data", "{", &raw));
+      SKEIN_TRY(check_raw(e.json.empty() ? "{}" : e.json,
+                          {"event.payload.data", "{", event_envelope_depth}, limits, &raw));
       w.field("name", e.name);
       w.key("data");
       w.raw(raw);
@@ -200,6 +278,38 @@ status write_payload(json_writer& w, const event& e) {
 
 bool valid_utf8(std::string_view s) { return simdjson::validate_utf8(s.data(), s.size()); }
 
+size_t json_depth(std::string_view json) {
+  size_t depth = 0, deepest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < json.size(); ++i) {
+    char c = json[i];
+    if (in_string) {
+      if (c == '\\') ++i;  // the escaped byte cannot end the string
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    switch (c) {
+      case '"': in_string = true; break;
+      case '[':
+      case '{': {
+        // An empty array or object adds no level: simdjson's parser counts only
+        // containers it descends into.
+        size_t next = json.find_first_not_of(" \t\r\n", i + 1);
+        if (next != std::string_view::npos && (json[next] == ']' || json[next] == '}')) {
+          i = next;
+          break;
+        }
+        deepest = std::max(deepest, ++depth);
+        break;
+      }
+      case ']':
+      case '}': --depth; break;
+      default: break;
+    }
+  }
+  return deepest;
+}
+
 void write_usage(json_writer& w, const token_usage& u) {
   w.begin_object();
   w.field_uint("input_tokens", u.input_tokens);
@@ -212,13 +322,13 @@ void write_usage(json_writer& w, const token_usage& u) {
 
 status normalize_json(std::string_view json, std::string_view field, std::string* out,
                       const json_limits& limits) {
-  dom::element root;
-  SKEIN_TRY(json::parse(json, limits, field, &root));
-  *out = simdjson::minify(root);
+  json::document doc;
+  SKEIN_TRY(json::parse(json, limits, field, &doc));
+  *out = simdjson::minify(doc.root());
   return status::ok();
 }
 
-status encode_event(const event& e, std::string* out) {
+status encode_event(const event& e, std::string* out, const json_limits& limits) {
   SKEIN_TRY(check_text(e.run_id, "event.run"));
   out->clear();
   json_writer w{out};
@@ -228,16 +338,22 @@ status encode_event(const event& e, std::string* out) {
   w.field("run", e.run_id);
   w.field("type", to_string(e.type));
   w.key("payload");
-  SKEIN_TRY(write_payload(w, e));
+  SKEIN_TRY(write_payload(w, e, limits));
   w.end_object();
+  if (out->size() > limits.json_bytes_max) return too_large("event", out->size(), limits, biggest_field(e));
   return status::ok();
 }
 
+status check_storable(const event& e, const json_limits& limits) {
+  std::string scratch;
+  return encode_event(e, &scratch, limits);
+}
+
 status decode_event(std::string_view json, event* out, const json_limits& limits) {
-  dom::element root;
-  SKEIN_TRY(json::parse(json, limits, "event", &root));
+  json::document doc;
+  SKEIN_TRY(json::parse(json, limits, "event", &doc));
   object_reader r;
-  SKEIN_TRY(object_reader::open(root, "event", &r));
+  SKEIN_TRY(object_reader::open(doc.root(), "event", &r));
   event e;
   SKEIN_TRY(r.uint("seq", &e.seq));
   SKEIN_TRY(r.int64("ts", &e.ts_ms));
@@ -256,7 +372,7 @@ status decode_event(std::string_view json, event* out, const json_limits& limits
   return status::ok();
 }
 
-status encode_manifest(const manifest& m, std::string* out) {
+status encode_manifest(const manifest& m, std::string* out, const json_limits& limits) {
   SKEIN_TRY(validate_id(m.id, "manifest.id"));
   SKEIN_TRY(validate_id(m.agent_id, "manifest.agent_id"));
   for (const auto& tag : m.tags) SKEIN_TRY(validate_id(tag, "manifest.tags"));
@@ -271,7 +387,8 @@ status encode_manifest(const manifest& m, std::string* out) {
     SKEIN_TRY(check_text(*text, field));
   SKEIN_TRY(check_number(m.cost_usd, "manifest.cost_usd"));
   std::string config;
-  SKEIN_TRY(check_raw(m.config.empty() ? "{}" : m.config, "manifest.config", "{", &config));
+  SKEIN_TRY(check_raw(m.config.empty() ? "{}" : m.config,
+                      {"manifest.config", "{", manifest_envelope_depth}, limits, &config));
 
   out->clear();
   json_writer w{out};
@@ -304,14 +421,21 @@ status encode_manifest(const manifest& m, std::string* out) {
   w.field_uint("children_count", m.children_count);
   w.field_int("heartbeat_at", m.heartbeat_at_ms);
   w.end_object();
+  if (out->size() > limits.json_bytes_max)
+    return too_large("manifest", out->size(), limits, biggest_field(m));
   return status::ok();
 }
 
+status check_storable(const manifest& m, const json_limits& limits) {
+  std::string scratch;
+  return encode_manifest(m, &scratch, limits);
+}
+
 status decode_manifest(std::string_view json, manifest* out, const json_limits& limits) {
-  dom::element root;
-  SKEIN_TRY(json::parse(json, limits, "manifest", &root));
+  json::document doc;
+  SKEIN_TRY(json::parse(json, limits, "manifest", &doc));
   object_reader r;
-  SKEIN_TRY(object_reader::open(root, "manifest", &r));
+  SKEIN_TRY(object_reader::open(doc.root(), "manifest", &r));
   int64_t version = manifest_format_version;
   SKEIN_TRY(r.int64("v", &version, false));
   if (version > manifest_format_version)

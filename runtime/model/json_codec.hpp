@@ -3,7 +3,15 @@
 // depth; every failure is `invalid_input` (or `corruption` when the caller says
 // the text came from storage) and names the field or the limit.
 //
-// Thread-safe: each thread parses with its own parser.
+// What may be stored — one rule, for the writer and for whoever prepares a value
+// for it: a value is written only if reading it back under the same limits
+// succeeds. Its encoding is at most json_bytes_max bytes; its nesting, raw JSON
+// fields included with the levels the envelope puts above them, at most
+// json_depth_max deep; every string valid UTF-8; every number finite. The
+// encode_* functions enforce it; check_storable() answers without keeping the
+// encoding.
+//
+// Thread-safe: pure functions; parsers are per document (json_reader.hpp).
 #pragma once
 
 #include <cstddef>
@@ -17,14 +25,35 @@
 namespace skein {
 
 struct json_limits {
-  size_t json_bytes_max = 4 << 20;  // one document
-  size_t json_depth_max = 64;       // nesting of arrays and objects
+  size_t json_bytes_max = 4 << 20;  // one document, encoded
+  // Deepest nesting of arrays and objects, counted as simdjson counts it: only
+  // non-empty ones add a level. [1] is 1 deep, {"a":[2]} 2, [[]] 1, 7 and [] 0.
+  size_t json_depth_max = 64;
 };
 
-// Encoding validates what it writes: strings must be UTF-8, `json` fields must be
-// valid JSON (stored minified), numbers finite.
-status encode_event(const event& e, std::string* out);
-status encode_manifest(const manifest& m, std::string* out);
+// Levels the event envelope puts above a payload's raw JSON field (tool_call
+// arguments, signal data, compaction events): the event object and its payload.
+inline constexpr size_t event_envelope_depth = 2;
+// Levels a manifest puts above its config object.
+inline constexpr size_t manifest_envelope_depth = 1;
+
+// The deepest raw JSON field (arguments, data, events) an event may hold.
+inline size_t event_json_depth_max(const json_limits& limits) {
+  return limits.json_depth_max > event_envelope_depth ? limits.json_depth_max - event_envelope_depth : 0;
+}
+
+// Nesting depth of one valid JSON text as json::parse counts it (json_limits):
+// 0 for 7 or [], 1 for [1] or [[]], 2 for {"a":[1]}. One pass, no allocation.
+size_t json_depth(std::string_view valid_json);
+
+// Encoding validates what it writes against the storable rule (above) under
+// `limits`: a refusal is invalid_input naming the field and the limit.
+status encode_event(const event& e, std::string* out, const json_limits& limits = {});
+status encode_manifest(const manifest& m, std::string* out, const json_limits& limits = {});
+
+// The storable rule without keeping the encoding: ok when encode_* would succeed.
+status check_storable(const event& e, const json_limits& limits = {});
+status check_storable(const manifest& m, const json_limits& limits = {});
 
 status decode_event(std::string_view json, event* out, const json_limits& limits = {});
 status decode_manifest(std::string_view json, manifest* out, const json_limits& limits = {});

@@ -4,22 +4,99 @@
 
 namespace skein::json {
 
+namespace {
+
+// The per-thread parser pool. pool_state is trivially destructible, so a document
+// destroyed during thread exit, after the pool, can still see that it is gone.
+enum class pool_state : uint8_t { unused, alive, destroyed };
+thread_local pool_state pool_state_ = pool_state::unused;
+
+struct parser_pool {
+  std::vector<std::unique_ptr<dom::parser>> idle;
+  parser_pool() { pool_state_ = pool_state::alive; }
+  ~parser_pool() { pool_state_ = pool_state::destroyed; }
+};
+
+parser_pool* pool() {
+  if (pool_state_ == pool_state::destroyed) return nullptr;
+  thread_local parser_pool p;
+  return &p;
+}
+
+std::unique_ptr<dom::parser> acquire_parser() {
+  parser_pool* p = pool();
+  if (p == nullptr || p->idle.empty()) return std::make_unique<dom::parser>();
+  auto out = std::move(p->idle.back());
+  p->idle.pop_back();
+  return out;
+}
+
+void return_parser(std::unique_ptr<dom::parser> parser) {
+  if (!parser || parser->capacity() > pooled_parser_capacity_bytes_max) return;
+  parser_pool* p = pool();
+  if (p == nullptr || p->idle.size() >= pooled_parsers_max) return;
+  p->idle.push_back(std::move(parser));
+}
+
+// simdjson refuses a document whose nesting reaches max_depth; json_depth_max is
+// the deepest nesting we accept.
+constexpr size_t simdjson_max_depth(size_t json_depth_max) { return json_depth_max + 1; }
+constexpr size_t parser_capacity_min = 4096;
+
+}  // namespace
+
+document::~document() { release(); }
+
+document::document(document&& other) noexcept
+    : parser_(std::move(other.parser_)), root_(other.root_) {
+  other.root_ = dom::element{};
+}
+
+document& document::operator=(document&& other) noexcept {
+  if (this != &other) {
+    release();
+    parser_ = std::move(other.parser_);
+    root_ = other.root_;
+    other.root_ = dom::element{};
+  }
+  return *this;
+}
+
+void document::release() {
+  root_ = dom::element{};
+  return_parser(std::move(parser_));
+}
+
+size_t pooled_parser_capacity_bytes() {
+  parser_pool* p = pool();
+  size_t total = 0;
+  if (p != nullptr)
+    for (const auto& parser : p->idle) total += parser->capacity();
+  return total;
+}
+
 status parse(std::string_view text, const json_limits& limits, std::string_view what,
-             dom::element* root) {
+             document* out) {
+  out->release();
   if (text.size() > limits.json_bytes_max)
     return status::invalid_input(std::string{what} + ": " + std::to_string(text.size()) +
                                  " bytes exceeds json_bytes_max (" +
                                  std::to_string(limits.json_bytes_max) + ")");
-  thread_local dom::parser parser;
-  thread_local size_t parser_depth = 0;
-  if (parser_depth != limits.json_depth_max) {
-    if (parser.allocate(std::max<size_t>(text.size(), 4096), limits.json_depth_max) !=
-        simdjson::SUCCESS)
+  std::unique_ptr<dom::parser> parser = acquire_parser();
+  const size_t depth = simdjson_max_depth(limits.json_depth_max);
+  if (parser->max_depth() != depth || parser->capacity() == 0) {
+    size_t capacity = std::max({text.size(), parser->capacity(), parser_capacity_min});
+    if (parser->allocate(capacity, depth) != simdjson::SUCCESS)
       return status::overloaded(std::string{what} + ": cannot allocate a JSON parser");
-    parser_depth = limits.json_depth_max;
   }
-  auto err = parser.parse(text.data(), text.size(), true).get(*root);
-  if (err == simdjson::SUCCESS) return status::ok();
+  dom::element root;
+  auto err = parser->parse(text.data(), text.size(), true).get(root);
+  if (err == simdjson::SUCCESS) {
+    out->parser_ = std::move(parser);
+    out->root_ = root;
+    return status::ok();
+  }
+  return_parser(std::move(parser));
   if (err == simdjson::DEPTH_ERROR)
     return status::invalid_input(std::string{what} + ": nesting exceeds json_depth_max (" +
                                  std::to_string(limits.json_depth_max) + ")");

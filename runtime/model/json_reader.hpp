@@ -2,11 +2,16 @@
 // within limits, then read typed fields that name "<context>.<field>" in every
 // error. Used by the codecs and by anything that parses untrusted JSON.
 //
-// parse() uses a thread-local parser: the element it yields stays valid until the
-// same thread parses again — so never decode (which parses) while iterating a
-// parsed document; copy the items out (simdjson::minify) first.
+// Ownership: a `document` owns the parser that holds its tape, so every element,
+// object and object_reader taken from it stays valid exactly as long as the
+// document lives (and is not parsed into again). Documents are movable, not
+// copyable; any number may be alive at once on one thread. Parsers come from a
+// small per-thread pool and go back to the pool of the thread that destroys the
+// document; a parser grown past pooled_parser_capacity_bytes_max by a large
+// document is freed instead of pooled, so one big import does not pin its memory.
 #pragma once
 
+#include <memory>
 #include <simdjson.h>
 #include <string>
 #include <string_view>
@@ -18,10 +23,46 @@ namespace skein::json {
 
 namespace dom = simdjson::dom;
 
-// `what` names the document in errors ("event", "request body", ...).
-status parse(std::string_view text, const json_limits& limits, std::string_view what,
-             dom::element* root);
+// A parsed JSON text and the parser that owns its memory. Not thread-safe; may be
+// moved to and destroyed on another thread.
+class document {
+ public:
+  document() = default;
+  ~document();
+  document(document&& other) noexcept;
+  document& operator=(document&& other) noexcept;
+  document(const document&) = delete;
+  document& operator=(const document&) = delete;
 
+  // The root of the last successful parse. Not to be read before one, or after a
+  // failed one (parse() releases what the document held first).
+  dom::element root() const { return root_; }
+
+ private:
+  friend status parse(std::string_view text, const json_limits& limits, std::string_view what,
+                      document* out);
+  void release();
+
+  std::unique_ptr<dom::parser> parser_;
+  dom::element root_;
+};
+
+// Parses `text` into *out within `limits`: at most json_bytes_max bytes, nesting at
+// most json_depth_max deep (counted as json_limits says), valid UTF-8. `what` names the document in errors ("event", "request body").
+// Whatever *out held before is released first.
+status parse(std::string_view text, const json_limits& limits, std::string_view what,
+             document* out);
+
+// A parser grown past this capacity (bytes of JSON text; its memory is about 16
+// times that) is freed when its document dies instead of going back to the pool.
+inline constexpr size_t pooled_parser_capacity_bytes_max = 256 << 10;
+// Idle parsers kept per thread.
+inline constexpr size_t pooled_parsers_max = 2;
+// Sum of the capacities of this thread's idle pooled parsers (bytes of JSON text).
+size_t pooled_parser_capacity_bytes();
+
+// Reads the fields of one object. Borrows the document the object came from: the
+// document must outlive the reader.
 class object_reader {
  public:
   object_reader() = default;

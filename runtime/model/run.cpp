@@ -57,10 +57,10 @@ status encode_inbox_input(const run_input& in, std::string* out) {
 }
 
 status decode_inbox_input(std::string_view json, run_input* out, const json_limits& limits) {
-  json::dom::element root;
-  SKEIN_TRY(json::parse(json, limits, "inbox input", &root));
+  json::document doc;
+  SKEIN_TRY(json::parse(json, limits, "inbox input", &doc));
   json::object_reader r;
-  SKEIN_TRY(json::object_reader::open(root, "inbox input", &r));
+  SKEIN_TRY(json::object_reader::open(doc.root(), "inbox input", &r));
   run_input in;
   std::string role;
   SKEIN_TRY(r.string("run_id", &in.run_id));
@@ -95,11 +95,11 @@ status result_from_log(const std::string& thread_id, const std::string& run_id,
       r.turns = e.turns;
     }
     if (e.type == event_type::signal && e.name == "thread.stop") {
-      json::dom::element root;
+      json::document doc;
       json::object_reader data;
       std::string outcome;
-      if (json::parse(e.json, json_limits{}, "thread.stop data", &root).is_ok() &&
-          json::object_reader::open(root, "data", &data).is_ok()) {
+      if (json::parse(e.json, json_limits{}, "thread.stop data", &doc).is_ok() &&
+          json::object_reader::open(doc.root(), "data", &data).is_ok()) {
         data.string("outcome", &outcome, false).ignore();
         data.string("error", &r.error, false).ignore();
       }
@@ -126,11 +126,11 @@ status validate_thread_options(const thread_options& o) {
 }
 
 mid_run_policy effective_policy(const std::string& manifest_config, mid_run_policy agent_policy) {
-  json::dom::element root;
+  json::document doc;
   json::object_reader r;
   std::string name;
-  if (!json::parse(manifest_config, json_limits{}, "config", &root).is_ok() ||
-      !json::object_reader::open(root, "config", &r).is_ok() ||
+  if (!json::parse(manifest_config, json_limits{}, "config", &doc).is_ok() ||
+      !json::object_reader::open(doc.root(), "config", &r).is_ok() ||
       !r.string("mid_run", &name, false).is_ok())
     return agent_policy;
   return parse_mid_run_policy(name).value_or(agent_policy);

@@ -121,9 +121,7 @@ bool make_storable_text(std::string* text, size_t bytes_max, std::string_view li
 
 status storable_arguments(std::string_view raw, const json_limits& limits, std::string* out) {
   json_limits inner = limits;
-  inner.json_depth_max = limits.json_depth_max > tool_call_envelope_depth
-                             ? limits.json_depth_max - tool_call_envelope_depth
-                             : 1;
+  inner.json_depth_max = std::max<size_t>(event_json_depth_max(limits), 1);
   // The event around the arguments needs room too: keep a margin for the envelope.
   constexpr size_t envelope_bytes = 64 << 10;
   inner.json_bytes_max = limits.json_bytes_max > envelope_bytes ? limits.json_bytes_max - envelope_bytes : 0;

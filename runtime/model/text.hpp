@@ -16,10 +16,6 @@
 
 namespace skein {
 
-// Levels the event envelope puts around a tool call's arguments:
-// {"payload":{"arguments":...}} — the reader counts them against json_depth_max.
-inline constexpr size_t tool_call_envelope_depth = 2;
-
 // `s` with every invalid UTF-8 sequence replaced by U+FFFD (each maximal bad
 // subpart one replacement, as the Unicode standard recommends).
 std::string to_valid_utf8(std::string_view s);

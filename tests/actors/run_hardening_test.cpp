@@ -179,11 +179,11 @@ TEST_CASE("tool-call arguments that are not JSON or nest too deep become error r
   CHECK_THAT(results["c2"].text, Catch::Contains("json_depth_max"));
   CHECK_FALSE(results["c4"].is_error);
   CHECK(results["c4"].text == R"(echo {"fine":true})");
-  // Arguments exactly as deep as a reader takes back (61 + the envelope's 2 is
-  // json_depth_max - 1) are stored as they are; one level more is refused.
+  // Arguments exactly as deep as a reader takes back (62 + the envelope's 2 is
+  // json_depth_max) are stored as they are; one level more is refused.
   std::string ok;
-  CHECK(storable_arguments(nested_arguments(61), json_limits{}, &ok).is_ok());
-  CHECK_FALSE(storable_arguments(nested_arguments(62), json_limits{}, &ok).is_ok());
+  CHECK(storable_arguments(nested_arguments(62), json_limits{}, &ok).is_ok());
+  CHECK_FALSE(storable_arguments(nested_arguments(63), json_limits{}, &ok).is_ok());
 }
 
 TEST_CASE("more tool calls than tool_calls_max in one step fail the run") {

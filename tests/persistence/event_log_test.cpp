@@ -283,7 +283,8 @@ TEST_CASE("a result event writes a usage row in the same batch") {
   }
   raw_db raw{dir.str()};
   std::string value;
-  REQUIRE(raw.get("usage", keys::usage_key(4242, "t", 2), &value));
+  REQUIRE(raw.get("usage", keys::usage_key("t", 2), &value));
+  CHECK_THAT(value, Catch::StartsWith(R"({"ts":4242,"thread":"t","seq":2,)"));
   CHECK_THAT(value, Catch::Contains(R"("input_tokens":5)"));
   CHECK_THAT(value, Catch::Contains(R"("agent_id":"agent")"));
 }
@@ -459,4 +460,155 @@ TEST_CASE("agents are stored and listed; idempotency keys map to their run") {
   REQUIRE(log->erase_thread("t").is_ok());
   REQUIRE(log->count_thread_keys("t", &n).is_ok());
   CHECK(n == 0);
+}
+
+TEST_CASE("a tick that breaks the storable rule is refused before anything is written") {
+  temp_dir dir;
+  auto log = open_log(dir.str());
+  auto first = make_tick("t", 1, 2);
+  REQUIRE(log->commit(first).is_ok());
+  auto healthy = make_tick("u", 1, 1);
+
+  auto poison = make_tick("t", 3, 2);
+  poison.events[1] = make_tool_result("c1", "shell", std::string(5 << 20, 'x'), false);
+  poison.events[1].seq = 4;
+  tick* group[] = {&poison, &healthy};
+  status results[2];
+  log->commit_group(group, results);
+  REQUIRE(results[0].code() == errc::invalid_input);
+  CHECK_THAT(results[0].message(), Catch::StartsWith("thread t: event seq 4 (tool_result): ") &&
+                                       Catch::Contains("json_bytes_max (4194304)") &&
+                                       Catch::Contains("event.payload.output"));
+  CHECK(results[1].is_ok());  // refused alone
+
+  auto deep = make_tick("t", 3, 1);
+  deep.events[0] = make_tool_call("c1", "t", std::string(63, '[') + "1" + std::string(63, ']'));
+  deep.events[0].seq = 3;
+  status s = log->commit(deep);
+  CHECK(s.code() == errc::invalid_input);
+  CHECK_THAT(s.message(), Catch::Contains("event seq 3") && Catch::Contains("event.payload.arguments") &&
+                              Catch::Contains("json_depth_max (64)"));
+
+  auto big_manifest = make_tick("t", 3, 1);
+  big_manifest.manifest.title = std::string((4 << 20) - 512, '"');
+  s = log->commit(big_manifest);
+  CHECK(s.code() == errc::invalid_input);
+  CHECK_THAT(s.message(), Catch::StartsWith("thread t: manifest: ") && Catch::Contains("manifest.title"));
+
+  // Nothing of the refused ticks is stored, and the thread still reads and takes seq 3.
+  CHECK(read_all(*log, "t").size() == 2);
+  manifest m;
+  REQUIRE(log->read_manifest("t", &m).is_ok());
+  CHECK(m.last_seq == 2);
+  CHECK(m.title.empty());
+  auto next = make_tick("t", 3, 1);
+  CHECK(log->commit(next).is_ok());
+}
+
+namespace {
+
+// Rewrites a usage row of the current schema the way schema 1 stored it: the
+// time leads the key and is absent from the value.
+void plant_v1_usage_row(raw_db& raw, const std::string& thread, uint64_t seq, int64_t ts_ms) {
+  std::string value;
+  REQUIRE(raw.get("usage", keys::usage_key(thread, seq), &value));
+  std::string ts_field = "\"ts\":" + std::to_string(ts_ms) + ",";
+  REQUIRE(value.substr(1, ts_field.size()) == ts_field);
+  raw.del("usage", keys::usage_key(thread, seq));
+  raw.put("usage", keys::usage_key_v1(ts_ms, thread, seq), "{" + value.substr(1 + ts_field.size()));
+}
+
+tick tick_with_results(const std::string& thread, std::vector<std::pair<uint64_t, int64_t>> results) {
+  auto t = make_tick(thread, 1, 1);
+  for (auto [seq, ts] : results) {
+    while (t.events.back().seq + 1 < seq) {
+      event m = make_message(message_role::user, "x");
+      m.seq = t.events.back().seq + 1;
+      t.events.push_back(m);
+    }
+    event r = make_result({1, 2, 0, 0}, 0.25, 3, 1, "completed");
+    r.seq = seq;
+    r.ts_ms = ts;
+    t.events.push_back(r);
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("a version-1 database is migrated at open: usage rows move to thread-and-seq keys") {
+  temp_dir dir;
+  {
+    auto log = open_log(dir.str());
+    auto a = tick_with_results("t", {{2, 4242}, {4, 900000}});
+    auto b = tick_with_results("t.1", {{3, 17}});
+    REQUIRE(log->commit(a).is_ok());
+    REQUIRE(log->commit(b).is_ok());
+  }
+  {
+    // Written the old way: version 1, time-led usage keys. One row was already
+    // moved by a migration that a crash interrupted.
+    raw_db raw{dir.str()};
+    plant_v1_usage_row(raw, "t", 2, 4242);
+    plant_v1_usage_row(raw, "t.1", 3, 17);
+    raw.put("meta", "schema_version", "1");
+    CHECK(raw.keys("usage").size() == 3);
+  }
+  {
+    auto log = open_log(dir.str());
+    size_t n = 0;
+    REQUIRE(log->count_thread_keys("t", &n).is_ok());
+    CHECK(n == 1 + 4 + 3 + 2);  // manifest, events, index (a, s, u), usage rows
+  }
+  {
+    raw_db raw{dir.str()};
+    std::string v;
+    REQUIRE(raw.get("meta", "schema_version", &v));
+    CHECK(v == "2");
+    std::vector<std::string> want = {keys::usage_key("t", 2), keys::usage_key("t", 4),
+                                     keys::usage_key("t.1", 3)};
+    std::sort(want.begin(), want.end());
+    CHECK(raw.keys("usage") == want);
+    REQUIRE(raw.get("usage", keys::usage_key("t", 2), &v));
+    CHECK_THAT(v, Catch::StartsWith(R"({"ts":4242,"thread":"t","seq":2,"run":"",)"));
+    REQUIRE(raw.get("usage", keys::usage_key("t.1", 3), &v));
+    CHECK_THAT(v, Catch::StartsWith(R"({"ts":17,"thread":"t.1","seq":3,)"));
+  }
+  // Erase now deletes the rows by range, and leaves the neighbour's alone.
+  auto log = open_log(dir.str());
+  REQUIRE(log->erase_thread("t").is_ok());
+  size_t n = 0;
+  REQUIRE(log->count_thread_keys("t", &n).is_ok());
+  CHECK(n == 0);
+  REQUIRE(log->count_thread_keys("t.1", &n).is_ok());
+  CHECK(n == 1 + 3 + 3 + 1);
+}
+
+TEST_CASE("erasing a thread reads none of its events, so a poison thread can be deleted") {
+  temp_dir dir;
+  {
+    auto log = open_log(dir.str());
+    auto a = tick_with_results("bad-event", {{2, 10}});
+    auto b = tick_with_results("bad-manifest", {{2, 10}});
+    b.manifest.tags = {"x"};
+    REQUIRE(log->commit(a).is_ok());
+    REQUIRE(log->commit(b).is_ok());
+  }
+  {
+    raw_db raw{dir.str()};
+    raw.put("events", keys::event_key("bad-event", 1), "{\"seq\":1," + std::string(100, '['));
+    raw.put("threads", "bad-manifest", "{\"id\":");
+  }
+  auto log = open_log(dir.str());
+  std::vector<event> events;
+  REQUIRE(log->read_events("bad-event", 1, 0, &events).code() == errc::corruption);
+  for (const char* id : {"bad-event", "bad-manifest"}) {
+    INFO(id);
+    status s = log->erase_thread(id);
+    INFO(s.to_string());
+    CHECK(s.is_ok());
+    size_t n = 1;
+    REQUIRE(log->count_thread_keys(id, &n).is_ok());
+    CHECK(n == 0);
+  }
 }

@@ -20,10 +20,11 @@ constexpr const char* ok_rules = R"({"default":{"reply":"ok"}})";
 
 std::vector<event> events_of(const std::string& body) {
   std::vector<std::string> items;
-  json::dom::element root, evs;
+  json::document doc;
+  json::dom::element evs;
   json::object_reader o;
   json::dom::array arr;
-  if (json::parse(body, {}, "body", &root).is_ok() && json::object_reader::open(root, "body", &o).is_ok() &&
+  if (json::parse(body, {}, "body", &doc).is_ok() && json::object_reader::open(doc.root(), "body", &o).is_ok() &&
       o.element("events", &evs).is_ok() && evs.get(arr) == simdjson::SUCCESS)
     for (json::dom::element e : arr) items.push_back(simdjson::minify(e));
   std::vector<event> out;
@@ -372,11 +373,12 @@ TEST_CASE("import of a fixture of every format, and export -> import round trip"
     // Ids the source lacked are minted on import: follow the server's answer.
     std::vector<std::string> items;
     {
-      json::dom::element root, threads;
+      json::document doc;
+      json::dom::element threads;
       json::object_reader o;
       json::dom::array arr;
-      REQUIRE(json::parse(r.body, {}, "body", &root).is_ok());
-      REQUIRE(json::object_reader::open(root, "body", &o).is_ok());
+      REQUIRE(json::parse(r.body, {}, "body", &doc).is_ok());
+      REQUIRE(json::object_reader::open(doc.root(), "body", &o).is_ok());
       REQUIRE(o.element("threads", &threads).is_ok());
       REQUIRE(threads.get(arr) == simdjson::SUCCESS);
       for (json::dom::element t : arr) items.push_back(simdjson::minify(t));

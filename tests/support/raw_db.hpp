@@ -34,6 +34,12 @@ class raw_db {
     check(db_->Put(wo, handle(cf), key, value));
   }
 
+  void del(const std::string& cf, const std::string& key) {
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    check(db_->Delete(wo, handle(cf), key));
+  }
+
   bool get(const std::string& cf, const std::string& key, std::string* value) {
     auto s = db_->Get(rocksdb::ReadOptions(), handle(cf), key, value);
     if (s.IsNotFound()) return false;

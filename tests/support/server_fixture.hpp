@@ -64,19 +64,20 @@ struct server_fixture {
 };
 
 inline std::string field(const std::string& json, const char* name) {
-  json::dom::element root;
+  json::document doc;
   json::object_reader o;
   std::string v;
-  if (json::parse(json, {}, "body", &root).is_ok() && json::object_reader::open(root, "body", &o).is_ok())
+  if (json::parse(json, {}, "body", &doc).is_ok() && json::object_reader::open(doc.root(), "body", &o).is_ok())
     o.string(name, &v, false).ignore();
   return v;
 }
 
 inline std::string error_code(const std::string& json) {
-  json::dom::element root, err;
+  json::document doc;
+  json::dom::element err;
   json::object_reader o, e;
   std::string v;
-  if (json::parse(json, {}, "body", &root).is_ok() && json::object_reader::open(root, "body", &o).is_ok() &&
+  if (json::parse(json, {}, "body", &doc).is_ok() && json::object_reader::open(doc.root(), "body", &o).is_ok() &&
       o.element("error", &err).is_ok() && json::object_reader::open(err, "error", &e).is_ok())
     e.string("code", &v, false).ignore();
   return v;

@@ -18,8 +18,8 @@ bool blank(std::string_view s) {
 // json_bytes_max is an over-limit line, not a cut-off one.
 bool torn(std::string_view text) {
   if (text.size() > json_limits{}.json_bytes_max) return false;
-  dom::element root;
-  return !json::parse(text, json_limits{}, "line", &root).is_ok();
+  json::document doc;
+  return !json::parse(text, json_limits{}, "line", &doc).is_ok();
 }
 
 // Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar (H. Hinnant).
@@ -120,8 +120,8 @@ status for_each_line(std::string_view body, const line_fn& fn, import_result* r)
   return status::ok();
 }
 
-status parse_line(std::string_view text, std::string_view what, dom::element* root) {
-  return json::parse(text, json_limits{}, what, root);
+status parse_line(std::string_view text, std::string_view what, json::document* doc) {
+  return json::parse(text, json_limits{}, what, doc);
 }
 
 std::optional<int64_t> parse_iso8601_ms(std::string_view s) {

@@ -95,17 +95,17 @@ status detect_format(std::string_view body, import_format* out) {
     *out = import_format::gitmem;
     return status::ok();
   }
-  simdjson::dom::element root;
-  if (io::parse_line(first_line(body), "line", &root).is_ok()) {
-    auto f = detect_from_line(root);
+  json::document doc;
+  if (io::parse_line(first_line(body), "line", &doc).is_ok()) {
+    auto f = detect_from_line(doc.root());
     if (!f) return unknown;
     *out = *f;
     return status::ok();
   }
   // A pretty-printed {"threads": [...]} document spans lines.
   if (body[first] == '{' &&
-      json::parse(body, json_limits{import_bytes_max}, "body", &root).is_ok() &&
-      threads_document(root)) {
+      json::parse(body, json_limits{import_bytes_max}, "body", &doc).is_ok() &&
+      threads_document(doc.root())) {
     *out = import_format::gitmem;
     return status::ok();
   }

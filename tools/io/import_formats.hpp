@@ -33,8 +33,8 @@ using line_fn = std::function<status(const jsonl_line&)>;
 status for_each_line(std::string_view body, const line_fn& fn, import_result* r);
 
 // Parses one line within json_limits{}; `what` names it in errors ("event", ...).
-// The element lives until this thread parses again.
-status parse_line(std::string_view text, std::string_view what, dom::element* root);
+// Its elements live as long as *doc.
+status parse_line(std::string_view text, std::string_view what, json::document* doc);
 
 // "2025-03-01T10:00:00.000Z", with or without fraction, 'Z', "+hh:mm" or no zone
 // (read as UTC), or a date alone. nullopt when malformed or out of range.

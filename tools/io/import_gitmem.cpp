@@ -86,10 +86,10 @@ status read_item(dom::element el, work_item* w) {
 void unwrap_string(work_item* w) {
   size_t first = w->text.find_first_not_of(" \t\r\n");
   if (first == std::string::npos || w->text[first] != '{') return;
-  dom::element root;
+  json::document doc;
   dom::object obj;
-  if (!json::parse(w->text, json_limits{}, "item", &root).is_ok()) return;
-  if (root.get(obj) != simdjson::SUCCESS) return;
+  if (!json::parse(w->text, json_limits{}, "item", &doc).is_ok()) return;
+  if (doc.root().get(obj) != simdjson::SUCCESS) return;
   work_item inner;
   bool has_text = false;
   if (!read_object(obj, &inner, &has_text).is_ok() || !has_text) return;
@@ -152,8 +152,9 @@ status item_error(size_t index, const status& s) {
 status import_gitmem(std::string_view body, const std::string& default_agent, int64_t now,
                      import_result* r) {
   SKEIN_TRY(check_default_agent(default_agent));
-  dom::element root;
-  SKEIN_TRY(json::parse(body, json_limits{import_bytes_max}, "threads.json", &root));
+  json::document doc;
+  SKEIN_TRY(json::parse(body, json_limits{import_bytes_max}, "threads.json", &doc));
+  dom::element root = doc.root();
   dom::object obj;
   if (root.get(obj) == simdjson::SUCCESS && obj.at_key("threads").get(root) != simdjson::SUCCESS)
     return status::invalid_input("threads.json: an object needs a \"threads\" array");
@@ -171,7 +172,6 @@ status import_gitmem(std::string_view body, const std::string& default_agent, in
     status s = read_item(el, &work.emplace_back());
     if (!s) return item_error(work.size() - 1, s);
   }
-  // The document is dead past this point: unwrap_string parses again.
   std::unordered_set<std::string> taken;
   for (size_t i = 0; i < work.size(); ++i) {
     if (work[i].is_string) unwrap_string(&work[i]);

@@ -132,10 +132,10 @@ status import_lace(std::string_view body, const std::string& default_agent, int6
   std::vector<thread_builder> threads;
   std::unordered_map<std::string, size_t> by_lace_id;
   SKEIN_TRY(for_each_line(body, [&](const jsonl_line& line) -> status {
-    dom::element root;
-    SKEIN_TRY(parse_line(line.text, "event", &root));
+    json::document doc;
+    SKEIN_TRY(parse_line(line.text, "event", &doc));
     object_reader obj;
-    SKEIN_TRY(object_reader::open(root, "event", &obj));
+    SKEIN_TRY(object_reader::open(doc.root(), "event", &obj));
     std::string type, lace_id;
     SKEIN_TRY(obj.string("type", &type));
     SKEIN_TRY(obj.string("threadId", &lace_id, false));

@@ -205,10 +205,10 @@ status import_opennova(std::string_view body, const std::string& default_agent, 
   bool have_manifest = false;
   SKEIN_TRY(for_each_line(body, [&](const jsonl_line& line) -> status {
     const char* what = have_manifest ? "event" : "manifest";
-    dom::element root;
-    SKEIN_TRY(parse_line(line.text, what, &root));
+    json::document doc;
+    SKEIN_TRY(parse_line(line.text, what, &doc));
     object_reader obj;
-    SKEIN_TRY(object_reader::open(root, what, &obj));
+    SKEIN_TRY(object_reader::open(doc.root(), what, &obj));
     if (!have_manifest) {
       SKEIN_TRY(read_manifest(obj, default_agent, &t));
       have_manifest = true;

@@ -82,11 +82,12 @@ std::string query(const request& req, const std::string& name) {
   return it == req.query.end() ? std::string{} : it->second;
 }
 
-status body_object(const request& req, const json_limits& limits, json::object_reader* out) {
-  json::dom::element root;
+// *out reads from *doc: the caller keeps the document alive while it reads.
+status body_object(const request& req, const json_limits& limits, json::document* doc,
+                   json::object_reader* out) {
   SKEIN_TRY(json::parse(req.body.empty() ? std::string_view{"{}"} : std::string_view{req.body}, limits,
-                        "request body", &root));
-  return json::object_reader::open(root, "body", out);
+                        "request body", doc));
+  return json::object_reader::open(doc->root(), "body", out);
 }
 
 std::string sse_event_frame(const event& e) {
@@ -207,8 +208,9 @@ void get_agent(ctx& c, const std::string& id) {
 }
 
 void create_thread(ctx& c, const json_limits& limits) {
+  json::document body;
   json::object_reader r;
-  if (status s = body_object(c.req, limits, &r); !s) return c.fail(s);
+  if (status s = body_object(c.req, limits, &body, &r); !s) return c.fail(s);
   thread_options o;
   std::string policy;
   status s = r.string("agent_id", &o.agent_id);
@@ -299,8 +301,9 @@ void delete_thread(ctx& c, const std::string& id) {
 void post_entry(ctx& c, const std::string& id, const json_limits& limits) {
   manifest m;
   if (!c.thread_allowed(id, &m)) return;
+  json::document body;
   json::object_reader r;
-  if (status s = body_object(c.req, limits, &r); !s) return c.fail(s);
+  if (status s = body_object(c.req, limits, &body, &r); !s) return c.fail(s);
   run_input in;
   std::string role = "user";
   bool wait = false;
@@ -407,9 +410,10 @@ void cancel_thread(ctx& c, const std::string& id) {
 void fork_thread(ctx& c, const std::string& id, const json_limits& limits) {
   manifest m;
   if (!c.thread_allowed(id, &m)) return;
+  json::document body;
   json::object_reader r;
   uint64_t at = 0;
-  status s = body_object(c.req, limits, &r);
+  status s = body_object(c.req, limits, &body, &r);
   if (s) s = r.uint("at_seq", &at);
   if (!s) return c.fail(s);
   manifest copy;
@@ -433,6 +437,8 @@ void diagnose_thread(ctx& c, const std::string& id) {
   w.field("last_run_id", d.last_run_id);
   w.field("last_outcome", d.last_outcome);
   w.field("last_error", d.last_error);
+  w.key("quarantined");
+  w.boolean(d.quarantined);
   w.end_object();
   c.reply(json_response(200, body));
 }
