@@ -100,7 +100,8 @@ thread_actor::admission thread_actor::admit(run_input in) {
   if (queue_.size() >= ctx_->options.thread_queue_max) {
     a.error = to_error(status::overloaded("thread " + manifest_.id + " has " + std::to_string(queue_.size()) +
                                           " inputs waiting: thread_queue_max (" +
-                                          std::to_string(ctx_->options.thread_queue_max) + ")"));
+                                          std::to_string(ctx_->options.thread_queue_max) + ")")
+                             .with_limit("thread_queue_max"));
     return a;
   }
   a.run_id = in.run_id;

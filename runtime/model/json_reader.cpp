@@ -9,7 +9,8 @@ status parse(std::string_view text, const json_limits& limits, std::string_view 
   if (text.size() > limits.json_bytes_max)
     return status::invalid_input(std::string{what} + ": " + std::to_string(text.size()) +
                                  " bytes exceeds json_bytes_max (" +
-                                 std::to_string(limits.json_bytes_max) + ")");
+                                 std::to_string(limits.json_bytes_max) + ")")
+        .with_limit("json_bytes_max");
   thread_local dom::parser parser;
   thread_local size_t parser_depth = 0;
   if (parser_depth != limits.json_depth_max) {
@@ -22,7 +23,8 @@ status parse(std::string_view text, const json_limits& limits, std::string_view 
   if (err == simdjson::SUCCESS) return status::ok();
   if (err == simdjson::DEPTH_ERROR)
     return status::invalid_input(std::string{what} + ": nesting exceeds json_depth_max (" +
-                                 std::to_string(limits.json_depth_max) + ")");
+                                 std::to_string(limits.json_depth_max) + ")")
+        .with_limit("json_depth_max");
   if (err == simdjson::UTF8_ERROR) return status::invalid_input(std::string{what} + ": invalid UTF-8");
   return status::invalid_input(std::string{what} + ": malformed JSON (" +
                                simdjson::error_message(err) + ")");

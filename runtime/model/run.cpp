@@ -31,7 +31,8 @@ std::optional<run_outcome> parse_run_outcome(std::string_view name) {
 status validate_input(const run_input& in) {
   if (in.text.size() > input_bytes_max)
     return status::invalid_input("text: " + std::to_string(in.text.size()) +
-                                 " bytes exceeds input_bytes_max (" + std::to_string(input_bytes_max) + ")");
+                                 " bytes exceeds input_bytes_max (" + std::to_string(input_bytes_max) + ")")
+        .with_limit("input_bytes_max");
   if (!valid_utf8(in.text)) return status::invalid_input("text: invalid UTF-8");
   if (!in.idempotency_key.empty()) SKEIN_TRY(validate_id(in.idempotency_key, "idempotency_key"));
   SKEIN_TRY(validate_id(in.source, "source"));
@@ -80,7 +81,7 @@ status validate_thread_options(const thread_options& o) {
   SKEIN_TRY(check_text_field(o.title, "title", title_bytes_max));
   SKEIN_TRY(check_text_field(o.name, "name", title_bytes_max));
   if (o.tags.size() > tags_max)
-    return status::invalid_input("tags: more than tags_max (" + std::to_string(tags_max) + ")");
+    return status::invalid_input("tags: more than tags_max (" + std::to_string(tags_max) + ")").with_limit("tags_max");
   for (const auto& t : o.tags) SKEIN_TRY(validate_id(t, "tags"));
   if (!o.parent_thread_id.empty()) SKEIN_TRY(validate_id(o.parent_thread_id, "parent_thread_id"));
   if (!o.task_id.empty()) SKEIN_TRY(validate_id(o.task_id, "task_id"));
