@@ -296,6 +296,12 @@ caf::result<void> thread_actor::stop(bool graceful) {
     return stop_promise_;
   }
   auto gone = to_error(status::not_found("thread " + manifest_.id + " was deleted"));
+  // Subscribers hear the end now; a commit still in flight has nobody left to tell.
+  for (const auto& sub : subscribers_) {
+    send(sub.sink, caf::close_atom::value, manifest_.id, std::string{"deleted"});
+    demonitor(sub.sink);
+  }
+  subscribers_.clear();
   if (run_) {
     if (run_->engine_call) run_->engine_call->cancel();
     for (auto& t : run_->tools)
