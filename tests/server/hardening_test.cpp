@@ -8,6 +8,9 @@
 
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
 #include <thread>
 
 #include "tests/support/runtime_fixture.hpp"
@@ -396,4 +399,74 @@ TEST_CASE("deleting a thread ends its open streams with a final frame") {
   CHECK(names.back() == "deleted");
   CHECK(field(last_data, "thread_id") == id);
   CHECK(runtime_fixture::eventually([&] { return f.srv->counters().streams == 0; }));
+}
+
+TEST_CASE("every route takes the longest, deepest and most malformed input and another agent's token") {
+  uint64_t seed = std::random_device{}();
+  if (const char* env = std::getenv("SKEIN_SEED")) seed = std::stoull(env);
+  std::printf("route sweep seed %llu (SKEIN_SEED replays it)\n", static_cast<unsigned long long>(seed));
+  std::mt19937_64 rng{seed};
+  server_fixture f{{}, {}, tokens_file};
+  f.agent("alpha", ok_rules, admin);
+  f.agent("beta", ok_rules, admin);
+  std::string a_thread = f.thread("alpha", alpha);
+  std::string b_thread = f.thread("beta", beta);
+  REQUIRE(f.call("POST", "/v1/threads/" + a_thread + "/entries", R"({"text":"hi","wait":true})", alpha).status == 200);
+
+  auto random_bytes = [&](size_t n) {
+    std::string out(n, '\0');
+    for (auto& c : out) c = static_cast<char>(rng() & 0xFF);
+    return out;
+  };
+  const size_t body_max = http::server_limits{}.body_bytes_max;
+  const std::string longest_text = R"({"text":")" + std::string(body_max - 64, 'L') + R"(","agent_id":"alpha"})";
+  const std::string deepest = std::string(63, '[') + std::string(63, ']');
+  const std::string too_deep = std::string(5000, '[') + std::string(5000, ']');
+  const std::vector<std::string> bodies = {
+      longest_text, deepest, too_deep, random_bytes(4096), "{\"text\":\"\xff\xfe\"}", "{\"text\":",
+      R"({"text":"x","agent_id":")" + std::string(60000, 'i') + R"(","parent_thread_id":")" + std::string(60000, 'p') +
+          R"(","at_seq":18446744073709551615,"tags":[)" + std::string(1000, '1') + "]}",
+      R"({"at_seq":-1,"text":1,"wait":"yes"})"};
+  const std::vector<std::string> ids = {a_thread, b_thread, std::string(129, 'x'), std::string(8000, 'y'), "..",
+                                        "%00", "a%2Fb"};
+  const std::vector<std::pair<std::string, std::string>> routes = {
+      {"POST", "/v1/agents"},          {"GET", "/v1/agents/{}"},           {"POST", "/v1/threads"},
+      {"GET", "/v1/threads?parent={}"}, {"GET", "/v1/threads/{}"},          {"DELETE", "/v1/threads/{}"},
+      {"POST", "/v1/threads/{}/entries"}, {"GET", "/v1/threads/{}/entries?from_seq={}&limit={}"},
+      {"GET", "/v1/threads/{}/stream?from_seq={}"}, {"POST", "/v1/threads/{}/cancel"},
+      {"POST", "/v1/threads/{}/fork"},  {"GET", "/v1/threads/{}/diagnose"}, {"POST", "/v1/threads/{}/reconcile"},
+      {"GET", "/v1/threads/{}/export"}, {"POST", "/v1/import?format=auto&agent={}"}, {"POST", "/v1/prune"},
+      {"GET", "/metrics"}};
+  size_t calls = 0;
+  for (const auto& [method, pattern] : routes)
+    for (const auto& id : ids) {
+      std::string target = pattern;
+      for (size_t at; (at = target.find("{}")) != std::string::npos;) target.replace(at, 2, id);
+      const std::string& body = method == "POST" ? bodies[rng() % bodies.size()] : std::string{};
+      for (const std::string& token : {alpha, beta}) {
+        bool owner = (token == alpha && id == a_thread) || (token == beta && id == b_thread);
+        if (method == "DELETE" && owner) continue;  // the threads stay for the rest of the sweep
+        INFO(method << " " << target.substr(0, 80) << " body " << body.size() << " bytes");
+        http::client c{f.endpoint(), token, 10s};
+        http::response r;
+        REQUIRE(c.call(method, target, body, &r, {{"Last-Event-ID", std::string(8000, '9')}}).is_ok());
+        ++calls;
+        CHECK(r.status < 500);
+        if (r.status >= 400) {
+          CHECK(r.body.size() < 1024);
+          CHECK_FALSE(error_code(r.body).empty());
+        }
+        // Alpha never learns anything of beta's thread, and never touches it.
+        if (token == alpha && id == b_thread) {
+          CHECK(r.body.find(R"("agent_id":"beta")") == std::string::npos);
+          if (r.status == 200) CHECK(r.body.find(R"("threads":[])") != std::string::npos);  // a list, empty
+        }
+      }
+    }
+  std::printf("route sweep: %zu calls\n", calls);
+  manifest b;
+  REQUIRE(f.rt->get_thread(b_thread, &b).is_ok());
+  CHECK(b.children_count == 0);
+  CHECK(f.call("GET", "/healthz").status == 200);
+  CHECK(f.srv->counters().body_bytes_buffered == 0);
 }
