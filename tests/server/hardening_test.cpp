@@ -183,6 +183,19 @@ TEST_CASE("auth, route, scope and the in-flight limit are decided before a body 
     CHECK(c.read_response(&body) == 413);
     CHECK(error_limit(body) == "body_bytes_max");
   }
+  SECTION("Expect: 100-continue: leave to send comes only after every check") {
+    raw_conn refused{f.srv->port()};
+    REQUIRE(refused.send(head("POST", "/v1/threads", "Content-Length: 20\r\nExpect: 100-continue\r\n")));
+    CHECK(refused.read_response() == 401);  // and no interim 100 before it
+    raw_conn admitted{f.srv->port()};
+    const std::string body = R"({"agent_id":"alpha"})";
+    REQUIRE(admitted.send(head("POST", "/v1/threads",
+                               "Content-Length: " + std::to_string(body.size()) + "\r\nExpect: 100-continue\r\n" +
+                                   bearer(alpha))));
+    CHECK(admitted.read_response() == 100);
+    REQUIRE(admitted.send(body));
+    CHECK(admitted.read_response() == 201);
+  }
   SECTION("the in-flight limit: 429 at once") {
     f.agent("slow", R"({"default":{"reply":"ok","latency_ms":1500}})", admin);
     std::string slow = f.thread("slow", admin);

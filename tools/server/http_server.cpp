@@ -238,7 +238,18 @@ class session : public std::enable_shared_from_this<session> {
     if (parser_->is_done()) return on_body();
     // A body that trickles in must not hold its share of the budget for long.
     stream_.expires_after(server_->limits.body_timeout);
+    // A client that waits for leave to send its body gets it only now, after
+    // every check: a refused one never sends a byte.
+    if (beast::iequals(head[bhttp::field::expect], "100-continue")) return send_continue();
     read_body();
+  }
+
+  void send_continue() {
+    static const std::string interim = "HTTP/1.1 100 Continue\r\n\r\n";
+    net::async_write(stream_, net::buffer(interim), [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec) return self->close_socket();
+      self->read_body();
+    });
   }
 
   const char* body_limit_name() const { return import_ ? "import_body_bytes_max" : "body_bytes_max"; }
