@@ -250,6 +250,9 @@ TEST_CASE("body bytes buffered across connections are capped, chunked bodies too
   stalled.reset();
   REQUIRE(runtime_fixture::eventually([&] { return f.srv->counters().body_bytes_buffered == 0; }));
   CHECK(f.call("POST", "/v1/threads", R"({"agent_id":"a"})").status == 201);
+  auto metrics = f.call("GET", "/metrics").body;
+  CHECK(metrics.find("skein_http_body_bytes_buffered 0\n") != std::string::npos);
+  CHECK(metrics.find("skein_http_rejected_total 2\n") != std::string::npos);
 }
 
 TEST_CASE("an SSE event larger than stream_buffer_bytes_max reaches an idle client, live and on resume") {

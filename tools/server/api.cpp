@@ -678,6 +678,8 @@ void api::handle(http::request& req, std::shared_ptr<http::exchange> ex) {
       auto hc = counters_();
       metric(out, "skein_http_requests_total", "counter", "HTTP requests read.", hc.requests);
       metric(out, "skein_http_requests_in_flight", "gauge", "HTTP requests being answered.", hc.in_flight);
+      metric(out, "skein_http_body_bytes_buffered", "gauge", "Request body bytes held now.", hc.body_bytes_buffered);
+      metric(out, "skein_http_rejected_total", "counter", "Requests answered before the handler.", hc.rejected);
       metric(out, "skein_http_connections", "gauge", "Open HTTP connections.", hc.connections);
       metric(out, "skein_sse_streams", "gauge", "Open event streams.", hc.streams);
       metric(out, "skein_sse_slow_clients_total", "counter", "Streams closed for falling behind.", hc.slow_clients);

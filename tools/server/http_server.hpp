@@ -45,7 +45,7 @@ struct server_counters {
   uint64_t in_flight = 0;        // requests being answered now
   uint64_t body_bytes_buffered = 0;  // request body bytes reserved now
   uint64_t requests = 0;         // since start
-  uint64_t rejected = 0;         // 413/429/400 answered by the server itself
+  uint64_t rejected = 0;         // answered before the handler: by the server (413/429/431/400) or at admission
   uint64_t slow_clients = 0;     // streams closed because the client fell behind
   uint64_t responses_2xx = 0, responses_4xx = 0, responses_5xx = 0;
 };
