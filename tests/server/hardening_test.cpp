@@ -130,6 +130,19 @@ TEST_CASE("an error's limit and field are the status's own, never read from its 
   CHECK(json::parse(cut.body, {}, "body", &root).is_ok());  // still valid UTF-8 and JSON
   CHECK(quote_input(std::string(300, 'q')).size() < 230);
   CHECK(quote_input("short") == "short");
+  // Limits checked below the server reach the body as values.
+  {
+    server_fixture h;
+    h.agent("a", ok_rules);
+    auto r = h.call("POST", "/v1/threads", R"({"agent_id":"a","title":")" + std::string(100000, 't') + R"("})");
+    CHECK(r.status == 400);
+    CHECK(error_limit(r.body) == "title_bytes_max");
+    CHECK(r.body.find(R"("field":"title")") != std::string::npos);
+    r = h.call("GET", "/v1/threads/" + std::string(5000, 'i'));
+    CHECK(r.status == 400);
+    CHECK(error_limit(r.body) == "id_bytes_max");
+    CHECK(r.body.size() < 1024);
+  }
   // The limit survives the trip through an actor (thread_queue_max comes from one).
   runtime_options ro;
   ro.thread_queue_max = 1;
