@@ -9,23 +9,34 @@
 namespace skein {
 namespace {
 
+// The context is (message) or (message, limit, field).
 std::string context_text(const caf::message& context) {
-  if (context.size() == 1 && context.match_element<std::string>(0))
+  if ((context.size() == 1 || context.size() == 3) && context.match_element<std::string>(0))
     return context.get_as<std::string>(0);
   return context.empty() ? std::string{} : caf::to_string(context);
+}
+
+std::string context_part(const caf::message& context, size_t i) {
+  if (context.size() == 3 && context.match_element<std::string>(i)) return context.get_as<std::string>(i);
+  return {};
 }
 
 }  // namespace
 
 caf::error to_error(const status& s) {
   if (s.is_ok()) return caf::error{};
-  return caf::error{static_cast<uint8_t>(s.code()), error_category, caf::make_message(s.message())};
+  if (s.limit().empty() && s.field().empty())
+    return caf::error{static_cast<uint8_t>(s.code()), error_category, caf::make_message(s.message())};
+  return caf::error{static_cast<uint8_t>(s.code()), error_category,
+                    caf::make_message(s.message(), s.limit(), s.field())};
 }
 
 status to_status(const caf::error& e) {
   if (!e) return status::ok();
   if (e.category() == error_category)
-    return status{static_cast<errc>(e.code()), context_text(e.context())};
+    return status{static_cast<errc>(e.code()), context_text(e.context())}
+        .with_limit(context_part(e.context(), 1))
+        .with_field(context_part(e.context(), 2));
   if (e.category() == caf::atom("system")) {
     auto code = static_cast<caf::sec>(e.code());
     if (code == caf::sec::request_timeout) return status::overloaded("request timed out");

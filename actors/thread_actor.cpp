@@ -111,7 +111,8 @@ thread_actor::admission thread_actor::admit(run_input in) {
   if (queue_.size() >= ctx_->options.thread_queue_max) {
     a.error = to_error(status::overloaded("thread " + manifest_.id + " has " + std::to_string(queue_.size()) +
                                           " inputs waiting: thread_queue_max (" +
-                                          std::to_string(ctx_->options.thread_queue_max) + ")"));
+                                          std::to_string(ctx_->options.thread_queue_max) + ")")
+                             .with_limit("thread_queue_max"));
     return a;
   }
   a.run_id = in.run_id;
@@ -459,6 +460,12 @@ caf::result<void> thread_actor::stop(bool graceful) {
     return stop_promise_;
   }
   auto gone = to_error(status::not_found("thread " + manifest_.id + " was deleted"));
+  // Subscribers hear the end now; a commit still in flight has nobody left to tell.
+  for (const auto& sub : subscribers_) {
+    send(sub.sink, caf::close_atom::value, manifest_.id, std::string{"deleted"});
+    demonitor(sub.sink);
+  }
+  subscribers_.clear();
   if (run_) {
     cancel_quietly(run_->engine_call);
     for (auto& t : run_->tools) cancel_quietly(t.handle);

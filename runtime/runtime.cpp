@@ -110,6 +110,10 @@ caf::behavior sink_actor(caf::event_based_actor*, event_sink sink,
         if (sink.on_delta)
           guard_host_call(failures, "a subscriber's on_delta", [&] { sink.on_delta(run_id, delta); });
       },
+      // The thread ended the subscription (it was deleted).
+      [sink](caf::close_atom, std::string&, std::string& reason) {
+        if (sink.on_end) sink.on_end(reason);
+      },
   };
 }
 

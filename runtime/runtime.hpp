@@ -83,6 +83,9 @@ class run_handle {
 struct event_sink {
   std::function<void(const event&)> on_event;                  // durable events, in seq order
   std::function<void(const std::string& run_id, const std::string& delta)> on_delta;  // optional
+  // Optional: the thread will send nothing more, and why ("deleted"). Called at
+  // most once, after the last on_event; the subscription stays until unsubscribed.
+  std::function<void(const std::string& reason)> on_end;
 };
 
 // Where a thread stands, for people and scripts.

@@ -29,6 +29,7 @@ struct serve_config {
   uint64_t body_bytes_max = 1 << 20;
   uint64_t import_body_bytes_max = 64 << 20;
   uint64_t requests_in_flight_max = 1024;
+  uint64_t body_bytes_buffered_max = 128 << 20;
   uint64_t stream_buffer_bytes_max = 1 << 20;
   uint64_t stream_keepalive_ms = 15000;
   uint64_t active_threads_max = 100000;
@@ -57,6 +58,7 @@ setting_fields fields_of(serve_config& c) {
       {"body_bytes_max", &c.body_bytes_max},
       {"import_body_bytes_max", &c.import_body_bytes_max},
       {"requests_in_flight_max", &c.requests_in_flight_max},
+      {"body_bytes_buffered_max", &c.body_bytes_buffered_max},
       {"stream_buffer_bytes_max", &c.stream_buffer_bytes_max},
       {"stream_keepalive_ms", &c.stream_keepalive_ms},
       {"active_threads_max", &c.active_threads_max},
@@ -86,9 +88,9 @@ status apply(serve_config& c, const std::string& key, const std::string& value) 
 
 const char* setting_names[] = {"listen", "data", "durability", "tokens", "port_file", "http_threads",
                                "body_bytes_max", "import_body_bytes_max", "requests_in_flight_max",
-                               "stream_buffer_bytes_max", "stream_keepalive_ms", "active_threads_max",
-                               "idle_passivate_ms", "thread_queue_max", "heartbeat_interval_ms",
-                               "heartbeat_stale_ms", "start_stale_ms"};
+                               "body_bytes_buffered_max", "stream_buffer_bytes_max", "stream_keepalive_ms",
+                               "active_threads_max", "idle_passivate_ms", "thread_queue_max",
+                               "heartbeat_interval_ms", "heartbeat_stale_ms", "start_stale_ms"};
 
 status load_file(serve_config& c, const std::string& path) {
   std::ifstream in{path};
@@ -278,13 +280,14 @@ int run_serve(int argc, char** argv) {
   limits.body_bytes_max = c.body_bytes_max;
   limits.import_body_bytes_max = c.import_body_bytes_max;
   limits.requests_in_flight_max = c.requests_in_flight_max;
+  limits.body_bytes_buffered_max = c.body_bytes_buffered_max;
   limits.stream_buffer_bytes_max = c.stream_buffer_bytes_max;
   limits.stream_keepalive = std::chrono::milliseconds(c.stream_keepalive_ms);
   server::api_options ao;
   ao.limits.json_bytes_max = c.body_bytes_max;
   std::unique_ptr<http::server> srv;
   server::api api{*rt, tokens, ao, [&srv] { return srv ? srv->counters() : http::server_counters{}; }};
-  if (status s = http::server::start(host, port, limits, api.handler(), c.http_threads, &srv); !s)
+  if (status s = http::server::start(host, port, limits, api.service(), c.http_threads, &srv); !s)
     return fail("skein serve", s, 1);
   std::printf("skein serve: listening on http://%s:%u (data %s, durability %s, auth %s)\n", host.c_str(), srv->port(),
               c.data.c_str(), c.durability.c_str(), tokens.enabled() ? "bearer tokens" : "none: loopback only");

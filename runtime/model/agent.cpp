@@ -37,11 +37,13 @@ status validate_agent(const agent_config& a) {
   SKEIN_TRY(validate_id(a.engine, "agent.engine"));
   if (a.system_prompt.size() > system_prompt_bytes_max)
     return status::invalid_input("agent.system_prompt: longer than system_prompt_bytes_max (" +
-                                 std::to_string(system_prompt_bytes_max) + ")");
+                                 std::to_string(system_prompt_bytes_max) + ")")
+        .with_limit("system_prompt_bytes_max");
   if (!valid_utf8(a.system_prompt)) return status::invalid_input("agent.system_prompt: invalid UTF-8");
   if (a.tools.size() > agent_tools_max)
     return status::invalid_input("agent.tools: more than agent_tools_max (" +
-                                 std::to_string(agent_tools_max) + ")");
+                                 std::to_string(agent_tools_max) + ")")
+        .with_limit("agent_tools_max");
   for (const auto& t : a.tools) SKEIN_TRY(validate_id(t, "agent.tools"));
   if (a.budgets.ticks_max == 0) return status::invalid_input("agent.budgets.ticks_max: must be at least 1");
   if (a.budgets.run_time_ms_max == 0)

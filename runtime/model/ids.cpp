@@ -32,7 +32,9 @@ status validate_id(std::string_view id, std::string_view field) {
   if (id.empty()) return status::invalid_input(name + ": must not be empty");
   if (id.size() > id_bytes_max)
     return status::invalid_input(name + ": longer than id_bytes_max (" +
-                                 std::to_string(id_bytes_max) + " characters)");
+                                 std::to_string(id_bytes_max) + " characters)")
+        .with_limit("id_bytes_max")
+        .with_field(name);
   for (char c : id) {
     if (!id_char(c))
       return status::invalid_input(name + ": characters must be in [A-Za-z0-9_.:-]");

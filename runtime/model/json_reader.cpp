@@ -81,7 +81,8 @@ status parse(std::string_view text, const json_limits& limits, std::string_view 
   if (text.size() > limits.json_bytes_max)
     return status::invalid_input(std::string{what} + ": " + std::to_string(text.size()) +
                                  " bytes exceeds json_bytes_max (" +
-                                 std::to_string(limits.json_bytes_max) + ")");
+                                 std::to_string(limits.json_bytes_max) + ")")
+        .with_limit("json_bytes_max");
   std::unique_ptr<dom::parser> parser = acquire_parser();
   const size_t depth = simdjson_max_depth(limits.json_depth_max);
   if (parser->max_depth() != depth || parser->capacity() == 0) {
@@ -99,7 +100,8 @@ status parse(std::string_view text, const json_limits& limits, std::string_view 
   return_parser(std::move(parser));
   if (err == simdjson::DEPTH_ERROR)
     return status::invalid_input(std::string{what} + ": nesting exceeds json_depth_max (" +
-                                 std::to_string(limits.json_depth_max) + ")");
+                                 std::to_string(limits.json_depth_max) + ")")
+        .with_limit("json_depth_max");
   if (err == simdjson::UTF8_ERROR) return status::invalid_input(std::string{what} + ": invalid UTF-8");
   return status::invalid_input(std::string{what} + ": malformed JSON (" +
                                simdjson::error_message(err) + ")");

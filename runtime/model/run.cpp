@@ -12,9 +12,12 @@ namespace {
 
 constexpr std::array<std::string_view, 3> outcome_names = {"completed", "failed", "cancelled"};
 
-status check_text_field(const std::string& s, std::string_view field, size_t max) {
+status check_text_field(const std::string& s, std::string_view field, std::string_view limit, size_t max) {
   if (s.size() > max)
-    return status::invalid_input(std::string{field} + ": longer than " + std::to_string(max) + " bytes");
+    return status::invalid_input(std::string{field} + ": longer than " + std::string{limit} + " (" +
+                                 std::to_string(max) + " bytes)")
+        .with_limit(std::string{limit})
+        .with_field(std::string{field});
   if (!valid_utf8(s)) return status::invalid_input(std::string{field} + ": invalid UTF-8");
   return status::ok();
 }
@@ -32,7 +35,8 @@ std::optional<run_outcome> parse_run_outcome(std::string_view name) {
 status validate_input(const run_input& in) {
   if (in.text.size() > input_bytes_max)
     return status::invalid_input("text: " + std::to_string(in.text.size()) +
-                                 " bytes exceeds input_bytes_max (" + std::to_string(input_bytes_max) + ")");
+                                 " bytes exceeds input_bytes_max (" + std::to_string(input_bytes_max) + ")")
+        .with_limit("input_bytes_max");
   if (!valid_utf8(in.text)) return status::invalid_input("text: invalid UTF-8");
   if (!in.idempotency_key.empty()) SKEIN_TRY(validate_id(in.idempotency_key, "idempotency_key"));
   SKEIN_TRY(validate_id(in.source, "source"));
@@ -115,10 +119,10 @@ status result_from_log(const std::string& thread_id, const std::string& run_id,
 
 status validate_thread_options(const thread_options& o) {
   SKEIN_TRY(validate_id(o.agent_id, "agent_id"));
-  SKEIN_TRY(check_text_field(o.title, "title", title_bytes_max));
-  SKEIN_TRY(check_text_field(o.name, "name", title_bytes_max));
+  SKEIN_TRY(check_text_field(o.title, "title", "title_bytes_max", title_bytes_max));
+  SKEIN_TRY(check_text_field(o.name, "name", "title_bytes_max", title_bytes_max));
   if (o.tags.size() > tags_max)
-    return status::invalid_input("tags: more than tags_max (" + std::to_string(tags_max) + ")");
+    return status::invalid_input("tags: more than tags_max (" + std::to_string(tags_max) + ")").with_limit("tags_max");
   for (const auto& t : o.tags) SKEIN_TRY(validate_id(t, "tags"));
   if (!o.parent_thread_id.empty()) SKEIN_TRY(validate_id(o.parent_thread_id, "parent_thread_id"));
   if (!o.task_id.empty()) SKEIN_TRY(validate_id(o.task_id, "task_id"));

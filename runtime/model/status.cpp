@@ -26,4 +26,12 @@ std::string status::to_string() const {
   return out;
 }
 
+std::string quote_input(std::string_view text, size_t bytes_max) {
+  if (text.size() <= bytes_max) return std::string{text};
+  size_t cut = bytes_max;
+  // Back up over UTF-8 continuation bytes so the cut never splits a character.
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return std::string{text.substr(0, cut)} + "... (" + std::to_string(text.size()) + " bytes)";
+}
+
 }  // namespace skein

@@ -4,6 +4,12 @@
 // exceptions: a function that can fail returns a [[nodiscard]] status and writes
 // its result through an out-parameter. Cheap to copy when ok (no allocation).
 // Not thread-safe to share a single instance across threads while mutating it.
+//
+// A failure may name the limit it hit (`limit()`, e.g. "json_depth_max") and the
+// field it concerns (`field()`, e.g. "from_seq"). They travel as values to the
+// HTTP body and the CLI's exit code; nothing downstream re-parses the message.
+// Messages quote client input through quote_input(), so an error never grows
+// with the input that caused it.
 #pragma once
 
 #include <cstdint>
@@ -42,10 +48,25 @@ class [[nodiscard]] status {
 
   status(errc code, std::string message) : code_(code), message_(std::move(message)) {}
 
+  // Names the limit that was hit: `status::invalid_input(msg).with_limit("json_depth_max")`.
+  status with_limit(std::string limit) && {
+    limit_ = std::move(limit);
+    return std::move(*this);
+  }
+  status with_limit(std::string limit) const& { return status{*this}.with_limit(std::move(limit)); }
+  // Names the input field at fault: `.with_field("from_seq")`.
+  status with_field(std::string field) && {
+    field_ = std::move(field);
+    return std::move(*this);
+  }
+  status with_field(std::string field) const& { return status{*this}.with_field(std::move(field)); }
+
   bool is_ok() const { return code_ == errc::ok; }
   explicit operator bool() const { return is_ok(); }
   errc code() const { return code_; }
   const std::string& message() const { return message_; }
+  const std::string& limit() const { return limit_; }  // "" when no limit was hit
+  const std::string& field() const { return field_; }  // "" when no one field is at fault
 
   // "invalid_input: thread id: longer than 128 characters"
   std::string to_string() const;
@@ -56,7 +77,17 @@ class [[nodiscard]] status {
  private:
   errc code_ = errc::ok;
   std::string message_;
+  std::string limit_;
+  std::string field_;
 };
+
+// Bytes of client input an error message quotes at most.
+inline constexpr size_t quoted_input_bytes_max = 200;
+
+// `text` for an error message: cut at quoted_input_bytes_max (on a UTF-8
+// boundary) with "..." and the full size appended, so a message stays small
+// whatever the input was.
+std::string quote_input(std::string_view text, size_t bytes_max = quoted_input_bytes_max);
 
 }  // namespace skein
 

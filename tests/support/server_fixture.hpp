@@ -26,7 +26,7 @@ struct server_fixture {
     if (!tokens.empty()) REQUIRE(server::token_store::parse(tokens, &store).is_ok());
     api = std::make_unique<server::api>(*rt, store, server::api_options{},
                                         [this] { return srv ? srv->counters() : http::server_counters{}; });
-    REQUIRE(http::server::start("127.0.0.1", 0, limits, api->handler(), 2, &srv).is_ok());
+    REQUIRE(http::server::start("127.0.0.1", 0, limits, api->service(), 2, &srv).is_ok());
   }
   ~server_fixture() {
     srv->stop();

@@ -1,7 +1,7 @@
 #include "tools/server/api.hpp"
 
 #include <charconv>
-#include <regex>
+#include <limits>
 
 #include "runtime/model/ids.hpp"
 #include "runtime/model/json_reader.hpp"
@@ -60,11 +60,26 @@ std::vector<std::string> segments(const std::string& path) {
   return out;
 }
 
+// Bytes of an error message that reach a client; the rest is cut (messages
+// quote input through quote_input, this is the last guard).
+constexpr size_t error_message_bytes_max = 512;
+
 status parse_uint(const std::string& text, const std::string& field, uint64_t* out) {
   auto r = std::from_chars(text.data(), text.data() + text.size(), *out);
-  if (text.empty() || r.ec != std::errc{} || r.ptr != text.data() + text.size())
-    return status::invalid_input(field + ": expected an unsigned integer");
+  bool whole = !text.empty() && r.ptr == text.data() + text.size();
+  if (whole && r.ec == std::errc::result_out_of_range)
+    return status::invalid_input(field + ": out of range (at most " +
+                                 std::to_string(std::numeric_limits<uint64_t>::max()) + ")")
+        .with_field(field);
+  if (!whole || r.ec != std::errc{})
+    return status::invalid_input(field + ": expected an unsigned integer").with_field(field);
   return status::ok();
+}
+
+// The one answer for a thread the caller may not see: a missing thread and
+// another agent's thread must be indistinguishable, byte for byte.
+status missing_thread(const std::string& id, const std::string& field = "") {
+  return status::not_found("thread " + quote_input(id) + ": not found").with_field(field);
 }
 
 // A query parameter as a number, or `fallback` when absent.
@@ -99,6 +114,16 @@ std::string sse_event_frame(const event& e) {
   return frame;
 }
 
+std::string sse_end_frame(const std::string& thread_id, const std::string& reason) {
+  std::string data;
+  json_writer w{&data};
+  w.begin_object();
+  w.field("thread_id", thread_id);
+  w.field("reason", reason);
+  w.end_object();
+  return "event: " + reason + "\ndata: " + data + "\n\n";
+}
+
 std::string sse_delta_frame(const std::string& run_id, const std::string& delta) {
   std::string data;
   json_writer w{&data};
@@ -126,10 +151,6 @@ int http_status(errc code) {
 }
 
 http::response error_response(const status& s, int http_status_override) {
-  static const std::regex limit_word{R"(\b([a-z][a-z_]*_(max|ms|min))\b)"};
-  std::smatch m;
-  std::string limit;
-  if (std::regex_search(s.message(), m, limit_word)) limit = m[1];
   std::string body;
   json_writer w{&body};
   w.begin_object();
@@ -140,12 +161,39 @@ http::response error_response(const status& s, int http_status_override) {
   if (http_status_override == 403) code = "forbidden";
   if (http_status_override == 405) code = "method_not_allowed";
   w.field("code", code);
-  w.field("message", s.message());
-  if (!limit.empty()) w.field("limit", limit);
+  w.field("message", quote_input(s.message(), error_message_bytes_max));
+  if (!s.limit().empty()) w.field("limit", s.limit());
+  if (!s.field().empty()) w.field("field", s.field());
   w.end_object();
   w.end_object();
   return json_response(http_status_override != 0 ? http_status_override : http_status(s.code()), std::move(body));
 }
+
+namespace {
+
+response forbidden_response(const std::string& what) {
+  return error_response(status::invalid_input("forbidden: the token may not " + what), 403);
+}
+
+response unauthorized_response() {
+  auto r = error_response(status::invalid_input("unauthorized: a valid bearer token is required"), 401);
+  r.headers.emplace_back("WWW-Authenticate", "Bearer");
+  return r;
+}
+
+// The thread `id` if the scope may see it; missing_thread() when it is absent or
+// another agent's, so neither answer tells the two apart.
+status visible_thread(runtime& rt, const token_scope& scope, const std::string& id, const std::string& field,
+                      manifest* m) {
+  SKEIN_TRY(validate_id(id, field.empty() ? "thread id" : field));
+  status s = rt.get_thread(id, m);
+  if (s.code() == errc::not_found) return missing_thread(id, field);
+  SKEIN_TRY(s);
+  if (!scope.allows(m->agent_id)) return missing_thread(id, field);
+  return status::ok();
+}
+
+}  // namespace
 
 // Everything one request needs: the runtime, the caller's scope, the answer.
 struct api::context {
@@ -157,13 +205,13 @@ struct api::context {
   runtime& rt() { return self.rt_; }
   void reply(response r) { ex->reply(std::move(r)); }
   void fail(const status& s, int code = 0) { ex->reply(error_response(s, code)); }
-  void forbidden(const std::string& what) { fail(status::invalid_input("forbidden: the token may not " + what), 403); }
+  void forbidden(const std::string& what) { reply(forbidden_response(what)); }
 
-  // Reads the thread and checks the token may touch its agent; answers if not.
+  // Reads the thread and checks the token may touch its agent; answers if not,
+  // and the same way whether the thread is missing or another agent's.
   bool thread_allowed(const std::string& id, manifest* m) {
-    if (status s = validate_id(id, "thread id"); !s) return fail(s), false;
-    if (status s = rt().get_thread(id, m); !s) return fail(s), false;
-    if (!scope.allows(m->agent_id)) return forbidden("use threads of agent " + m->agent_id), false;
+    status s = visible_thread(rt(), scope, id, "", m);
+    if (!s) return fail(s), false;
     return true;
   }
 };
@@ -226,8 +274,21 @@ void create_thread(ctx& c, const json_limits& limits) {
     if (!o.policy) return c.fail(status::invalid_input("body.policy: must be queue, reject or interrupt"));
   }
   if (!c.scope.allows(o.agent_id)) return c.forbidden("create threads of agent " + o.agent_id);
+  if (!o.parent_thread_id.empty()) {
+    // The parent's counter is bumped and the child indexed under it: only a
+    // parent the token may see qualifies.
+    manifest parent;
+    if (s = visible_thread(c.rt(), c.scope, o.parent_thread_id, "parent_thread_id", &parent); !s) return c.fail(s);
+  }
   manifest m;
-  if (s = c.rt().create_thread(o, &m); !s) return c.fail(s);
+  if (s = c.rt().create_thread(o, &m); !s) {
+    // A parent deleted since the check answers as one that never was.
+    manifest parent;
+    if (s.code() == errc::not_found && !o.parent_thread_id.empty() &&
+        !visible_thread(c.rt(), c.scope, o.parent_thread_id, "parent_thread_id", &parent).is_ok())
+      return c.fail(missing_thread(o.parent_thread_id, "parent_thread_id"));
+    return c.fail(s);
+  }
   c.reply(json_response(201, manifest_json(m)));
 }
 
@@ -259,7 +320,9 @@ void list_threads(ctx& c, size_t limit_max) {
   uint64_t limit = 0;
   if (status s = query_uint(c.req, "limit", 100, &limit); !s) return c.fail(s);
   if (limit == 0 || limit > limit_max)
-    return c.fail(status::invalid_input("limit: must be between 1 and list_limit_max (" + std::to_string(limit_max) + ")"));
+    return c.fail(status::invalid_input("limit: must be between 1 and list_limit_max (" + std::to_string(limit_max) + ")")
+                      .with_limit("list_limit_max")
+                      .with_field("limit"));
   q.limit = limit;
   q.cursor = query(c.req, "cursor");
   thread_page page;
@@ -283,7 +346,7 @@ void get_thread(ctx& c, const std::string& id) {
   // Reconcile on read: a stale running thread is closed before it is shown.
   bool closed = false;
   if (status s = c.rt().reconcile(id, &closed); !s) return c.fail(s);
-  if (closed && !c.rt().get_thread(id, &m).is_ok()) return c.fail(status::not_found("thread " + id));
+  if (closed && !c.rt().get_thread(id, &m).is_ok()) return c.fail(missing_thread(id));
   c.reply(json_response(200, manifest_json(m)));
 }
 
@@ -293,7 +356,8 @@ void delete_thread(ctx& c, const std::string& id) {
   status s = c.rt().get_thread(id, &m);
   if (s.code() == errc::not_found) return c.reply(response{204, "application/json", "", {}});  // idempotent
   if (!s) return c.fail(s);
-  if (!c.scope.allows(m.agent_id)) return c.forbidden("delete threads of agent " + m.agent_id);
+  // Another agent's thread answers as a missing one: 204, and nothing is deleted.
+  if (!c.scope.allows(m.agent_id)) return c.reply(response{204, "application/json", "", {}});
   if (s = c.rt().delete_thread(id); !s) return c.fail(s);
   c.reply(response{204, "application/json", "", {}});
 }
@@ -348,7 +412,9 @@ void list_entries(ctx& c, const std::string& id, size_t limit_max) {
   if (status s = query_uint(c.req, "from_seq", 1, &from); !s) return c.fail(s);
   if (status s = query_uint(c.req, "limit", 100, &limit); !s) return c.fail(s);
   if (limit == 0 || limit > limit_max)
-    return c.fail(status::invalid_input("limit: must be between 1 and entries_limit_max (" + std::to_string(limit_max) + ")"));
+    return c.fail(status::invalid_input("limit: must be between 1 and entries_limit_max (" + std::to_string(limit_max) + ")")
+                      .with_limit("entries_limit_max")
+                      .with_field("limit"));
   std::string view_name = query(c.req, "view");
   if (!view_name.empty() && view_name != "working" && view_name != "complete")
     return c.fail(status::invalid_input("view: must be working or complete"));
@@ -382,6 +448,12 @@ void stream_entries(ctx& c, const std::string& id) {
   if (!last_event.empty()) {
     uint64_t last = 0;
     if (status s = parse_uint(last_event, "Last-Event-ID", &last); !s) return c.fail(s);
+    // The next seq must exist as a number: the largest one would wrap to 0 and
+    // replay the whole history.
+    if (last == std::numeric_limits<uint64_t>::max())
+      return c.fail(status::invalid_input("Last-Event-ID: out of range (at most " +
+                                          std::to_string(std::numeric_limits<uint64_t>::max() - 1) + ")")
+                        .with_field("Last-Event-ID"));
     from = last + 1;  // resume after the last event the client saw
   }
   auto stream = c.ex->stream({});
@@ -389,6 +461,12 @@ void stream_entries(ctx& c, const std::string& id) {
   event_sink sink;
   sink.on_event = [stream](const event& e) { stream->send(sse_event_frame(e)); };
   sink.on_delta = [stream](const std::string& run, const std::string& delta) { stream->send(sse_delta_frame(run, delta)); };
+  // The thread is gone (deleted): a last frame says why, then the stream ends
+  // instead of idling on keepalives.
+  sink.on_end = [stream, id](const std::string& reason) {
+    stream->send(sse_end_frame(id, reason));
+    stream->close();
+  };
   uint64_t sub = 0;
   if (status s = c.rt().subscribe(id, from, sink, &sub); !s) {
     stream->send("event: error\ndata: " + error_response(s).body + "\n\n");
@@ -479,17 +557,34 @@ void export_thread_route(ctx& c, const std::string& id) {
   c.reply(response{200, "application/x-ndjson", std::move(body), {}});
 }
 
+bool imports_thread(const import_result& parsed, const std::string& id) {
+  for (const auto& t : parsed.threads)
+    if (t.manifest.id == id) return true;
+  return false;
+}
+
 void import_route(ctx& c) {
   std::string format_name = query(c.req, "format");
   auto format = parse_import_format(format_name.empty() ? "auto" : format_name);
   if (!format) return c.fail(status::invalid_input("format: must be auto, skein, opennova, lace or gitmem"));
   std::string agent = query(c.req, "agent");
   if (agent.empty() && c.scope.agents.size() == 1 && !c.scope.admin) agent = *c.scope.agents.begin();
+  // Scope first: a body is parsed only for a caller who may import at all.
+  if (!agent.empty() && !c.scope.allows(agent)) return c.forbidden("import threads of agent " + quote_input(agent));
   import_result parsed;
   if (status s = parse_import(c.req.body, *format, agent.empty() ? "imported" : agent, &parsed); !s) return c.fail(s);
   // Check everything before writing anything: a refused import leaves no trace.
   for (const auto& t : parsed.threads) {
     if (!c.scope.allows(t.manifest.agent_id)) return c.forbidden("import threads of agent " + t.manifest.agent_id);
+    // An imported thread is indexed under its parent: a scoped token names only
+    // a parent it may see (or one in the same import). Missing and foreign
+    // parents answer alike. Admin sees every thread, so nothing is foreign to it.
+    if (!c.scope.admin && t.manifest.parent == parent_kind::thread && !t.manifest.parent_id.empty() &&
+        !imports_thread(parsed, t.manifest.parent_id)) {
+      manifest parent;
+      if (status s = visible_thread(c.rt(), c.scope, t.manifest.parent_id, "manifest.parent_id", &parent); !s)
+        return c.fail(s);
+    }
     manifest existing;
     if (c.rt().get_thread(t.manifest.id, &existing).is_ok())
       return c.fail(status::conflict("thread " + t.manifest.id + " already exists"));
@@ -524,18 +619,51 @@ void metric(std::string& out, const char* name, const char* type, const char* he
 
 }  // namespace
 
+// Decided from the head alone, so that a client refused here never makes the
+// server read (or buffer) its body: auth, admin-only routes, the import's agent
+// and, for writes to a thread, whether the token may see that thread. The
+// handler checks all of it again (a body-less request skips admission's work).
+http::admission api::admit(const http::request& head) {
+  http::admission a;
+  auto seg = segments(head.path);
+  bool v1 = seg.size() >= 2 && seg[0] == "v1";
+  bool import = v1 && seg.size() == 2 && seg[1] == "import";
+  if (import) a.body = http::body_class::import;
+  if (head.path == "/healthz") return a;
+  auto scope = tokens_.authenticate(head.header("authorization"));
+  if (!scope) {
+    a.refuse = unauthorized_response();
+    return a;
+  }
+  if (scope->admin) return a;
+  if (head.path == "/metrics") a.refuse = forbidden_response("read metrics (admin only)");
+  else if (v1 && seg.size() == 2 && seg[1] == "prune") a.refuse = forbidden_response("prune (admin only)");
+  else if (v1 && seg.size() == 2 && seg[1] == "agents" && head.method == "POST")
+    a.refuse = forbidden_response("create agents (admin only)");
+  if (a.refuse) return a;
+  if (import) {
+    auto it = head.query.find("agent");
+    if (it != head.query.end() && !it->second.empty() && !scope->allows(it->second))
+      a.refuse = forbidden_response("import threads of agent " + quote_input(it->second));
+    return a;
+  }
+  if (v1 && seg.size() == 4 && seg[1] == "threads" && head.method == "POST") {
+    manifest m;
+    if (status s = visible_thread(rt_, *scope, seg[2], "", &m); !s) a.refuse = error_response(s);
+  }
+  return a;
+}
+
 void api::handle(http::request& req, std::shared_ptr<http::exchange> ex) {
   auto seg = segments(req.path);
   const std::string& m = req.method;
   if (req.path == "/healthz" && m == "GET") return ex->reply(json_response(200, R"({"status":"ok"})"));
   auto scope = tokens_.authenticate(req.header("authorization"));
-  if (!scope) {
-    auto r = error_response(status::invalid_input("unauthorized: a valid bearer token is required"), 401);
-    r.headers.emplace_back("WWW-Authenticate", "Bearer");
-    return ex->reply(std::move(r));
-  }
+  if (!scope) return ex->reply(unauthorized_response());
   context c{*this, req, ex, *scope};
-  auto not_allowed = [&] { c.fail(status::invalid_input("method " + m + " is not allowed on " + req.path), 405); };
+  auto not_allowed = [&] {
+    c.fail(status::invalid_input("method " + quote_input(m) + " is not allowed on " + quote_input(req.path)), 405);
+  };
   const auto& limits = options_.limits;
 
   if (req.path == "/metrics") {
@@ -557,6 +685,8 @@ void api::handle(http::request& req, std::shared_ptr<http::exchange> ex) {
       auto hc = counters_();
       metric(out, "skein_http_requests_total", "counter", "HTTP requests read.", hc.requests);
       metric(out, "skein_http_requests_in_flight", "gauge", "HTTP requests being answered.", hc.in_flight);
+      metric(out, "skein_http_body_bytes_buffered", "gauge", "Request body bytes held now.", hc.body_bytes_buffered);
+      metric(out, "skein_http_rejected_total", "counter", "Requests answered before the handler.", hc.rejected);
       metric(out, "skein_http_connections", "gauge", "Open HTTP connections.", hc.connections);
       metric(out, "skein_sse_streams", "gauge", "Open event streams.", hc.streams);
       metric(out, "skein_sse_slow_clients_total", "counter", "Streams closed for falling behind.", hc.slow_clients);
@@ -567,7 +697,7 @@ void api::handle(http::request& req, std::shared_ptr<http::exchange> ex) {
     }
     return c.reply(response{200, "text/plain; version=0.0.4", out, {}});
   }
-  if (seg.size() < 2 || seg[0] != "v1") return c.fail(status::not_found("no route " + req.path));
+  if (seg.size() < 2 || seg[0] != "v1") return c.fail(status::not_found("no route " + quote_input(req.path)));
 
   if (seg[1] == "agents" && seg.size() == 2) {
     if (m == "POST") return create_agent(c, limits);
@@ -577,7 +707,7 @@ void api::handle(http::request& req, std::shared_ptr<http::exchange> ex) {
   if (seg[1] == "agents" && seg.size() == 3) return m == "GET" ? get_agent(c, seg[2]) : not_allowed();
   if (seg[1] == "prune" && seg.size() == 2) return m == "POST" ? prune(c) : not_allowed();
   if (seg[1] == "import" && seg.size() == 2) return m == "POST" ? import_route(c) : not_allowed();
-  if (seg[1] != "threads") return c.fail(status::not_found("no route " + req.path));
+  if (seg[1] != "threads") return c.fail(status::not_found("no route " + quote_input(req.path)));
   if (seg.size() == 2) {
     if (m == "POST") return create_thread(c, limits);
     if (m == "GET") return list_threads(c, options_.list_limit_max);
@@ -589,7 +719,7 @@ void api::handle(http::request& req, std::shared_ptr<http::exchange> ex) {
     if (m == "DELETE") return delete_thread(c, id);
     return not_allowed();
   }
-  if (seg.size() != 4) return c.fail(status::not_found("no route " + req.path));
+  if (seg.size() != 4) return c.fail(status::not_found("no route " + quote_input(req.path)));
   const std::string& action = seg[3];
   if (action == "entries") {
     if (m == "POST") return post_entry(c, id, limits);
@@ -602,7 +732,7 @@ void api::handle(http::request& req, std::shared_ptr<http::exchange> ex) {
   if (action == "diagnose") return m == "GET" ? diagnose_thread(c, id) : not_allowed();
   if (action == "reconcile") return m == "POST" ? reconcile_thread(c, id) : not_allowed();
   if (action == "export") return m == "GET" ? export_thread_route(c, id) : not_allowed();
-  c.fail(status::not_found("no route " + req.path));
+  c.fail(status::not_found("no route " + quote_input(req.path)));
 }
 
 }  // namespace skein::server

@@ -27,9 +27,16 @@ class api {
   api(runtime& rt, token_store tokens, api_options options,
       std::function<http::server_counters()> counters = {});
 
+  // From a request's head, before its body is read: auth, route scope and the
+  // body's size class.
+  http::admission admit(const http::request& head);
   void handle(http::request& req, std::shared_ptr<http::exchange> ex);
   http::handler handler() {
     return [this](http::request& req, std::shared_ptr<http::exchange> ex) { handle(req, std::move(ex)); };
+  }
+  // The handler with its admission: what http::server::start takes.
+  http::service service() {
+    return {handler(), [this](const http::request& head) { return admit(head); }};
   }
 
   struct context;
@@ -43,8 +50,8 @@ class api {
 
 // The HTTP status for a skein error code.
 int http_status(errc code);
-// {"error":{"code":..,"message":..,"limit":..}}; `limit` is taken from the
-// message when it names one (a word ending in _max or _ms).
+// {"error":{"code":..,"message":..,"limit":..,"field":..}}: `limit` and `field`
+// are the status's own (absent when empty); the message is cut to a bounded size.
 http::response error_response(const status& s, int http_status_override = 0);
 
 }  // namespace skein::server

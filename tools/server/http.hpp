@@ -1,5 +1,10 @@
 // HTTP values shared by the server, its API handlers and the client, without
 // Beast: handlers see requests and answer through an `exchange`.
+//
+// A service has two parts: `admit` decides from a request's head alone (method,
+// target, headers; no body yet) whether to read its body at all and under which
+// size limit, so auth, routing and scope refuse a client before it can make the
+// server buffer anything; `on_request` then answers the whole request.
 #pragma once
 
 #include <chrono>
@@ -7,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -39,8 +45,10 @@ class event_stream {
  public:
   virtual ~event_stream() = default;
   // Queues bytes for the client. False once the stream is closed — also when the
-  // client fell more than the stream's buffer behind, which closes it.
+  // backlog (the queued frames but the largest) would pass the stream's buffer,
+  // which closes it. One frame is never refused for its own size.
   virtual bool send(std::string bytes) = 0;
+  // Ends the stream once what is queued has been written.
   virtual void close() = 0;
   // `fn` runs once when the stream ends, whatever ended it (at once if it has).
   virtual void on_close(std::function<void()> fn) = 0;
@@ -56,6 +64,26 @@ class exchange {
 };
 
 using handler = std::function<void(request& req, std::shared_ptr<exchange> ex)>;
+
+// Which size limit a request body is read under.
+enum class body_class : uint8_t {
+  standard,  // server_limits::body_bytes_max
+  import,    // server_limits::import_body_bytes_max
+};
+
+// What a service decides from a request's head, before any body byte is read.
+struct admission {
+  std::optional<response> refuse;  // answered at once; the body is never read
+  body_class body = body_class::standard;
+};
+
+// Sees `head` with an empty body. Called on an I/O thread; must not block long.
+using admitter = std::function<admission(const request& head)>;
+
+struct service {
+  handler on_request;
+  admitter admit;  // empty: every request is admitted with a standard body
+};
 
 // Splits and percent-decodes a request target. False when it is malformed.
 bool parse_target(std::string_view target, std::string* path, std::map<std::string, std::string>* query);

@@ -3,6 +3,7 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <array>
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -39,6 +40,7 @@ class session;
 struct server::impl : std::enable_shared_from_this<server::impl> {
   server_limits limits;
   handler on_request;
+  admitter admit;
   net::io_context ioc;
   tcp::acceptor acceptor{ioc};
   std::vector<std::thread> threads;
@@ -47,6 +49,7 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   std::mutex sessions_mu;  // guards sessions
   std::set<std::shared_ptr<session>> sessions;
 
+  std::atomic<uint64_t> body_bytes_buffered{0};
   std::atomic<uint64_t> connections{0}, streams{0}, in_flight{0}, requests{0}, rejected{0},
       slow_clients{0}, r2xx{0}, r4xx{0}, r5xx{0};
 
@@ -111,15 +114,23 @@ class session : public std::enable_shared_from_this<session> {
     net::post(stream_.get_executor(), [self = shared_from_this(), h = std::move(headers)] { self->write_stream_head(h); });
   }
 
+  // The bound is on the backlog, never on one frame: the largest queued frame
+  // does not count against it. So an idle client takes a frame of any size even
+  // when it comes in a burst with others, and a resume makes progress whatever
+  // the size of the event it resumes at. One stream holds at most
+  // stream_buffer_bytes_max plus its largest frame (plus the one being written).
   bool push(std::string bytes) {
     {
       std::lock_guard<std::mutex> lock{stream_mu_};
-      if (stream_closed_) return false;
-      if (queued_bytes_ + bytes.size() > server_->limits.stream_buffer_bytes_max) {
+      if (stream_closed_ || stream_ending_) return false;
+      size_t largest = pending_sizes_.empty() ? 0 : *pending_sizes_.rbegin();
+      size_t backlog = queued_bytes_ + bytes.size() - std::max(largest, bytes.size());
+      if (backlog > server_->limits.stream_buffer_bytes_max) {
         server_->slow_clients.fetch_add(1, std::memory_order_relaxed);
         stream_closed_ = true;
       } else {
         queued_bytes_ += bytes.size();
+        pending_sizes_.insert(bytes.size());
         pending_.push_back(std::move(bytes));
       }
     }
@@ -127,10 +138,20 @@ class session : public std::enable_shared_from_this<session> {
     return !is_stream_closed();
   }
 
+  // Drops what is queued and closes: the client went away or fell behind.
   void close_stream() {
     {
       std::lock_guard<std::mutex> lock{stream_mu_};
       stream_closed_ = true;
+    }
+    net::post(stream_.get_executor(), [self = shared_from_this()] { self->pump_stream(); });
+  }
+
+  // Writes what is queued, then closes.
+  void end_stream() {
+    {
+      std::lock_guard<std::mutex> lock{stream_mu_};
+      stream_ending_ = true;
     }
     net::post(stream_.get_executor(), [self = shared_from_this()] { self->pump_stream(); });
   }
@@ -162,81 +183,151 @@ class session : public std::enable_shared_from_this<session> {
 
   void read_header() {
     parser_.emplace();
+    keep_alive_ = false;
+    body_pending_ = false;
+    import_ = false;
     parser_->header_limit(static_cast<std::uint32_t>(server_->limits.header_bytes_max));
-    parser_->body_limit(std::max(server_->limits.body_bytes_max, server_->limits.import_body_bytes_max));
+    parser_->body_limit(boost::none);  // the route's limit is set once the head is read
     stream_.expires_after(server_->limits.idle_timeout);
     bhttp::async_read_header(stream_, buffer_, *parser_,
                              [self = shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
   }
 
+  // Everything about a request that its head decides, before any body byte.
   void on_header(beast::error_code ec) {
-    if (ec == bhttp::error::body_limit) {  // Content-Length past the largest route limit
-      reject(413, "body_bytes_max", "request body too large");
-      return;
-    }
     if (ec) {
       if (ec == bhttp::error::header_limit) reject(431, "header_bytes_max", "request header too large");
       else close_socket();
       return;
     }
-    std::string_view target{parser_->get().target().data(), parser_->get().target().size()};
-    bool import = target.substr(0, 10) == "/v1/import";
-    size_t limit = import ? server_->limits.import_body_bytes_max : server_->limits.body_bytes_max;
-    // The parser checked Content-Length against its own limit with the header;
-    // this route's limit is checked here (and by the parser for chunked bodies).
+    server_->requests.fetch_add(1, std::memory_order_relaxed);
+    const auto& head = parser_->get();
     auto length = parser_->content_length();
-    if (length && *length > limit) {
-      reject(413, import ? "import_body_bytes_max" : "body_bytes_max", "request body too large");
-      return;
+    // With body bytes unread the connection cannot serve another request.
+    body_pending_ = parser_->chunked() || (length && *length > 0);
+    keep_alive_ = head.keep_alive();
+    version_ = head.version();
+    req_ = request{};
+    req_.method = std::string{head.method_string()};
+    req_.target = std::string{head.target()};
+    if (!parse_target(req_.target, &req_.path, &req_.query)) return reject(400, "", "malformed request target");
+    for (const auto& field : head) {
+      std::string name{field.name_string()};
+      for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      req_.headers[name] = std::string{field.value()};
     }
+    if (server_->in_flight.fetch_add(1, std::memory_order_relaxed) >= server_->limits.requests_in_flight_max) {
+      server_->in_flight.fetch_sub(1, std::memory_order_relaxed);
+      return reject(429, "requests_in_flight_max", "too many requests in flight");
+    }
+    holds_in_flight_ = true;
+    admission adm;
+    if (server_->admit) {
+      try {
+        adm = server_->admit(req_);
+      } catch (const std::exception&) {
+        adm.refuse = response{500, "application/json", json_error("internal", "admission failed", ""), {}};
+      }
+    }
+    if (adm.refuse) return refuse(std::move(*adm.refuse));
+    import_ = adm.body == body_class::import;
+    size_t limit = import_ ? server_->limits.import_body_bytes_max : server_->limits.body_bytes_max;
+    if (length && *length > limit) return reject(413, body_limit_name(), "request body too large");
+    if (length && !reserve(*length)) return reject(429, "body_bytes_buffered_max", "too many body bytes buffered");
     parser_->body_limit(limit);
-    bhttp::async_read(stream_, buffer_, *parser_,
-                      [self = shared_from_this(), import](beast::error_code ec, size_t) { self->on_body(ec, import); });
+    if (parser_->is_done()) return on_body();
+    // A body that trickles in must not hold its share of the budget for long.
+    stream_.expires_after(server_->limits.body_timeout);
+    // A client that waits for leave to send its body gets it only now, after
+    // every check: a refused one never sends a byte.
+    if (beast::iequals(head[bhttp::field::expect], "100-continue")) return send_continue();
+    read_body();
   }
 
-  void on_body(beast::error_code ec, bool import) {
-    if (ec == bhttp::error::body_limit) {
-      reject(413, import ? "import_body_bytes_max" : "body_bytes_max", "request body too large");
-      return;
-    }
+  void send_continue() {
+    static const std::string interim = "HTTP/1.1 100 Continue\r\n\r\n";
+    net::async_write(stream_, net::buffer(interim), [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec) return self->close_socket();
+      self->read_body();
+    });
+  }
+
+  const char* body_limit_name() const { return import_ ? "import_body_bytes_max" : "body_bytes_max"; }
+
+  // Takes `bytes` from the budget shared by all connections.
+  bool reserve(uint64_t bytes) {
+    uint64_t now = server_->body_bytes_buffered.load(std::memory_order_relaxed);
+    do {
+      if (now + bytes > server_->limits.body_bytes_buffered_max) return false;
+    } while (!server_->body_bytes_buffered.compare_exchange_weak(now, now + bytes, std::memory_order_relaxed));
+    reserved_bytes_ += bytes;
+    return true;
+  }
+
+  void release_reserved() {
+    server_->body_bytes_buffered.fetch_sub(reserved_bytes_, std::memory_order_relaxed);
+    reserved_bytes_ = 0;
+  }
+
+  void release_in_flight() {
+    if (!holds_in_flight_) return;
+    holds_in_flight_ = false;
+    server_->in_flight.fetch_sub(1, std::memory_order_relaxed);
+  }
+
+  // Reads the body a part at a time so a chunked body is held to the shared
+  // budget as its bytes arrive.
+  void read_body() {
+    bhttp::async_read_some(stream_, buffer_, *parser_,
+                           [self = shared_from_this()](beast::error_code ec, size_t) { self->on_body_part(ec); });
+  }
+
+  void on_body_part(beast::error_code ec) {
+    if (ec == bhttp::error::body_limit) return reject(413, body_limit_name(), "request body too large");
     if (ec) {
+      release_reserved();
+      release_in_flight();
       close_socket();
       return;
     }
-    auto msg = parser_->release();
-    server_->requests.fetch_add(1, std::memory_order_relaxed);
-    request req;
-    req.method = std::string{msg.method_string()};
-    req.target = std::string{msg.target()};
-    if (!parse_target(req.target, &req.path, &req.query)) {
-      reject(400, "", "malformed request target", msg.keep_alive());
-      return;
-    }
-    for (const auto& field : msg) {
-      std::string name{field.name_string()};
-      for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      req.headers[name] = std::string{field.value()};
-    }
-    req.body = std::move(msg.body());
-    if (server_->in_flight.fetch_add(1, std::memory_order_relaxed) >= server_->limits.requests_in_flight_max) {
-      server_->in_flight.fetch_sub(1, std::memory_order_relaxed);
-      reject(429, "requests_in_flight_max", "too many requests in flight", msg.keep_alive());
-      return;
-    }
-    auto ex = std::make_shared<session_exchange>(shared_from_this(), msg.keep_alive(), msg.version());
+    size_t have = parser_->get().body().size();
+    if (have > reserved_bytes_ && !reserve(have - reserved_bytes_))
+      return reject(429, "body_bytes_buffered_max", "too many body bytes buffered");
+    if (!parser_->is_done()) return read_body();
+    on_body();
+  }
+
+  void on_body() {
+    req_.body = std::move(parser_->get().body());
+    parser_.reset();
+    body_pending_ = false;
+    holds_in_flight_ = false;  // the exchange answers for it now
+    auto ex = std::make_shared<session_exchange>(shared_from_this(), keep_alive_, version_);
     try {
-      server_->on_request(req, ex);
+      server_->on_request(req_, ex);
     } catch (const std::exception& e) {
       ex->reply(response{500, "application/json", json_error("internal", "handler failed", ""), {}});
     }
+    // The handler copied what it keeps: the body's bytes go back to the budget.
+    req_ = request{};
+    release_reserved();
   }
 
   // An answer from the server itself, before any handler.
-  void reject(int status, std::string_view limit, std::string_view message, bool keep_alive = false) {
-    server_->rejected.fetch_add(1, std::memory_order_relaxed);
-    server_->count_status(status);
+  void reject(int status, std::string_view limit, std::string_view message) {
     std::string code = status == 413 ? "too_large" : status == 429 ? "overloaded" : "invalid_input";
-    write_response(response{status, "application/json", json_error(code, message, limit), {}}, keep_alive, 11);
+    response r{status, "application/json", json_error(code, message, limit), {}};
+    if (status == 429) r.headers.emplace_back("Retry-After", "1");
+    refuse(std::move(r));
+  }
+
+  // Answers before the body was read (or in the middle of it).
+  void refuse(response r) {
+    server_->rejected.fetch_add(1, std::memory_order_relaxed);
+    server_->count_status(r.status);
+    release_reserved();
+    release_in_flight();
+    write_response(std::move(r), keep_alive_ && !body_pending_, version_);
   }
 
   void write_response(response r, bool keep_alive, unsigned version) {
@@ -249,31 +340,54 @@ class session : public std::enable_shared_from_this<session> {
     res->prepare_payload();
     stream_.expires_after(std::chrono::seconds(30));
     bhttp::async_write(stream_, *res, [self = shared_from_this(), res](beast::error_code ec, size_t) {
-      if (ec || !res->keep_alive()) {
-        self->close_socket();
-        return;
-      }
+      if (ec) return self->close_socket();
+      if (!res->keep_alive()) return self->linger();
       self->read_header();
+    });
+  }
+
+  // Closing a socket with unread bytes resets the connection, and a reset can
+  // destroy the answer before the client reads it. So: stop sending, discard
+  // what the client still sends for a bounded time and size, then close.
+  void linger() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    if (ec || !body_pending_) return close_socket();
+    stream_.expires_after(linger_ms);
+    drain();
+  }
+
+  void drain() {
+    auto buf = std::make_shared<std::array<char, 4096>>();
+    stream_.async_read_some(net::buffer(*buf), [self = shared_from_this(), buf](beast::error_code ec, size_t n) {
+      self->drained_bytes_ += n;
+      if (ec || self->drained_bytes_ > linger_bytes_max) return self->close_socket();
+      self->drain();
     });
   }
 
   void write_stream_head(const header_list& headers) {
     server_->streams.fetch_add(1, std::memory_order_relaxed);
-    streaming_ = true;
     stream_.expires_never();
-    std::string head =
+    auto head = std::make_shared<std::string>(
         "HTTP/1.1 200 OK\r\nServer: skein\r\nContent-Type: text/event-stream\r\n"
-        "Cache-Control: no-cache\r\nConnection: close\r\nX-Accel-Buffering: no\r\n";
-    for (const auto& [k, v] : headers) head += k + ": " + v + "\r\n";
-    head += "\r\n";
-    {
-      std::lock_guard<std::mutex> lock{stream_mu_};
-      queued_bytes_ += head.size();
-      pending_.push_front(std::move(head));
-    }
+        "Cache-Control: no-cache\r\nConnection: close\r\nX-Accel-Buffering: no\r\n");
+    for (const auto& [k, v] : headers) *head += k + ": " + v + "\r\n";
+    *head += "\r\n";
+    // The head goes out before any frame, outside the frame queue, so it never
+    // counts as backlog.
+    streaming_ = true;
+    writing_ = true;
+    net::async_write(stream_.socket(), net::buffer(*head), [self = shared_from_this(), head](beast::error_code ec, size_t) {
+      self->writing_ = false;
+      if (ec) {
+        std::lock_guard<std::mutex> lock{self->stream_mu_};
+        self->stream_closed_ = true;
+      }
+      self->pump_stream();
+    });
     watch_disconnect();
     arm_keepalive();
-    pump_stream();
   }
 
   // A stream client sends nothing; a read that ends means it went away.
@@ -296,19 +410,19 @@ class session : public std::enable_shared_from_this<session> {
   void pump_stream() {
     if (!streaming_ || writing_) return;
     std::string next;
-    bool closed = false;
+    bool finish = false;
     {
       std::lock_guard<std::mutex> lock{stream_mu_};
-      closed = stream_closed_;
-      if (!closed && !pending_.empty()) {
+      if (stream_closed_ || (stream_ending_ && pending_.empty())) {
+        finish = true;
+      } else if (!pending_.empty()) {
         next = std::move(pending_.front());
         pending_.pop_front();
+        queued_bytes_ -= next.size();
+        pending_sizes_.erase(pending_sizes_.find(next.size()));
       }
     }
-    if (closed) {
-      finish_stream();
-      return;
-    }
+    if (finish) return finish_stream();
     if (next.empty()) return;
     writing_ = true;
     auto buf = std::make_shared<std::string>(std::move(next));
@@ -316,7 +430,6 @@ class session : public std::enable_shared_from_this<session> {
       self->writing_ = false;
       {
         std::lock_guard<std::mutex> lock{self->stream_mu_};
-        self->queued_bytes_ -= buf->size();
         if (ec) self->stream_closed_ = true;
       }
       self->pump_stream();
@@ -329,8 +442,11 @@ class session : public std::enable_shared_from_this<session> {
       std::lock_guard<std::mutex> lock{stream_mu_};
       if (stream_finished_) return;
       stream_finished_ = true;
+      stream_closed_ = true;
       callbacks.swap(close_callbacks_);
       pending_.clear();
+      pending_sizes_.clear();
+      queued_bytes_ = 0;
     }
     server_->streams.fetch_sub(1, std::memory_order_relaxed);
     if (keepalive_) keepalive_->cancel();
@@ -341,30 +457,49 @@ class session : public std::enable_shared_from_this<session> {
   void close_socket() {
     if (socket_closed_) return;
     socket_closed_ = true;
+    release_reserved();
+    release_in_flight();
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
     stream_.socket().close(ec);
     if (streaming_) {
-      std::lock_guard<std::mutex> lock{stream_mu_};
-      stream_closed_ = true;
+      {
+        std::lock_guard<std::mutex> lock{stream_mu_};
+        stream_closed_ = true;
+      }
+      if (!writing_) pump_stream();
     }
-    if (streaming_) pump_stream();
     server_->forget(shared_from_this());
   }
+
+  // A refused client may go on sending its body; this much is read and dropped
+  // before the socket closes.
+  static constexpr size_t linger_bytes_max = 256 << 10;
+  static constexpr std::chrono::milliseconds linger_ms{1000};
 
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   std::shared_ptr<server::impl> server_;
   std::optional<net::steady_timer> keepalive_;
+  request req_;                   // the request being read
+  bool keep_alive_ = false;
+  unsigned version_ = 11;
+  bool import_ = false;           // the body is read under import_body_bytes_max
+  bool body_pending_ = false;     // body bytes of this request are unread
+  bool holds_in_flight_ = false;  // this session, not an exchange, owes the in-flight slot back
+  uint64_t reserved_bytes_ = 0;   // taken from body_bytes_buffered
+  size_t drained_bytes_ = 0;
   bool streaming_ = false;
   bool writing_ = false;
   bool socket_closed_ = false;
 
   std::mutex stream_mu_;  // guards the fields below: producers push from any thread
   std::deque<std::string> pending_;
-  size_t queued_bytes_ = 0;
+  std::multiset<size_t> pending_sizes_;  // of the frames in pending_, for the largest
+  size_t queued_bytes_ = 0;              // in pending_
   bool stream_closed_ = false;
+  bool stream_ending_ = false;
   bool stream_finished_ = false;
   std::vector<std::function<void()>> close_callbacks_;
 };
@@ -372,7 +507,7 @@ class session : public std::enable_shared_from_this<session> {
 namespace {
 
 bool session_stream::send(std::string bytes) { return session_->push(std::move(bytes)); }
-void session_stream::close() { session_->close_stream(); }
+void session_stream::close() { session_->end_stream(); }
 void session_stream::on_close(std::function<void()> fn) { session_->on_stream_close(std::move(fn)); }
 
 session_exchange::~session_exchange() {
@@ -429,11 +564,16 @@ server::server(std::shared_ptr<impl> p) : impl_(std::move(p)) {}
 
 server::~server() { stop(); }
 
-status server::start(const std::string& host, uint16_t port, server_limits limits, handler h, size_t threads,
+status server::start(const std::string& host, uint16_t port, server_limits limits, service svc, size_t threads,
                      std::unique_ptr<server>* out) {
+  if (limits.body_bytes_buffered_max < std::max(limits.body_bytes_max, limits.import_body_bytes_max))
+    return status::invalid_input("body_bytes_buffered_max (" + std::to_string(limits.body_bytes_buffered_max) +
+                                 ") is below body_bytes_max or import_body_bytes_max: such bodies could never be read")
+        .with_limit("body_bytes_buffered_max");
   auto p = std::make_shared<impl>();
   p->limits = limits;
-  p->on_request = std::move(h);
+  p->on_request = std::move(svc.on_request);
+  p->admit = std::move(svc.admit);
   beast::error_code ec;
   auto address = net::ip::make_address(host, ec);
   if (ec) return status::invalid_input("listen address '" + host + "': " + ec.message());
@@ -456,6 +596,7 @@ server_counters server::counters() const {
   c.connections = impl_->connections.load();
   c.streams = impl_->streams.load();
   c.in_flight = impl_->in_flight.load();
+  c.body_bytes_buffered = impl_->body_bytes_buffered.load();
   c.requests = impl_->requests.load();
   c.rejected = impl_->rejected.load();
   c.slow_clients = impl_->slow_clients.load();
