@@ -140,9 +140,12 @@ class scripted_engine final : public engine {
   };
 
   const scripted_rule* pick(const std::string& input, uint32_t turn) const {
+    // libstdc++'s regex recurses per character matched: over a client's 1 MiB
+    // input a pattern such as ".*x" would overflow the stack. Rules see a prefix.
+    std::string_view seen{input.data(), std::min(input.size(), scripted_match_bytes_max)};
     for (const auto& r : rules_) {
       if (r.turn && *r.turn != turn) continue;
-      if (r.match && !std::regex_search(input, *r.match)) continue;
+      if (r.match && !std::regex_search(seen.begin(), seen.end(), *r.match)) continue;
       return &r;
     }
     return fallback_ ? &*fallback_ : nullptr;

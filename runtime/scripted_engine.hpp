@@ -10,7 +10,8 @@
 //              "cost_usd":number}
 //
 // A rule matches when its regex finds a match in the run's input (the last user
-// message) and its turn, if given, equals the step's turn. The first match wins;
+// message; its first scripted_match_bytes_max bytes) and its turn, if given,
+// equals the step's turn. The first match wins;
 // without one the `default` rule applies, and without that the reply echoes the
 // input (a step with tool calls says nothing unless it has a reply). `error` fails the call, `stall` never answers (until cancelled),
 // `resume_fails` fails any call that resumes a session, `deltas` stream before
@@ -23,6 +24,8 @@
 #include "runtime/model/engine.hpp"
 
 namespace skein {
+
+inline constexpr size_t scripted_match_bytes_max = 4096;  // of the input a rule's regex sees
 
 status make_scripted_engine(std::string_view config_json, timer_service& timers,
                             std::shared_ptr<engine>* out);

@@ -290,3 +290,14 @@ TEST_CASE("to_valid_utf8 replaces each maximal bad subpart with one U+FFFD") {
   CHECK(valid_utf8(cut));
   CHECK(cut.size() <= 90);
 }
+
+TEST_CASE("a scripted rule's regex over a 1 MiB input does not take the runtime down") {
+  det_runtime rt;
+  rt.add_agent(scripted_agent("a", R"({"rules":[{"match":".*z$","reply":"ends in z"}],"default":{"reply":"other"}})"));
+  auto t = rt.add_thread("a");
+  auto r = one_run(rt, t.id, std::string(input_bytes_max - 1, 'a') + "z");
+  CHECK(r.outcome == run_outcome::completed);
+  CHECK(r.text == "other");  // the rule sees the first scripted_match_bytes_max bytes only
+  r = one_run(rt, t.id, "short z");
+  CHECK(r.text == "ends in z");
+}
