@@ -142,7 +142,9 @@ status check_raw(std::string_view json, const raw_field& f, const json_limits& l
       return status::invalid_input(std::string{f.name} + ": nesting " + std::to_string(depth) +
                                    " plus the " + std::to_string(f.envelope_depth) +
                                    " levels above it exceeds json_depth_max (" +
-                                   std::to_string(limits.json_depth_max) + ")");
+                                   std::to_string(limits.json_depth_max) + ")")
+          .with_limit("json_depth_max")
+          .with_field(std::string{f.name});
     }
   }
   if (f.kind != nullptr && (*out)[0] != f.kind[0])
@@ -170,7 +172,7 @@ status too_large(std::string_view what, size_t bytes, const json_limits& limits,
   if (!biggest.name.empty())
     msg += "; its largest field " + std::string{biggest.name} + " holds " +
            std::to_string(biggest.bytes) + " bytes";
-  return status::invalid_input(std::move(msg));
+  return status::invalid_input(std::move(msg)).with_limit("json_bytes_max");
 }
 
 big_field biggest_field(const event& e) {

@@ -136,7 +136,7 @@ check "an OpenNova tool_use without id imports with a minted call id" \
   printf '","threadId":"lace_1"}\n'; } >"$WORK/max_line.jsonl"
 check "a line of exactly json_bytes_max is built right" test "$(head -1 "$WORK/max_line.jsonl" | wc -c)" -eq 4194305
 check "a line of exactly json_bytes_max is refused: stored it would not read back" \
-  bash -c "'$SKEIN' thread import '$WORK/max_line.jsonl' --agent echo 2>&1 | grep -q 'line 1: event: stored as [0-9]* bytes, exceeds json_bytes_max (4194304)'"
+  bash -c "'$SKEIN' thread import '$WORK/max_line.jsonl' --agent echo 2>&1 | grep -q 'line 1: event: encoded [0-9]* bytes exceeds json_bytes_max (4194304)'"
 printf '{"type":"USER_MESSAGE","data":"ok","threadId":"lace_utf"}\n{"type":"USER_MESSAGE","data":"caf\xc3\x28","threadId":"lace_utf"}\n' >"$WORK/utf.jsonl"
 check "invalid UTF-8 names its line" bash -c "'$SKEIN' thread import '$WORK/utf.jsonl' --agent echo 2>&1 | grep -q 'line 2: event: invalid UTF-8'"
 check "and stores nothing" expect_exit 4 sk thread show lace_utf

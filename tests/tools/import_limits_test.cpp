@@ -22,7 +22,7 @@ constexpr size_t bytes_max = json_limits{}.json_bytes_max;
 constexpr size_t depth_max = json_limits{}.json_depth_max;
 constexpr int64_t t10 = 1740823200000;  // 2025-03-01T10:00:00Z
 
-std::string nested(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
+std::string nested(size_t depth) { return std::string(depth, '[') + "1" + std::string(depth, ']'); }
 
 std::string skein_manifest(const std::string& id, uint64_t last_seq = 1) {
   manifest m;
@@ -62,7 +62,11 @@ std::vector<format_case> formats() {
          std::string line = skein_event(make_message(message_role::user, "@text@"));
          return skein_manifest("th_limits") + line.replace(line.find("@text@"), 6, text);  // raw bytes, unchecked
        },
-       [](const std::string& json) { return skein_manifest("th_limits") + skein_event(make_tool_call("c1", "n", json)); },
+       [](const std::string& json) {
+         // Spliced in raw: encode_event itself refuses arguments that nest too deep.
+         std::string line = skein_event(make_tool_call("c1", "n", "{}"));
+         return skein_manifest("th_limits") + line.replace(line.find("\"arguments\":{}"), 14, "\"arguments\":" + json);
+       },
        [](const std::string& id) { return skein_manifest(id) + skein_event(make_message(message_role::user, "x")); },
        2},
       {import_format::opennova, "line 2: ",
@@ -173,7 +177,7 @@ TEST_CASE("each import format at json_depth_max") {
     status s = fx.import(f.tool_call(nested(at_max)), f.format);
     if (f.format == import_format::opennova) {
       // The input sits one level below the line, but two below the stored event.
-      CHECK(s.message() == "line 2: event: nesting 65 once stored exceeds json_depth_max (64)");
+      CHECK(s.message() == "line 2: event.payload.arguments: nesting 63 plus the 2 levels above it exceeds json_depth_max (64)");
       CHECK(fx.import(f.tool_call(nested(at_max - 1)), f.format).is_ok());
     } else {
       INFO(s.to_string());

@@ -220,57 +220,16 @@ status check_default_agent(const std::string& agent) {
   return validate_id(agent, "default_agent");
 }
 
-namespace {
-
-// Nesting of a valid JSON text: brackets outside strings.
-size_t json_depth(std::string_view json) {
-  size_t depth = 0, deepest = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < json.size(); ++i) {
-    const char c = json[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-      continue;
-    }
-    if (c == '"') in_string = true;
-    else if (c == '[' || c == '{') deepest = std::max(deepest, ++depth);
-    else if ((c == ']' || c == '}') && depth > 0) --depth;
-  }
-  return deepest;
-}
-
-status stored_too_big(std::string_view what, size_t bytes) {
-  return status::invalid_input(std::string{what} + ": stored as " + std::to_string(bytes) +
-                               " bytes, exceeds json_bytes_max (" +
-                               std::to_string(json_limits{}.json_bytes_max) + ")");
-}
-
-}  // namespace
-
+// One rule for what may be stored (json_codec.hpp), applied to the widest
+// envelope the event can get once imported: the largest seq and timestamp.
 status check_stored(const event& e, std::optional<int64_t> ts_ms) {
   event widest = e;
   widest.seq = import_events_max;
   widest.ts_ms = ts_ms ? *ts_ms : std::numeric_limits<int64_t>::max();
-  std::string stored;
-  SKEIN_TRY(encode_event(widest, &stored));
-  const json_limits limits;
-  if (stored.size() > limits.json_bytes_max) return stored_too_big("event", stored.size());
-  // The stored event nests its JSON field two levels down: {"payload":{"arguments":...}}.
-  constexpr size_t envelope_depth = 2;
-  if (!e.json.empty() && envelope_depth + json_depth(e.json) > limits.json_depth_max)
-    return status::invalid_input("event: nesting " + std::to_string(envelope_depth + json_depth(e.json)) +
-                                 " once stored exceeds json_depth_max (" +
-                                 std::to_string(limits.json_depth_max) + ")");
-  return status::ok();
+  return check_storable(widest);
 }
 
-status check_stored(const manifest& m) {
-  std::string stored;
-  SKEIN_TRY(encode_manifest(m, &stored));
-  if (stored.size() > json_limits{}.json_bytes_max) return stored_too_big("manifest", stored.size());
-  return status::ok();
-}
+status check_stored(const manifest& m) { return check_storable(m); }
 
 status thread_builder::add(event e, std::optional<int64_t> ts_ms) {
   if (events_.size() >= import_events_max)
