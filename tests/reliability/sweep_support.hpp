@@ -6,10 +6,14 @@
 // the range (always the first and the last), to keep `make test` short.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/support/fault_fs.hpp"
@@ -57,6 +61,40 @@ struct sweep_tally {
   uint64_t writes_failed = 0;  // a commit or a read of the faulted session failed
   uint64_t unaffected = 0;     // everything was acknowledged
   uint64_t acked = 0;          // acknowledged ticks or runs checked after reopening
+};
+
+// Aborts the process with a message if it is not destroyed within `limit`: a
+// hang inside RocksDB or the actors cannot be unwound, and a test that hangs
+// says nothing.
+class watchdog {
+ public:
+  watchdog(std::string what, std::chrono::seconds limit) : what_(std::move(what)) {
+    thread_ = std::thread([this, limit] {
+      std::unique_lock<std::mutex> lock{mu_};
+      if (!cv_.wait_for(lock, limit, [this] { return done_; })) {
+        std::fprintf(stderr, "watchdog: %s did not finish within %lld s\n", what_.c_str(),
+                     static_cast<long long>(limit.count()));
+        std::abort();
+      }
+    });
+  }
+  ~watchdog() {
+    {
+      std::lock_guard<std::mutex> lock{mu_};
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  watchdog(const watchdog&) = delete;
+  watchdog& operator=(const watchdog&) = delete;
+
+ private:
+  std::string what_;
+  std::mutex mu_;  // guards done_
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
 };
 
 }  // namespace skein::test
