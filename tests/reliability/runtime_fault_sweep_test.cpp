@@ -51,6 +51,12 @@ runtime_options options(const std::string& dir, rocksdb::Env* env) {
   return o;
 }
 
+run_input input(const std::string& text) {
+  run_input in;
+  in.text = text;
+  return in;
+}
+
 struct acked_run {
   std::string thread, run_id;
   run_outcome outcome;
@@ -73,10 +79,12 @@ struct sweep_env {
     a.engine_config = rules;
     REQUIRE(rt->create_agent(a).is_ok());
     for (int i = 0; i < 2; ++i) {
+      thread_options to;
+      to.agent_id = "a";
       manifest m;
-      REQUIRE(rt->create_thread({.agent_id = "a"}, &m).is_ok());
+      REQUIRE(rt->create_thread(to, &m).is_ok());
       run_result r;
-      REQUIRE(rt->send(m.id, {.text = "first"}).wait(&r, run_wait_limit).is_ok());
+      REQUIRE(rt->send(m.id, input("first")).wait(&r, run_wait_limit).is_ok());
       threads.push_back(m.id);
     }
     REQUIRE(rt->close().is_ok());
@@ -91,7 +99,7 @@ struct sweep_env {
     }
     std::vector<run_handle> handles;
     for (size_t i = 0; i < runs_per_thread; ++i)
-      for (const auto& t : threads) handles.push_back(rt->send(t, {.text = "go " + std::to_string(i)}));
+      for (const auto& t : threads) handles.push_back(rt->send(t, input("go " + std::to_string(i))));
     bool failed = false;
     for (auto& h : handles) {
       run_result r;
@@ -149,7 +157,7 @@ struct sweep_env {
     // It serves: a new run completes on every thread.
     for (const auto& t : threads) {
       run_result r;
-      REQUIRE(rt->send(t, {.text = "after"}).wait(&r, run_wait_limit).is_ok());
+      REQUIRE(rt->send(t, input("after")).wait(&r, run_wait_limit).is_ok());
       CHECK(r.outcome == run_outcome::completed);
     }
     REQUIRE(rt->close().is_ok());

@@ -4,6 +4,8 @@
 // Two ways to inject a fault:
 //   - set(fail::wal_append | fail::wal_sync): every WAL append (or sync) fails
 //     while the switch is on.
+//   - set_full(true): every append to any file fails with NoSpace, as on a full
+//     disk, until set_full(false).
 //   - arm(kind, n, persistence): the n-th operation of `kind` counted from the
 //     arm() call fails, and with fault::persistent every later one of that kind
 //     too. counts() tells how many operations of each kind ran since arm() or
@@ -50,6 +52,7 @@ class fault_fs : public rocksdb::FileSystemWrapper {
   // --- switches ---
 
   void set(fail f) { mode_.store(f); }
+  void set_full(bool full) { full_.store(full); }
   fail mode() const { return mode_.load(); }
   int failures() const { return failures_.load(); }
 
@@ -78,6 +81,7 @@ class fault_fs : public rocksdb::FileSystemWrapper {
     dead_.store(false);
     disarm();
     set(fail::none);
+    set_full(false);
   }
 
   // --- the file system ---
@@ -257,6 +261,10 @@ class fault_fs : public rocksdb::FileSystemWrapper {
    private:
     rocksdb::IOStatus before_append() {
       if (wal_ && fs_->mode() == fail::wal_append) return fs_->injected("WAL append");
+      if (fs_->full_.load()) {
+        fs_->failures_.fetch_add(1);
+        return rocksdb::IOStatus::NoSpace("injected: no space left on device");
+      }
       if (fs_->should_fail(kind::append)) return fs_->injected("append");
       return rocksdb::IOStatus::OK();
     }
@@ -331,6 +339,7 @@ class fault_fs : public rocksdb::FileSystemWrapper {
   }
 
   std::atomic<fail> mode_{fail::none};
+  std::atomic<bool> full_{false};
   std::atomic<int> failures_{0};
   std::atomic<kind> armed_kind_{kind::append};
   std::atomic<fault> armed_fault_{fault::once};
