@@ -33,6 +33,7 @@
 #include <mutex>
 #include <rocksdb/file_system.h>
 #include <string>
+#include <unistd.h>
 
 namespace skein::test {
 
@@ -68,14 +69,20 @@ class fault_fs : public rocksdb::FileSystemWrapper {
   }
   uint64_t count(kind k) const { return counts_[static_cast<size_t>(k)].load(); }
   bool dead() const { return dead_.load(); }
+  // Bytes drop_unsynced() took from files so far.
+  uint64_t dropped_bytes() const {
+    std::lock_guard<std::mutex> lock{mu_};
+    return dropped_bytes_;
+  }
 
   // A power loss: every file loses what was not synced. The database must be
   // closed; afterwards the file system works again, unarmed.
   void drop_unsynced() {
     std::lock_guard<std::mutex> lock{mu_};
     for (auto& [name, f] : files_) {
-      if (f.written > f.synced)
-        target()->Truncate(name, f.synced, rocksdb::IOOptions(), nullptr).PermitUncheckedError();
+      // ::truncate, not FileSystem::Truncate: the default file system does not implement that.
+      if (f.written > f.synced && ::truncate(name.c_str(), static_cast<off_t>(f.synced)) == 0)
+        dropped_bytes_ += f.written - f.synced;
     }
     files_.clear();
     dead_.store(false);
@@ -346,8 +353,9 @@ class fault_fs : public rocksdb::FileSystemWrapper {
   std::atomic<uint64_t> armed_n_{never};
   std::atomic<bool> dead_{false};
   std::array<std::atomic<uint64_t>, static_cast<size_t>(kind::count)> counts_{};
-  std::mutex mu_;  // guards files_
+  mutable std::mutex mu_;  // guards files_ and dropped_bytes_
   std::map<std::string, file_state> files_;
+  uint64_t dropped_bytes_ = 0;  // guarded by mu_
 };
 
 }  // namespace skein::test
