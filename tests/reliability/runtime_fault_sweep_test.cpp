@@ -33,7 +33,8 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr size_t quick_points = 5;    // n per kind and fault mode in the quick sweep
-constexpr size_t runs_per_thread = 2;
+constexpr size_t runs_per_thread = 2;  // sent at once, per wave
+constexpr size_t waves = 2;
 constexpr auto run_wait_limit = 30s;  // a send not answered by then hangs
 constexpr auto session_limit = 120s;  // a faulted session and its check, together
 
@@ -97,17 +98,21 @@ struct sweep_env {
       ++tally->open_refused;
       return acked;
     }
-    std::vector<run_handle> handles;
-    for (size_t i = 0; i < runs_per_thread; ++i)
-      for (const auto& t : threads) handles.push_back(rt->send(t, input("go " + std::to_string(i))));
     bool failed = false;
-    for (auto& h : handles) {
-      run_result r;
-      status s = h.wait(&r, run_wait_limit);
-      INFO("run " << h.run_id() << ": " << s.to_string());
-      REQUIRE(s.code() != errc::overloaded);  // overloaded: the wait timed out, the run hangs
-      if (s) acked.push_back({h.thread_id(), h.run_id(), r.outcome});
-      failed = failed || !s || r.outcome != run_outcome::completed;
+    // Two waves: the second goes to threads whose run the fault may have cut, in
+    // the same session: the runtime must serve them or refuse them cleanly.
+    for (size_t wave = 0; wave < waves; ++wave) {
+      std::vector<run_handle> handles;
+      for (size_t i = 0; i < runs_per_thread; ++i)
+        for (const auto& t : threads) handles.push_back(rt->send(t, input("go " + std::to_string(i))));
+      for (auto& h : handles) {
+        run_result r;
+        status s = h.wait(&r, run_wait_limit);
+        INFO("wave " << wave << ", run " << h.run_id() << ": " << s.to_string());
+        REQUIRE(s.code() != errc::overloaded);  // overloaded: the wait timed out, the run hangs
+        if (s) acked.push_back({h.thread_id(), h.run_id(), r.outcome});
+        failed = failed || !s || r.outcome != run_outcome::completed;
+      }
     }
     rt->close().ignore();  // a close after a failed write reports it; the check is the reopen
     ++(failed ? tally->writes_failed : tally->unaffected);
