@@ -22,7 +22,13 @@
 #include <rocksdb/table.h>
 #include <rocksdb/utilities/options_util.h>
 #include <rocksdb/write_batch.h>
+#include <cstdarg>
+#include <cstdio>
+#include <ctime>
+#include <fcntl.h>
 #include <set>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "persistence/event_log_internal.hpp"
 #include "persistence/keys.hpp"
@@ -47,6 +53,46 @@ class thread_prefix final : public rocksdb::SliceTransform {
   bool InDomain(const rocksdb::Slice& key) const override {
     return std::memchr(key.data(), 0, key.size()) != nullptr;
   }
+};
+
+// RocksDB's informational LOG, written with plain POSIX calls whose failures are
+// ignored. RocksDB's own logger writes through a WritableFileWriter which, in
+// Debian 12's build (assertions on), aborts the process on the first line after
+// one that failed: on a full disk, the very write that reports the failure. The
+// previous LOG is kept as LOG.old, as a restart after a crash needs it.
+class info_log final : public rocksdb::Logger {
+ public:
+  info_log(const std::string& dir, bool create_dir) : Logger(rocksdb::InfoLogLevel::INFO_LEVEL) {
+    if (create_dir) ::mkdir(dir.c_str(), 0755);  // RocksDB would create it next; EEXIST is fine
+    std::string path = dir + "/LOG";
+    ::rename(path.c_str(), (path + ".old").c_str());
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  }
+  ~info_log() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  info_log(const info_log&) = delete;
+  info_log& operator=(const info_log&) = delete;
+
+  using rocksdb::Logger::Logv;
+  void Logv(const char* format, va_list ap) override {
+    if (fd_ < 0) return;
+    char line[8192];
+    timespec now{};
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    tm t{};
+    ::gmtime_r(&now.tv_sec, &t);
+    int head = std::snprintf(line, sizeof line, "%04d/%02d/%02d-%02d:%02d:%02d.%06ld ", t.tm_year + 1900,
+                             t.tm_mon + 1, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec, now.tv_nsec / 1000);
+    int body = std::vsnprintf(line + head, sizeof line - head - 1, format, ap);
+    size_t size = std::min<size_t>(head + std::max(body, 0), sizeof line - 2);
+    if (size == 0 || line[size - 1] != '\n') line[size++] = '\n';
+    ssize_t written = ::write(fd_, line, size);  // a lost diagnostic line is not an error
+    (void)written;
+  }
+
+ private:
+  int fd_ = -1;
 };
 
 void encode_usage_row(const std::string& thread, const std::string& agent, const event& e,
@@ -212,6 +258,8 @@ status event_log::open(const log_options& options, std::unique_ptr<event_log>* o
     db_options.env = log->mem_env_.get();
   }
   if (options.env != nullptr) db_options.env = options.env;
+  if (options.mode != durability::memory)
+    db_options.info_log = std::make_shared<info_log>(options.path, options.create_if_missing);
 
   std::shared_ptr<const rocksdb::SliceTransform> prefix = std::make_shared<thread_prefix>();
   rocksdb::BlockBasedTableOptions table;
@@ -395,9 +443,17 @@ status event_log::write(rocksdb::WriteBatch* batch, size_t ticks) {
   if (!s.ok()) {
     // A failed write may have left the WAL in an unknown state; RocksDB does not
     // retry a failed fsync and neither do we: refuse writes until reopened.
+    // A full disk latches too, though nothing was acknowledged wrongly: after
+    // DB::Resume() RocksDB 7.8 goes on appending to the WAL writer that failed
+    // (the packaged build aborts on an assertion there; a release build refuses
+    // every write), and its own recovery waits for free space of a whole write
+    // buffer. Only a reopen, with a new WAL, is safe. Refusals keep saying
+    // no_space, so callers see a full disk (507), not a broken one.
+    bool full = s.IsNoSpace() || s.subcode() == rocksdb::Status::kSpaceLimit;
+    no_space_.store(full, std::memory_order_release);
     writable_.store(false, std::memory_order_release);
     cache_.clear();
-    return from_rocks(s, "write batch");
+    return from_rocks(s, full ? "write batch (the disk is full: reopen the log once space is freed)" : "write batch");
   }
   counters_.writes.fetch_add(1, std::memory_order_relaxed);
   counters_.bytes.fetch_add(batch->GetDataSize(), std::memory_order_relaxed);
@@ -405,6 +461,12 @@ status event_log::write(rocksdb::WriteBatch* batch, size_t ticks) {
   while (ticks > seen && !counters_.group_max.compare_exchange_weak(seen, ticks)) {
   }
   return status::ok();
+}
+
+status event_log::refusal() const {
+  if (no_space_.load(std::memory_order_acquire))
+    return status::no_space("event log refuses writes after the disk was full; reopen it once space is freed");
+  return status::io_error("event log refuses writes after a failed write; reopen it");
 }
 
 void event_log::remember(const std::string& thread_id, projection p) {
@@ -425,7 +487,7 @@ void event_log::commit_group(std::span<tick* const> ticks, std::span<status> res
   assert(ticks.size() == results.size());  // one result per tick
   if (!writable()) {
     for (auto& r : results)
-      r = status::io_error("event log refuses writes after a failed write; reopen it");
+      r = refusal();
     counters_.failed.fetch_add(ticks.size(), std::memory_order_relaxed);
     return;
   }
@@ -492,7 +554,7 @@ void event_log::commit_group(std::span<tick* const> ticks, std::span<status> res
 
 status event_log::erase_thread(std::string_view thread_id) {
   SKEIN_TRY(validate_id(thread_id, "thread id"));
-  if (!writable()) return status::io_error("event log refuses writes after a failed write; reopen it");
+  if (!writable()) return refusal();
   std::string id{thread_id};
   auto* db = impl_->db.get();
   rocksdb::WriteBatch batch;
@@ -535,7 +597,7 @@ status event_log::erase_thread(std::string_view thread_id) {
 }
 
 status event_log::put_agent(const agent_config& agent) {
-  if (!writable()) return status::io_error("event log refuses writes after a failed write; reopen it");
+  if (!writable()) return refusal();
   std::string value;
   SKEIN_TRY(encode_agent(agent, &value, options_.limits));
   rocksdb::WriteBatch batch;

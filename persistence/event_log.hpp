@@ -10,7 +10,8 @@
 // thread at a time — the journal. Reads may run on any thread concurrently with
 // writes and with each other. After a failed write the log refuses every further
 // write with io_error until it is closed and opened again: RocksDB may not retry
-// a failed fsync, and neither do we.
+// a failed fsync, and neither do we. After a full disk the refusals answer
+// no_space (write() says why a reopen is needed there too).
 #pragma once
 
 #include <atomic>
@@ -197,7 +198,8 @@ class event_log {
   log_counters counters() const;
   durability mode() const { return options_.mode; }
   const log_options& options() const { return options_; }
-  // false once a write failed; then every write returns io_error.
+  // false once a write failed; then every write returns io_error, or no_space if
+  // the failure was a full disk.
   bool writable() const { return writable_.load(std::memory_order_acquire); }
 
  private:
@@ -216,6 +218,7 @@ class event_log {
   status prepare(tick& t, const projection* prev, rocksdb::WriteBatch* batch,
                  projection* next) const;
   status write(rocksdb::WriteBatch* batch, size_t ticks);
+  status refusal() const;  // what a write gets once the log is not writable
   void remember(const std::string& thread_id, projection p);
 
   log_options options_;
@@ -223,6 +226,7 @@ class event_log {
   std::unique_ptr<impl> impl_;
   std::unordered_map<std::string, projection> cache_;  // writer-only
   std::atomic<bool> writable_{true};
+  std::atomic<bool> no_space_{false};  // the failed write found the disk full
 
   struct atomic_counters {
     std::atomic<uint64_t> writes{0}, commits{0}, events{0}, rejected{0}, failed{0}, bytes{0},

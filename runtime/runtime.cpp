@@ -223,6 +223,7 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   log_options lo;
   lo.path = p->options.data_dir;
   lo.mode = p->options.mode;
+  lo.env = p->options.env;
   SKEIN_TRY(event_log::open(lo, &p->log));
 
   register_skein_types(p->cfg);

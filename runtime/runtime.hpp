@@ -47,6 +47,9 @@ struct runtime_options {
   uint64_t heartbeat_interval_ms = 5000;  // a running thread records a heartbeat this often
   int64_t heartbeat_stale_ms = 90000;     // running with an older heartbeat: orphaned
   int64_t start_stale_ms = 1800000;       // running with no heartbeat at all, this old: orphaned
+  // Test hook: the RocksDB environment of the event log (fault injection), passed
+  // to log_options::env. Borrowed: must outlive the runtime. nullptr: the default.
+  rocksdb::Env* env = nullptr;
 };
 
 enum class history_view { working, complete };

@@ -1,6 +1,8 @@
 // A child process for crash tests: started with its stdout on a pipe, read with
-// a deadline, killed with SIGKILL. The parent collects everything it printed,
-// also what was still in the pipe when it died.
+// a deadline, killed with SIGKILL (or stopped with another signal). The parent
+// collects everything it printed, also what was still in the pipe when it died.
+// serve_process runs `skein serve` on it. The child prints little: nothing reads
+// the pipe between read_until() calls.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -60,8 +62,13 @@ class child_process {
   }
 
   // SIGKILLs it, takes what is left in the pipe and returns its wait status.
-  int kill() {
-    ::kill(pid_, SIGKILL);
+  int kill() { return stop(SIGKILL); }
+
+  // Sends `signal`, waits for it to end, takes what is left in the pipe and
+  // returns its wait status.
+  int stop(int signal) {
+    if (pid_ <= 0) return -1;  // already reaped: never kill(-1, ...)
+    ::kill(pid_, signal);
     char buf[4096];
     for (ssize_t n; (n = ::read(out_, buf, sizeof buf)) > 0;) output_.append(buf, static_cast<size_t>(n));
     ::close(out_);
@@ -72,11 +79,46 @@ class child_process {
   }
 
   const std::string& output() const { return output_; }
+  pid_t pid() const { return pid_; }
 
  private:
   pid_t pid_ = -1;
   int out_ = -1;
   std::string output_;
+};
+
+// `skein serve` as a child on a data directory and an ephemeral loopback port.
+// It is ready once it prints that it listens; the time from the start until then
+// is its start-up time, recovery included.
+class serve_process {
+ public:
+  serve_process(const std::string& binary, const std::string& data, const std::string& durability = "sync",
+                std::chrono::milliseconds limit = std::chrono::seconds(60))
+      : started_(std::chrono::steady_clock::now()),
+        child_({binary, "serve", "--listen", "127.0.0.1:0", "--data", data, "--durability", durability}) {
+    static const std::string marker = "listening on http://127.0.0.1:";
+    const std::string& out = child_.read_until(limit, [](const std::string& o) {
+      auto p = o.find(marker);
+      return p != std::string::npos && o.find(' ', p + marker.size()) != std::string::npos;
+    });
+    ready_after_ = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started_);
+    auto p = out.find(marker);
+    INFO("skein serve printed: " << out);
+    REQUIRE(p != std::string::npos);
+    port_ = static_cast<uint16_t>(std::stoul(out.substr(p + marker.size())));
+  }
+
+  uint16_t port() const { return port_; }
+  std::chrono::microseconds ready_after() const { return ready_after_; }
+  int kill() { return child_.kill(); }
+  int stop(int signal) { return child_.stop(signal); }
+  child_process& child() { return child_; }
+
+ private:
+  std::chrono::steady_clock::time_point started_;
+  child_process child_;
+  uint16_t port_ = 0;
+  std::chrono::microseconds ready_after_{0};
 };
 
 }  // namespace skein::test

@@ -83,6 +83,37 @@ inline std::string error_code(const std::string& json) {
   return v;
 }
 
+// A thread's complete log through GET /v1/threads/{id}/export: the manifest
+// line, then one event per line.
+inline status export_log(http::client& c, const std::string& thread, std::vector<event>* out) {
+  http::response r;
+  SKEIN_TRY(c.call("GET", "/v1/threads/" + thread + "/export", "", &r));
+  if (r.status != 200) return status::io_error("export " + thread + ": HTTP " + std::to_string(r.status) + " " + r.body);
+  out->clear();
+  size_t start = r.body.find('\n');
+  if (start == std::string::npos) return status::corruption("export " + thread + ": no manifest line");
+  for (++start; start < r.body.size();) {
+    size_t nl = r.body.find('\n', start);
+    if (nl == std::string::npos) nl = r.body.size();
+    event e;
+    SKEIN_TRY(decode_event(r.body.substr(start, nl - start), &e));
+    out->push_back(std::move(e));
+    start = nl + 1;
+  }
+  return status::ok();
+}
+
+// Fields of a POST .../entries answer: {"run":{...,"run_id":...,"last_seq":...}}.
+inline std::string entry_run_id(const std::string& body) {
+  auto p = body.find(R"("run_id":")");
+  return p == std::string::npos ? "" : body.substr(p + 10, body.find('"', p + 10) - p - 10);
+}
+
+inline uint64_t entry_last_seq(const std::string& body) {
+  auto p = body.find(R"("last_seq":)");
+  return p == std::string::npos ? 0 : std::stoull(body.substr(p + 11));
+}
+
 inline std::string error_limit(const std::string& json) {
   auto pos = json.find(R"("limit":")");
   if (pos == std::string::npos) return "";

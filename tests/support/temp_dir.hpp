@@ -1,5 +1,7 @@
 // temp_dir: a fresh directory under the system temp dir, removed with everything
-// in it when the object goes out of scope. One per test.
+// in it when the object goes out of scope. One per test. memory_base() names a
+// RAM-backed directory where one exists, for tests that sync a lot and measure
+// logic, not the disk.
 #pragma once
 
 #include <filesystem>
@@ -10,9 +12,10 @@ namespace skein::test {
 
 class temp_dir {
  public:
-  temp_dir() {
+  // base: where to create it; empty: the system temp dir.
+  explicit temp_dir(std::filesystem::path base = {}) {
     std::random_device rd;
-    auto base = std::filesystem::temp_directory_path();
+    if (base.empty()) base = std::filesystem::temp_directory_path();
     for (;;) {
       path_ = base / ("skein-test-" + std::to_string(rd()) + std::to_string(rd()));
       if (std::filesystem::create_directory(path_)) break;
@@ -24,6 +27,12 @@ class temp_dir {
   }
   temp_dir(const temp_dir&) = delete;
   temp_dir& operator=(const temp_dir&) = delete;
+
+  static std::filesystem::path memory_base() {
+    std::error_code ec;
+    if (std::filesystem::is_directory("/dev/shm", ec)) return "/dev/shm";
+    return {};
+  }
 
   const std::filesystem::path& path() const { return path_; }
   std::string str(const std::string& sub = "db") const { return (path_ / sub).string(); }
