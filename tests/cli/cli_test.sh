@@ -126,9 +126,9 @@ check "a 129-character thread id names the line and the limit" \
   bash -c "'$SKEIN' thread import '$WORK/long_id.jsonl' --format lace --agent echo 2>&1 | grep -q 'line 1: event.threadId: longer than id_bytes_max (128 characters)'"
 check "and stores nothing" bash -c "! '$SKEIN' thread list --agent echo --json | grep -q '$LONG_ID'"
 printf '{"agentId":"echo"}\n{"type":"tool_use","name":"t","input":%s}\n' \
-  "$(printf '[%.0s' $(seq 63))$(printf ']%.0s' $(seq 63))" >"$WORK/deep.jsonl"
+  "$(printf '[%.0s' $(seq 63))1$(printf ']%.0s' $(seq 63))" >"$WORK/deep.jsonl"
 check "an OpenNova line at json_depth_max is refused with the limit" \
-  bash -c "'$SKEIN' thread import '$WORK/deep.jsonl' 2>&1 | grep -q 'line 2: event: nesting 65 once stored exceeds json_depth_max (64)'"
+  bash -c "'$SKEIN' thread import '$WORK/deep.jsonl' 2>&1 | grep -q 'line 2: event.payload.arguments: nesting 63 plus the 2 levels above it exceeds json_depth_max (64)'"
 printf '{"agentId":"echo"}\n{"type":"tool_use","name":"t","input":{}}\n{"type":"result","cost":0.1}\n' >"$WORK/nova.jsonl"
 check "an OpenNova tool_use without id imports with a minted call id" \
   bash -c "id=\$('$SKEIN' thread import '$WORK/nova.jsonl' | sed -E 's/.*\"id\":\"([^\"]+)\".*/\\1/') && '$SKEIN' entries list \$id --json | grep -q '\"call_id\":\"opennova_line_2\"'"
