@@ -4,6 +4,7 @@
 #include <regex>
 
 #include "runtime/model/ids.hpp"
+#include "runtime/model/json_codec.hpp"
 #include "runtime/model/json_reader.hpp"
 #include "runtime/model/json_writer.hpp"
 #include "tools/io/import_export.hpp"
@@ -108,6 +109,25 @@ std::string sse_delta_frame(const std::string& run_id, const std::string& delta)
   return "event: delta\ndata: " + data + "\n\n";
 }
 
+// Error messages echo request bytes (paths, ids) and JSON must be UTF-8: a byte
+// that does not start a valid sequence becomes U+FFFD.
+std::string valid_utf8_or_replaced(std::string_view s) {
+  if (valid_utf8(s)) return std::string{s};
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    auto c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    if (n != 0 && i + n <= s.size() && valid_utf8(s.substr(i, n))) {
+      out.append(s.substr(i, n));
+      i += n;
+    } else {
+      out.append("\xEF\xBF\xBD");
+      ++i;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 int http_status(errc code) {
@@ -139,7 +159,7 @@ http::response error_response(const status& s, int http_status_override) {
   if (http_status_override == 403) code = "forbidden";
   if (http_status_override == 405) code = "method_not_allowed";
   w.field("code", code);
-  w.field("message", s.message());
+  w.field("message", valid_utf8_or_replaced(s.message()));
   if (!limit.empty()) w.field("limit", limit);
   w.end_object();
   w.end_object();
