@@ -51,7 +51,7 @@ TSAN_TESTS ?= actors_test|runtime_test
 test-asan: setup
 	@$(SAN_ENV) cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined $(SAN_FLAGS)" >/dev/null
-	@$(SAN_ENV) cmake --build build-asan -j $(JOBS)
+	@$(SAN_ENV) cmake --build build-asan -j $(JOBS) --target tests/all  # the suite, not the benchmark
 	@cd build-asan && $(SAN_ENV) SKEIN_UNDER_SANITIZER=asan ctest --output-on-failure -j $(JOBS)
 
 test-tsan: setup
