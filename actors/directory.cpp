@@ -33,6 +33,15 @@ class directory_actor : public caf::event_based_actor {
 
   const char* name() const override { return "skein.directory"; }
 
+  // ctx_ holds a strong handle to this actor and agents_/threads_ hold actors that
+  // hold ctx_: a cycle that would keep every one of them alive after exit.
+  void on_exit() override {
+    agents_.clear();
+    threads_.clear();
+    by_address_.clear();
+    ctx_.reset();
+  }
+
   caf::behavior make_behavior() override {
     auto ctx = std::make_shared<thread_context>();
     ctx->log = config_.log;

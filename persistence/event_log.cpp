@@ -279,7 +279,11 @@ status event_log::open(const log_options& options, std::unique_ptr<event_log>* o
   }
 
   rocksdb::DB* raw = nullptr;
-  auto s = rocksdb::DB::Open(db_options, options.path, descriptors, &log->impl_->cfs, &raw);
+  // In memory mode the path is only a name; RocksDB's memory env refuses relative
+  // paths (GetAbsolutePath: not implemented), so the name is rooted there.
+  std::string db_path = options.path;
+  if (options.mode == durability::memory && db_path.front() != '/') db_path.insert(0, 1, '/');
+  auto s = rocksdb::DB::Open(db_options, db_path, descriptors, &log->impl_->cfs, &raw);
   if (!s.ok()) {
     if (s.IsInvalidArgument() && s.ToString().find("does not exist") != std::string::npos)
       return status::not_found("event log at " + options.path + ": " + s.ToString());

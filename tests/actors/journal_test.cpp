@@ -32,6 +32,9 @@ caf::behavior committer(caf::event_based_actor* self, caf::actor journal, std::s
   st->thread = std::move(thread);
   st->ticks_left = ticks;
   auto step = std::make_shared<std::function<void()>>();
+  // The callbacks reach `step` through a weak pointer: a strong one inside *step
+  // would own itself and leak the actor handles it captured.
+  std::weak_ptr<std::function<void()>> weak_step = step;
   *step = [=] {
     if (st->ticks_left-- == 0 || !st->error.empty()) {
       self->send(report_to, done_atom::value, st->thread, st->acked, st->error);
@@ -45,11 +48,11 @@ caf::behavior committer(caf::event_based_actor* self, caf::actor journal, std::s
         .then(
             [=](uint64_t last_seq) {
               st->acked.push_back(last_seq);
-              (*step)();
+              if (auto next = weak_step.lock()) (*next)();
             },
             [=](caf::error& e) {
               st->error = to_status(e).to_string();
-              (*step)();
+              if (auto next = weak_step.lock()) (*next)();
             });
   };
   self->send(self, caf::ok_atom::value);

@@ -217,7 +217,9 @@ TEST_CASE("a tool that outlives its timeout gets an error result and the run goe
   REQUIRE(replies.size() == 1);
   CHECK(as_result(replies[0]).outcome == run_outcome::completed);
   CHECK(*rt.slow->calls()[0].cancelled);
-  auto* result = last_of(rt.events(t.id), event_type::tool_result);
+  auto log = rt.events(t.id);  // last_of points into it: it must outlive `result`
+  auto* result = last_of(log, event_type::tool_result);
+  REQUIRE(result != nullptr);
   CHECK(result->is_error);
   CHECK_THAT(result->text, Catch::Contains("tool_timeout_ms"));
 }

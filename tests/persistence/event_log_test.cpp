@@ -392,6 +392,15 @@ TEST_CASE("durability modes: memory touches no disk, flush and sync persist acro
     CHECK(read_all(*log, "t").size() == 2);
     CHECK_FALSE(std::filesystem::exists(dir.path() / "mem"));
   }
+  SECTION("memory with a relative name") {
+    // A name only (log_options.path): RocksDB's memory env refuses relative paths,
+    // which made `skein serve --durability memory --data ./x` fail to open.
+    auto log = open_log("skein-memory-name", durability::memory);
+    auto t = make_tick("t", 1, 2);
+    REQUIRE(log->commit(t).is_ok());
+    CHECK(read_all(*log, "t").size() == 2);
+    CHECK_FALSE(std::filesystem::exists("skein-memory-name"));
+  }
   for (auto mode : {durability::flush, durability::sync}) {
     DYNAMIC_SECTION("mode " << to_string(mode)) {
       {

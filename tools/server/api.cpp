@@ -4,8 +4,10 @@
 #include <limits>
 
 #include "runtime/model/ids.hpp"
+#include "runtime/model/json_codec.hpp"
 #include "runtime/model/json_reader.hpp"
 #include "runtime/model/json_writer.hpp"
+#include "runtime/model/text.hpp"
 #include "tools/io/import_export.hpp"
 
 namespace skein::server {
@@ -161,7 +163,7 @@ http::response error_response(const status& s, int http_status_override) {
   if (http_status_override == 403) code = "forbidden";
   if (http_status_override == 405) code = "method_not_allowed";
   w.field("code", code);
-  w.field("message", quote_input(s.message(), error_message_bytes_max));
+  w.field("message", quote_input(to_valid_utf8(s.message()), error_message_bytes_max));
   if (!s.limit().empty()) w.field("limit", s.limit());
   if (!s.field().empty()) w.field("field", s.field());
   w.end_object();
