@@ -43,7 +43,8 @@ bench: configure bench-deps
 # expects to touch 5000 thread actors within idle_passivate_ms, which ASan's
 # shadow memory and slowdown make false; tests that SIGKILL a child stretch their
 # windows under SKEIN_UNDER_SANITIZER); the actor and runtime tests under TSan (CAF's own internals suppressed in
-# tests/tsan.supp, each entry saying why).
+# tests/tsan.supp, each entry saying why). The ASan build keeps assert() on (no
+# NDEBUG): the invariants the code asserts are checked on every test.
 SAN_FLAGS := -fno-omit-frame-pointer -g
 UBSAN_ENV := UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:suppressions=$(CURDIR)/tests/ubsan.supp
 SAN_ENV := $(UBSAN_ENV) \
@@ -53,7 +54,8 @@ TSAN_TESTS ?= actors_test|runtime_test
 
 test-asan: setup
 	@$(SAN_ENV) cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined $(SAN_FLAGS)" >/dev/null
+	  -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined $(SAN_FLAGS)" \
+	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" >/dev/null
 	@$(SAN_ENV) cmake --build build-asan -j $(JOBS)
 	@cd build-asan && $(SAN_ENV) SKEIN_UNDER_SANITIZER=asan ctest --output-on-failure -j $(JOBS) -E '^bench: '
 
