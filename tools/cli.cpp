@@ -470,10 +470,15 @@ int entries_list(cli& c, const args& a) {
   if (!a.flag("follow")) return ok;
   int http_status = 0;
   status bad;
+  bool deleted = false;
   c.last_request = "GET /v1/threads/" + id + "/stream";
   status s = c.client.stream("/v1/threads/" + q(id) + "/stream?from_seq=" + std::to_string(from), {},
                              [&](const http::sse_event& e) {
                                if (e.event == "delta") return true;
+                               if (e.event == "deleted") {  // the server's last frame: the thread is gone
+                                 deleted = true;
+                                 return false;
+                               }
                                event ev;
                                bad = print_event(c, e.data, &ev);
                                std::fflush(stdout);
@@ -482,6 +487,7 @@ int entries_list(cli& c, const args& a) {
                              &http_status);
   if (!s) return std::fprintf(stderr, "skein: %s\n", s.to_string().c_str()), failed;
   if (!bad) return c.unreadable_response(bad);
+  if (deleted) return std::fprintf(stderr, "skein: thread %s was deleted\n", id.c_str()), not_found;
   return http_status == 200 ? ok : c.code_for(http_status);
 }
 
@@ -500,12 +506,17 @@ int entries_read(cli& c, const args& a) {
   int result = ok;
   bool printed_delta = false;
   bool stopped = false;
+  bool deleted = false;
   status bad;
   int http_status = 0;
   c.last_request = "GET /v1/threads/" + id + "/stream";
   status s = c.client.stream(
       "/v1/threads/" + q(id) + "/stream?from_seq=" + std::to_string(from), {},
       [&](const http::sse_event& e) {
+        if (e.event == "deleted") {  // the server's last frame: the thread is gone
+          deleted = true;
+          return false;
+        }
         if (e.event == "delta") {
           std::string text;
           bad = string_field(e.data, "text", true, &text);
@@ -533,6 +544,7 @@ int entries_read(cli& c, const args& a) {
   if (!s) return std::fprintf(stderr, "skein: %s\n", s.to_string().c_str()), failed;
   if (!bad) return c.unreadable_response(bad);
   if (http_status != 200) return c.code_for(http_status);
+  if (deleted) return std::fprintf(stderr, "skein: thread %s was deleted\n", id.c_str()), not_found;
   if (!stopped)  // the server closed the stream before the run ended: no outcome to report
     return std::fprintf(stderr, "skein: the stream of %s ended before its run did\n", id.c_str()), failed;
   return result;

@@ -96,6 +96,16 @@ check "import restores it" bash -c "'$SKEIN' thread import '$WORK/export.jsonl' 
 check "imported log equals the export" bash -c "'$SKEIN' thread export $C | cmp -s - '$WORK/export.jsonl'"
 check "entries read renders a run" bash -c "( sleep 0.5; curl -s -X POST $S/v1/threads/$T/entries -d '{\"text\":\"again\"}' >/dev/null ) & [[ \$(timeout 20 '$SKEIN' entries read $T) == pong ]]"
 check "wrong server exits 1" expect_exit 1 "$SKEIN" --server http://127.0.0.1:1 thread list
+# A followed thread that is deleted: the stream's last frame ends the command (exit 4).
+D=$(sk thread create echo)
+sk entries create "$D" "before" --wait >/dev/null
+( timeout 20 "$SKEIN" entries list "$D" --follow >"$WORK/follow.out" 2>&1; echo $? >"$WORK/follow.code" ) &
+FOLLOW_PID=$!
+for _ in $(seq 100); do grep -q "assistant" "$WORK/follow.out" 2>/dev/null && break; sleep 0.1; done
+sk thread delete "$D" >/dev/null
+wait "$FOLLOW_PID"
+check "entries list --follow of a deleted thread ends with exit 4" test "$(cat "$WORK/follow.code")" = 4
+check "and says so" grep -q "was deleted" "$WORK/follow.out"
 
 # --- --help: every command, usage on stdout, exit 0 ----------------------------------
 help_ok() {  # help_ok <args...>: exit 0 and a usage line on stdout
