@@ -39,17 +39,6 @@ view look(event_log& log) {
   return v;
 }
 
-std::unique_ptr<event_log> open_log(const std::string& path, rocksdb::Env* env) {
-  log_options o;
-  o.path = path;
-  o.mode = durability::sync;
-  o.env = env;
-  std::unique_ptr<event_log> log;
-  auto s = event_log::open(o, &log);
-  INFO(s.to_string());
-  REQUIRE(s.is_ok());
-  return log;
-}
 
 }  // namespace
 

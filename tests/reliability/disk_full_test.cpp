@@ -38,17 +38,6 @@ namespace {
 
 constexpr auto no_space_answer_max = 2s;  // "promptly": a refused write answers within this
 
-std::unique_ptr<event_log> open_log(const std::string& path, rocksdb::Env* env) {
-  log_options o;
-  o.path = path;
-  o.mode = durability::sync;
-  o.env = env;
-  std::unique_ptr<event_log> log;
-  auto s = event_log::open(o, &log);
-  INFO(s.to_string());
-  REQUIRE(s.is_ok());
-  return log;
-}
 
 // A tmpfs of `bytes` on a fresh directory, in a mount namespace of this thread.
 class tmpfs_mount {

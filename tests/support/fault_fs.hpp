@@ -31,9 +31,13 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <catch2/catch.hpp>
+#include <memory>
 #include <rocksdb/file_system.h>
 #include <string>
 #include <unistd.h>
+
+#include "persistence/event_log.hpp"
 
 namespace skein::test {
 
@@ -357,5 +361,20 @@ class fault_fs : public rocksdb::FileSystemWrapper {
   std::map<std::string, file_state> files_;
   uint64_t dropped_bytes_ = 0;  // guarded by mu_
 };
+
+
+// An event log in sync mode over `env` (a fault_fs's environment, or the default
+// when null); the test stops if it does not open.
+inline std::unique_ptr<event_log> open_log(const std::string& path, rocksdb::Env* env = nullptr) {
+  log_options o;
+  o.path = path;
+  o.mode = durability::sync;
+  o.env = env;
+  std::unique_ptr<event_log> log;
+  auto s = event_log::open(o, &log);
+  INFO(s.to_string());
+  REQUIRE(s.is_ok());
+  return log;
+}
 
 }  // namespace skein::test

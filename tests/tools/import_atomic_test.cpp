@@ -29,17 +29,6 @@ std::vector<thread_import> parse_lace(const std::string& body, const std::string
   return out;
 }
 
-std::unique_ptr<event_log> open_log(const std::string& path, rocksdb::Env* env = nullptr) {
-  log_options o;
-  o.path = path;
-  o.mode = durability::sync;
-  o.env = env;
-  std::unique_ptr<event_log> log;
-  auto s = event_log::open(o, &log);
-  INFO(s.to_string());
-  REQUIRE(s.is_ok());
-  return log;
-}
 
 // Keys of the thread in every column family, read from the database itself.
 size_t keys_of(event_log& log, const std::string& thread) {
