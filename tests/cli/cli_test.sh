@@ -94,14 +94,22 @@ check "delete" sk thread delete "$C"
 check "deleted is gone" expect_exit 4 sk thread show "$C"
 check "import restores it" bash -c "'$SKEIN' thread import '$WORK/export.jsonl' | grep -q '$C'"
 check "imported log equals the export" bash -c "'$SKEIN' thread export $C | cmp -s - '$WORK/export.jsonl'"
-check "entries read renders a run" bash -c "( sleep 0.5; curl -s -X POST $S/v1/threads/$T/entries -d '{\"text\":\"again\"}' >/dev/null ) & [[ \$(timeout 20 '$SKEIN' entries read $T) == pong ]]"
+# entries read follows the next run: post only once its stream is open (the server's gauge says so),
+# so a slow start (sanitizers) cannot let the run finish before the command reads the manifest.
+sse_open() { curl -sf "$S/metrics" | grep -Eq '^skein_sse_streams [1-9]'; }
+( timeout 60 "$SKEIN" entries read "$T" >"$WORK/read.out" 2>&1; echo $? >"$WORK/read.code" ) &
+READ_PID=$!
+for _ in $(seq 300); do sse_open && break; sleep 0.1; done
+curl -s -X POST "$S/v1/threads/$T/entries" -d '{"text":"again"}' >/dev/null
+wait "$READ_PID"
+check "entries read renders a run" bash -c "[[ \$(cat '$WORK/read.code') == 0 && \$(cat '$WORK/read.out') == pong ]]"
 check "wrong server exits 1" expect_exit 1 "$SKEIN" --server http://127.0.0.1:1 thread list
 # A followed thread that is deleted: the stream's last frame ends the command (exit 4).
 D=$(sk thread create echo)
 sk entries create "$D" "before" --wait >/dev/null
-( timeout 20 "$SKEIN" entries list "$D" --follow >"$WORK/follow.out" 2>&1; echo $? >"$WORK/follow.code" ) &
+( timeout 60 "$SKEIN" entries list "$D" --follow >"$WORK/follow.out" 2>&1; echo $? >"$WORK/follow.code" ) &
 FOLLOW_PID=$!
-for _ in $(seq 100); do grep -q "assistant" "$WORK/follow.out" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 300); do grep -q "assistant" "$WORK/follow.out" 2>/dev/null && break; sleep 0.1; done
 sk thread delete "$D" >/dev/null
 wait "$FOLLOW_PID"
 check "entries list --follow of a deleted thread ends with exit 4" test "$(cat "$WORK/follow.code")" = 4
