@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "runtime/model/agent.hpp"
+#include "runtime/model/embedder.hpp"
 #include "runtime/model/engine.hpp"
 #include "runtime/model/manifest.hpp"
 #include "runtime/model/run.hpp"
@@ -57,6 +58,7 @@ using import_atom = caf::atom_constant<caf::atom("import")>;
 // Engines and tools an agent may name, resolved when the agent is loaded.
 struct registry {
   std::map<std::string, engine_factory> engines;
+  std::map<std::string, embedder_factory> embedders;
   std::map<std::string, std::shared_ptr<tool>> tools;
 };
 

@@ -243,6 +243,7 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   p->core_opts = cc.options;
   cc.reg.engines["scripted"] = make_scripted_engine;
   for (auto& [name, factory] : p->options.engines) cc.reg.engines[name] = factory;
+  for (auto& [name, factory] : p->options.embedders) cc.reg.embedders[name] = factory;
   for (auto& t : p->options.tools) cc.reg.tools[t->spec().name] = t;
   SKEIN_TRY(start_core(*p->sys, *p->log, std::move(cc), &p->actors));
   size_t n = std::max<size_t>(2, p->sys->scheduler().num_workers());

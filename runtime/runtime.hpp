@@ -26,6 +26,7 @@
 #include "persistence/event_log.hpp"
 #include "persistence/recovery.hpp"
 #include "runtime/model/agent.hpp"
+#include "runtime/model/embedder.hpp"
 #include "runtime/model/engine.hpp"
 #include "runtime/model/run.hpp"
 #include "runtime/model/tool.hpp"
@@ -40,6 +41,7 @@ struct runtime_options {
   size_t thread_queue_max = 64;         // inputs waiting on one thread
   size_t worker_threads = 0;            // CAF scheduler threads; 0: one per core (at least 2)
   std::map<std::string, engine_factory> engines;  // besides the built-in "scripted"
+  std::map<std::string, embedder_factory> embedders;  // besides the built-in "hashing" and "openai"
   std::vector<std::shared_ptr<tool>> tools;
   // Wall time in ms since the epoch, for event times, heartbeats and staleness.
   // Empty: the system clock. Tests inject their own.

@@ -21,6 +21,22 @@ constexpr uint64_t output_bytes_ceiling = 3 << 20;
 // (tick_events_max, 4096 by default).
 constexpr uint32_t tool_calls_ceiling = 1024;
 constexpr size_t agent_envelope_depth = 1;  // the agent object above engine_config
+constexpr size_t effects_envelope_depth = 2;  // agent and effects objects above embedder_config
+constexpr size_t compaction_stages_max = 16;
+constexpr uint32_t keep_turns_max = 10000;
+constexpr uint32_t retention_days_max = 36500;
+
+status check_config_object(const std::string& text, const char* field, size_t envelope,
+                           const json_limits& limits, std::string* normalized) {
+  SKEIN_TRY(normalize_json(text.empty() ? "{}" : text, field, normalized, limits));
+  if ((*normalized)[0] != '{') return status::invalid_input(std::string(field) + ": expected an object");
+  if (size_t depth = json_depth(*normalized); depth + envelope > limits.json_depth_max)
+    return status::invalid_input(std::string(field) + ": nesting " + std::to_string(depth) + " plus the " +
+                                 std::to_string(envelope) + " levels above it exceeds json_depth_max (" +
+                                 std::to_string(limits.json_depth_max) + ")")
+        .with_limit("json_depth_max");
+  return status::ok();
+}
 
 }  // namespace
 
@@ -59,22 +75,34 @@ status validate_agent(const agent_config& a) {
   if (a.budgets.tool_calls_max == 0 || a.budgets.tool_calls_max > tool_calls_ceiling)
     return status::invalid_input("agent.budgets.tool_calls_max: must be between 1 and " +
                                  std::to_string(tool_calls_ceiling));
+  if (!(a.budgets.cost_usd_per_day_max >= 0) || a.budgets.cost_usd_per_day_max > 1e12)
+    return status::invalid_input("agent.budgets.cost_usd_per_day_max: must be between 0 and 1e12");
+  if (!a.effects.embedder.empty()) SKEIN_TRY(validate_id(a.effects.embedder, "agent.effects.embedder"));
+  if (a.compaction.stages.size() > compaction_stages_max)
+    return status::invalid_input("agent.compaction.stages: more than compaction_stages_max (" +
+                                 std::to_string(compaction_stages_max) + ")")
+        .with_limit("compaction_stages_max");
+  for (const auto& st : a.compaction.stages) SKEIN_TRY(validate_id(st, "agent.compaction.stages"));
+  if (a.compaction.keep_turns > keep_turns_max)
+    return status::invalid_input("agent.compaction.keep_turns: at most " + std::to_string(keep_turns_max));
+  if (a.compaction.tool_result_bytes_max < 64 || a.compaction.tool_result_bytes_max > output_bytes_ceiling)
+    return status::invalid_input("agent.compaction.tool_result_bytes_max: must be between 64 and " +
+                                 std::to_string(output_bytes_ceiling));
+  if (a.retention.archive_after_days > retention_days_max || a.retention.delete_after_days > retention_days_max)
+    return status::invalid_input("agent.retention: days at most " + std::to_string(retention_days_max));
   std::string normalized;
-  SKEIN_TRY(normalize_json(a.engine_config.empty() ? "{}" : a.engine_config, "agent.engine_config",
-                           &normalized));
-  if (normalized[0] != '{') return status::invalid_input("agent.engine_config: expected an object");
+  SKEIN_TRY(check_config_object(a.engine_config, "agent.engine_config", agent_envelope_depth, {}, &normalized));
+  SKEIN_TRY(check_config_object(a.effects.embedder_config, "agent.effects.embedder_config",
+                                effects_envelope_depth, {}, &normalized));
   return status::ok();
 }
 
 status encode_agent(const agent_config& a, std::string* out, const json_limits& limits) {
   SKEIN_TRY(validate_agent(a));
-  std::string config;
-  SKEIN_TRY(normalize_json(a.engine_config.empty() ? "{}" : a.engine_config, "agent.engine_config",
-                           &config, limits));
-  if (size_t depth = json_depth(config); depth + agent_envelope_depth > limits.json_depth_max)
-    return status::invalid_input("agent.engine_config: nesting " + std::to_string(depth) +
-                                 " plus the 1 level above it exceeds json_depth_max (" +
-                                 std::to_string(limits.json_depth_max) + ")");
+  std::string config, embedder_config;
+  SKEIN_TRY(check_config_object(a.engine_config, "agent.engine_config", agent_envelope_depth, limits, &config));
+  SKEIN_TRY(check_config_object(a.effects.embedder_config, "agent.effects.embedder_config",
+                                effects_envelope_depth, limits, &embedder_config));
   out->clear();
   json_writer w{out};
   w.begin_object();
@@ -97,6 +125,30 @@ status encode_agent(const agent_config& a, std::string* out, const json_limits& 
   w.field_uint("tool_timeout_ms", a.budgets.tool_timeout_ms);
   w.field_uint("output_bytes_max", a.budgets.output_bytes_max);
   w.field_uint("tool_calls_max", a.budgets.tool_calls_max);
+  w.field_uint("tokens_per_day_max", a.budgets.tokens_per_day_max);
+  w.field_number("cost_usd_per_day_max", a.budgets.cost_usd_per_day_max);
+  w.end_object();
+  w.key("effects");
+  w.begin_object();
+  w.field_bool("titles", a.effects.titles);
+  w.field("embedder", a.effects.embedder);
+  w.key("embedder_config");
+  w.raw(embedder_config);
+  w.end_object();
+  w.key("compaction");
+  w.begin_object();
+  w.field_uint("auto_tokens", a.compaction.auto_tokens);
+  w.key("stages");
+  w.begin_array();
+  for (const auto& st : a.compaction.stages) w.string(st);
+  w.end_array();
+  w.field_uint("keep_turns", a.compaction.keep_turns);
+  w.field_uint("tool_result_bytes_max", a.compaction.tool_result_bytes_max);
+  w.end_object();
+  w.key("retention");
+  w.begin_object();
+  w.field_uint("archive_after_days", a.retention.archive_after_days);
+  w.field_uint("delete_after_days", a.retention.delete_after_days);
   w.end_object();
   w.field_int("created_at", a.created_at_ms);
   w.end_object();
@@ -152,6 +204,43 @@ status decode_agent(std::string_view text, agent_config* out, const json_limits&
     SKEIN_TRY(b.uint("tool_calls_max", &calls, false));
     if (calls > UINT32_MAX) return status::invalid_input("agent.budgets.tool_calls_max: out of range");
     a.budgets.tool_calls_max = static_cast<uint32_t>(calls);
+    SKEIN_TRY(b.uint("tokens_per_day_max", &a.budgets.tokens_per_day_max, false));
+    SKEIN_TRY(b.number("cost_usd_per_day_max", &a.budgets.cost_usd_per_day_max, false));
+  }
+  if (r.has("effects")) {
+    json::dom::element el;
+    SKEIN_TRY(r.element("effects", &el));
+    json::object_reader e;
+    SKEIN_TRY(json::object_reader::open(el, "agent.effects", &e));
+    SKEIN_TRY(e.boolean("titles", &a.effects.titles, false));
+    SKEIN_TRY(e.string("embedder", &a.effects.embedder, false));
+    SKEIN_TRY(e.raw("embedder_config", json::dom::element_type::OBJECT, &a.effects.embedder_config, false));
+  }
+  if (r.has("compaction")) {
+    json::dom::element el;
+    SKEIN_TRY(r.element("compaction", &el));
+    json::object_reader c;
+    SKEIN_TRY(json::object_reader::open(el, "agent.compaction", &c));
+    SKEIN_TRY(c.uint("auto_tokens", &a.compaction.auto_tokens, false));
+    SKEIN_TRY(c.strings("stages", &a.compaction.stages, false));
+    uint64_t keep = a.compaction.keep_turns;
+    SKEIN_TRY(c.uint("keep_turns", &keep, false));
+    if (keep > UINT32_MAX) return status::invalid_input("agent.compaction.keep_turns: out of range");
+    a.compaction.keep_turns = static_cast<uint32_t>(keep);
+    SKEIN_TRY(c.uint("tool_result_bytes_max", &a.compaction.tool_result_bytes_max, false));
+  }
+  if (r.has("retention")) {
+    json::dom::element el;
+    SKEIN_TRY(r.element("retention", &el));
+    json::object_reader t;
+    SKEIN_TRY(json::object_reader::open(el, "agent.retention", &t));
+    uint64_t archive = 0, erase = 0;
+    SKEIN_TRY(t.uint("archive_after_days", &archive, false));
+    SKEIN_TRY(t.uint("delete_after_days", &erase, false));
+    if (archive > UINT32_MAX || erase > UINT32_MAX)
+      return status::invalid_input("agent.retention: days out of range");
+    a.retention.archive_after_days = static_cast<uint32_t>(archive);
+    a.retention.delete_after_days = static_cast<uint32_t>(erase);
   }
   SKEIN_TRY(r.int64("created_at", &a.created_at_ms, false));
   SKEIN_TRY(validate_agent(a));

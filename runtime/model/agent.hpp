@@ -32,8 +32,42 @@ struct run_budgets {
   // this many bytes is cut with a visible marker before it is stored.
   uint64_t output_bytes_max = 1 << 20;
   uint32_t tool_calls_max = 128;       // tool calls in one engine step
+  // Spending per UTC day over all the agent's threads: a run that would start
+  // past either is refused before it starts. 0: no budget.
+  uint64_t tokens_per_day_max = 0;     // input + output tokens
+  double cost_usd_per_day_max = 0;
 
   bool operator==(const run_budgets&) const = default;
+};
+
+// Derived work after runs (DESIGN §4, effects).
+struct effect_settings {
+  bool titles = true;                  // untitled threads with 2+ user messages get one from the engine
+  std::string embedder = "hashing";    // a registered embedder; "": messages are not embedded
+  std::string embedder_config = "{}";  // JSON object, given to the embedder factory
+
+  bool operator==(const effect_settings&) const = default;
+};
+
+// Conversation compaction (DESIGN §6): strategies applied as stages, in order.
+struct compaction_settings {
+  // Estimated tokens of the working conversation past which the compaction
+  // effect compacts it between runs; 0: only on request.
+  uint64_t auto_tokens = 0;
+  std::vector<std::string> stages = {"trim-tool-results", "drop-thinking", "summarize"};
+  uint32_t keep_turns = 4;               // the last N turns stay verbatim
+  uint64_t tool_result_bytes_max = 4096; // trim-tool-results cuts outputs past this
+
+  bool operator==(const compaction_settings&) const = default;
+};
+
+// Threads untouched (updated_at) this many days are archived or erased by the
+// retention effect. 0: never.
+struct retention_policy {
+  uint32_t archive_after_days = 0;
+  uint32_t delete_after_days = 0;
+
+  bool operator==(const retention_policy&) const = default;
 };
 
 struct agent_config {
@@ -44,6 +78,9 @@ struct agent_config {
   std::vector<std::string> tools;    // names of registered tools
   mid_run_policy policy = mid_run_policy::queue;
   run_budgets budgets;
+  effect_settings effects;
+  compaction_settings compaction;
+  retention_policy retention;
   int64_t created_at_ms = 0;
 
   bool operator==(const agent_config&) const = default;
@@ -56,7 +93,13 @@ status validate_agent(const agent_config& a);
 //             "tools":[string...],"policy":"queue"|"reject"|"interrupt",
 //             "budgets":{"ticks_max":uint,"run_time_ms_max":uint,"engine_idle_ms":uint,
 //                        "tool_timeout_ms":uint,"output_bytes_max":uint,
-//                        "tool_calls_max":uint},"created_at":int}
+//                        "tool_calls_max":uint,"tokens_per_day_max":uint,
+//                        "cost_usd_per_day_max":number},
+//             "effects":{"titles":bool,"embedder":string,"embedder_config":object},
+//             "compaction":{"auto_tokens":uint,"stages":[string...],"keep_turns":uint,
+//                           "tool_result_bytes_max":uint},
+//             "retention":{"archive_after_days":uint,"delete_after_days":uint},
+//             "created_at":int}
 // Only id is required when decoding; the rest default as above. Encoding applies
 // the storable rule of json_codec.hpp under `limits`.
 status encode_agent(const agent_config& a, std::string* out, const json_limits& limits = {});

@@ -33,7 +33,16 @@ struct tool_spec {
   std::string schema_json = "{}";  // JSON schema of the arguments
 };
 
+// Why an engine is called: a step of a run, or a one-off call of an effect
+// outside any run (no tools are offered; the reply's text is the answer).
+enum class engine_purpose : uint8_t {
+  run,      // a step of a run
+  title,    // a 3-6 word title for the conversation
+  summary,  // a summary of the conversation, for compaction
+};
+
 struct engine_request {
+  engine_purpose purpose = engine_purpose::run;
   std::string thread_id;
   std::string run_id;
   uint32_t turn = 1;                // 1-based step of the run

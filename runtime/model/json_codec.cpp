@@ -18,7 +18,8 @@
 //                "session_id":string,"task_id":string,"title":string,"name":string,
 //                "tags":[id...],"pinned_at":int,"environment_id":string,"status":status,
 //                "usage":usage,"cost_usd":number,"config":object,"created_at":int,
-//                "updated_at":int,"last_seq":uint,"children_count":uint,"heartbeat_at":int}
+//                "updated_at":int,"last_seq":uint,"children_count":uint,"heartbeat_at":int,
+//                "title_generated":bool,"compaction_seq":uint,"archived_at":int}
 //   kind     := "none" | "thread" | "task" | "schedule"
 //   status   := "open" | "idle" | "running" | "completed" | "failed" | "cancelled"
 //
@@ -422,6 +423,9 @@ status encode_manifest(const manifest& m, std::string* out, const json_limits& l
   w.field_uint("last_seq", m.last_seq);
   w.field_uint("children_count", m.children_count);
   w.field_int("heartbeat_at", m.heartbeat_at_ms);
+  if (m.title_generated) w.field_bool("title_generated", true);
+  if (m.compaction_seq != 0) w.field_uint("compaction_seq", m.compaction_seq);
+  if (m.archived_at_ms != 0) w.field_int("archived_at", m.archived_at_ms);
   w.end_object();
   if (out->size() > limits.json_bytes_max)
     return too_large("manifest", out->size(), limits, biggest_field(m));
@@ -479,6 +483,9 @@ status decode_manifest(std::string_view json, manifest* out, const json_limits& 
   SKEIN_TRY(r.uint("last_seq", &m.last_seq));
   SKEIN_TRY(r.uint("children_count", &m.children_count, false));
   SKEIN_TRY(r.int64("heartbeat_at", &m.heartbeat_at_ms, false));
+  SKEIN_TRY(r.boolean("title_generated", &m.title_generated, false));
+  SKEIN_TRY(r.uint("compaction_seq", &m.compaction_seq, false));
+  SKEIN_TRY(r.int64("archived_at", &m.archived_at_ms, false));
   *out = std::move(m);
   return status::ok();
 }

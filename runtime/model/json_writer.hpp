@@ -33,6 +33,8 @@ class json_writer {
   void field(std::string_view k, std::string_view s) { key(k); string(s); }
   void field_int(std::string_view k, int64_t v) { key(k); int64(v); }
   void field_uint(std::string_view k, uint64_t v) { key(k); uint64(v); }
+  void field_bool(std::string_view k, bool v) { key(k); boolean(v); }
+  void field_number(std::string_view k, double v) { key(k); number(v); }
 
  private:
   void separate();

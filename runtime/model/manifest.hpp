@@ -47,6 +47,9 @@ struct manifest {
   uint64_t last_seq = 0;           // seq of the log's last event; 0 for an empty log
   uint64_t children_count = 0;     // counter that mints child ids (parent.1, parent.2, ...)
   int64_t heartbeat_at_ms = 0;     // 0: none yet
+  bool title_generated = false;    // the title came from the titles effect (a user's replaces it)
+  uint64_t compaction_seq = 0;     // seq of the latest compaction event; 0: none
+  int64_t archived_at_ms = 0;      // 0: not archived (retention); archived threads leave default listings
 
   bool operator==(const manifest&) const = default;
 };

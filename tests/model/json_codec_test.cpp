@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
+#include "runtime/model/agent.hpp"
 #include "runtime/model/json_codec.hpp"
 
 using namespace skein;
@@ -207,4 +208,56 @@ TEST_CASE("bad manifests are refused, naming the field") {
   m = sample_manifest();
   m.config = "{";
   CHECK(encode_manifest(m, &json).code() == errc::invalid_input);
+}
+
+TEST_CASE("agent effect, compaction, retention and daily budget settings round-trip") {
+  agent_config a;
+  a.id = "bot";
+  a.budgets.tokens_per_day_max = 50000;
+  a.budgets.cost_usd_per_day_max = 2.5;
+  a.effects.titles = false;
+  a.effects.embedder = "openai";
+  a.effects.embedder_config = R"({"model":"m","dims":{"n":8}})";
+  a.compaction.auto_tokens = 12000;
+  a.compaction.stages = {"drop-thinking", "summarize"};
+  a.compaction.keep_turns = 2;
+  a.compaction.tool_result_bytes_max = 512;
+  a.retention.archive_after_days = 30;
+  a.retention.delete_after_days = 365;
+  std::string json;
+  REQUIRE(encode_agent(a, &json).is_ok());
+  agent_config back;
+  REQUIRE(decode_agent(json, &back).is_ok());
+  CHECK(back == a);
+  agent_config defaults;
+  REQUIRE(decode_agent(R"({"id":"x"})", &defaults).is_ok());
+  CHECK(defaults.effects.titles);
+  CHECK(defaults.effects.embedder == "hashing");
+  CHECK(defaults.compaction.stages.size() == 3);
+  CHECK(defaults.compaction.auto_tokens == 0);
+
+  agent_config bad = a;
+  bad.effects.embedder_config = "[1]";
+  CHECK(validate_agent(bad).message().find("agent.effects.embedder_config") != std::string::npos);
+  bad = a;
+  bad.compaction.stages = {"no such/stage"};
+  CHECK(validate_agent(bad).message().find("agent.compaction.stages") != std::string::npos);
+  bad = a;
+  bad.budgets.cost_usd_per_day_max = -1;
+  CHECK(validate_agent(bad).message().find("cost_usd_per_day_max") != std::string::npos);
+}
+
+TEST_CASE("manifest effect fields round-trip and stay out of manifests that lack them") {
+  auto m = sample_manifest();
+  m.title_generated = true;
+  m.compaction_seq = 42;
+  m.archived_at_ms = 1700000000000;
+  std::string json;
+  REQUIRE(encode_manifest(m, &json).is_ok());
+  manifest back;
+  REQUIRE(decode_manifest(json, &back).is_ok());
+  CHECK(back == m);
+  auto plain = sample_manifest();
+  REQUIRE(encode_manifest(plain, &json).is_ok());
+  CHECK(json.find("compaction_seq") == std::string::npos);
 }
