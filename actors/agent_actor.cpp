@@ -236,6 +236,24 @@ status build_agent_spec(const agent_config& config, const registry& reg, timer_s
   }
   if (!s) return status::invalid_input("agent.engine_config: " + s.message());
   if (!spec->engine) return status::invalid_input("agent.engine_config: the engine factory built no engine");
+  if (!config.effects.embedder.empty()) {
+    auto ef = reg.embedders.find(config.effects.embedder);
+    if (ef == reg.embedders.end())
+      return status::invalid_input("agent.effects.embedder: no embedder named '" + config.effects.embedder +
+                                   "' is registered");
+    try {  // host code, as above
+      s = ef->second(config.effects.embedder_config, timers, &spec->embedder);
+    } catch (const std::exception& e) {
+      std::string what = e.what();
+      if (what.size() > 200) what.resize(200);
+      s = status::invalid_input("the embedder factory threw: " + what);
+    } catch (...) {
+      s = status::invalid_input("the embedder factory threw a non-standard exception");
+    }
+    if (!s) return status::invalid_input("agent.effects.embedder_config: " + s.message());
+    if (!spec->embedder)
+      return status::invalid_input("agent.effects.embedder_config: the embedder factory built no embedder");
+  }
   *out = std::move(spec);
   return status::ok();
 }

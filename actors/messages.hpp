@@ -27,6 +27,7 @@
 
 #include "runtime/model/agent.hpp"
 #include "runtime/model/embedder.hpp"
+#include "runtime/model/hashing_embedder.hpp"
 #include "runtime/model/engine.hpp"
 #include "runtime/model/manifest.hpp"
 #include "runtime/model/run.hpp"
@@ -58,7 +59,7 @@ using import_atom = caf::atom_constant<caf::atom("import")>;
 // Engines and tools an agent may name, resolved when the agent is loaded.
 struct registry {
   std::map<std::string, engine_factory> engines;
-  std::map<std::string, embedder_factory> embedders;
+  std::map<std::string, embedder_factory> embedders = {{"hashing", make_hashing_embedder}};
   std::map<std::string, std::shared_ptr<tool>> tools;
 };
 
@@ -66,6 +67,7 @@ struct registry {
 struct agent_spec {
   agent_config config;
   std::shared_ptr<skein::engine> engine;
+  std::shared_ptr<skein::embedder> embedder;  // null when config.effects.embedder is ""
   std::vector<std::shared_ptr<tool>> tools;
   std::vector<tool_spec> tool_specs;
 
