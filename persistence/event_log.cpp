@@ -411,6 +411,15 @@ status event_log::prepare(tick& t, const projection* prev, rocksdb::WriteBatch* 
     batch->Put(impl_->cf(cf_inbox), keys::inbox_key(t.thread_id, order), value);
   }
   if (t.inbox_take != 0) batch->Delete(impl_->cf(cf_inbox), keys::inbox_key(t.thread_id, t.inbox_take));
+  for (const auto& [effect, cursor] : t.effect_cursors) {
+    SKEIN_TRY(validate_id(effect, "tick.effect_cursors"));
+    if (cursor > t.manifest.last_seq)
+      return status::invalid_input("tick.effect_cursors: " + effect + " cursor " + std::to_string(cursor) +
+                                   " is past the thread's last seq " + std::to_string(t.manifest.last_seq));
+    std::string v;
+    keys::put_be64(&v, cursor);
+    batch->Put(impl_->cf(cf_effects), keys::effect_key(effect, t.thread_id), v);
+  }
 
   if (!t.idempotency_key.empty()) {
     SKEIN_TRY(validate_id(t.idempotency_key, "idempotency_key"));

@@ -81,6 +81,10 @@ struct tick {
   // whose run this tick starts — in the same batch as its input message.
   std::vector<std::pair<uint64_t, run_input>> inbox_put;
   uint64_t inbox_take = 0;  // 0: none
+  // Effects whose output this tick is (a generated title, a compaction): each
+  // effect's cursor for the thread (the last seq it processed), written in the
+  // same batch so that after a crash the effect neither repeats nor skips it.
+  std::vector<std::pair<std::string, uint64_t>> effect_cursors;
   // Recovery only: the thread's stored manifest or events may be unreadable. The
   // writer then takes the last seq from the event keys and the index entries from
   // a scan when the manifest does not decode, instead of from the manifest.
@@ -187,6 +191,8 @@ class event_log {
   // Ids of every thread indexed as `running`: the input of recovery. Reads the
   // index only, so a thread whose manifest does not decode is listed too.
   status list_running(std::vector<std::string>* out) const;
+  // The effect's cursor for the thread: the last seq it processed, 0 if none.
+  status read_effect_cursor(std::string_view effect, std::string_view thread_id, uint64_t* out) const;
   // The thread's inbox, oldest first.
   status read_inbox(std::string_view thread_id, std::vector<inbox_item>* out) const;
   // Ids of every thread with inputs in its inbox: they are woken at open.

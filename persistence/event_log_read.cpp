@@ -63,6 +63,23 @@ status event_log::read_manifest(std::string_view thread_id, manifest* out) const
   return status::ok();
 }
 
+status event_log::read_effect_cursor(std::string_view effect, std::string_view thread_id, uint64_t* out) const {
+  SKEIN_TRY(validate_id(effect, "effect"));
+  SKEIN_TRY(validate_id(thread_id, "thread id"));
+  std::string value;
+  auto s = impl_->db->Get(rocksdb::ReadOptions(), impl_->cf(cf_effects), keys::effect_key(effect, thread_id), &value);
+  if (s.IsNotFound()) {
+    *out = 0;
+    return status::ok();
+  }
+  SKEIN_TRY(from_rocks(s, "read effect cursor"));
+  if (value.size() != 8)
+    return status::corruption("effects key " + std::string{effect} + "/" + std::string{thread_id} + ": " +
+                              std::to_string(value.size()) + " bytes, expected 8");
+  *out = keys::get_be64(value);
+  return status::ok();
+}
+
 status event_log::read_events(std::string_view thread_id, uint64_t from_seq, size_t limit,
                               std::vector<event>* out) const {
   return read_events_lenient(thread_id, from_seq, limit, out, nullptr);

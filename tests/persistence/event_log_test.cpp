@@ -621,3 +621,32 @@ TEST_CASE("erasing a thread reads none of its events, so a poison thread can be 
     CHECK(n == 0);
   }
 }
+
+TEST_CASE("a tick's effect cursors land in its batch and are refused past its last seq") {
+  temp_dir dir;
+  auto log = open_log(dir.str());
+  auto first = make_tick("t", 1, 3);
+  first.effect_cursors = {{"titles", 3}, {"embeddings", 2}};
+  REQUIRE(log->commit(first).is_ok());
+  uint64_t c = 99;
+  REQUIRE(log->read_effect_cursor("titles", "t", &c).is_ok());
+  CHECK(c == 3);
+  REQUIRE(log->read_effect_cursor("embeddings", "t", &c).is_ok());
+  CHECK(c == 2);
+  REQUIRE(log->read_effect_cursor("compaction", "t", &c).is_ok());
+  CHECK(c == 0);  // never written: nothing processed yet
+
+  auto past = make_tick("t", 4, 1);
+  past.effect_cursors = {{"titles", 5}};
+  auto s = log->commit(past);
+  CHECK(s.code() == errc::invalid_input);
+  CHECK_THAT(s.message(), Catch::Contains("past the thread's last seq"));
+  CHECK(read_all(*log, "t").size() == 3);  // the refused tick wrote nothing
+  REQUIRE(log->read_effect_cursor("titles", "t", &c).is_ok());
+  CHECK(c == 3);
+
+  REQUIRE(log->erase_thread("t").is_ok());
+  size_t keys = 1;
+  REQUIRE(log->count_thread_keys("t", &keys).is_ok());
+  CHECK(keys == 0);
+}
