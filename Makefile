@@ -59,9 +59,12 @@ test-asan: setup
 	@$(SAN_ENV) cmake --build build-asan -j $(JOBS)
 	@cd build-asan && $(SAN_ENV) SKEIN_UNDER_SANITIZER=asan ctest --output-on-failure -j $(JOBS) -E '^bench: '
 
+CAF_TSAN := $(CURDIR)/build-caf-tsan/inst
 test-tsan: setup
+	@JOBS=$(JOBS) scripts/caf-tsan.sh build-caf-tsan
 	@$(TSAN_ENV) cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DCMAKE_CXX_FLAGS="-fsanitize=thread $(SAN_FLAGS)" >/dev/null
+	  -DCMAKE_CXX_FLAGS="-fsanitize=thread $(SAN_FLAGS)" -DCAF_INCLUDE_DIR=$(CAF_TSAN)/include \
+	  -DCAF_CORE_LIBRARY=$(CAF_TSAN)/lib/libcaf_core.so -DCAF_IO_LIBRARY=$(CAF_TSAN)/lib/libcaf_io.so >/dev/null
 	@$(TSAN_ENV) cmake --build build-tsan -j $(JOBS) --target actors_test runtime_test
 	@cd build-tsan && $(TSAN_ENV) SKEIN_UNDER_SANITIZER=tsan ctest --output-on-failure -j $(JOBS) -R '^($(TSAN_TESTS)):'
 
