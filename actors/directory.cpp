@@ -48,6 +48,7 @@ class directory_actor : public caf::event_based_actor {
     ctx->journal = config_.journal;
     ctx->directory = caf::actor_cast<caf::actor>(this);
     ctx->options = config_.options;
+    ctx->ledger = std::make_shared<budget_ledger>(config_.log);
     ctx_ = ctx;
     for (const auto& a : config_.agents) load_agent(a);
     config_.agents.clear();

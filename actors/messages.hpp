@@ -12,6 +12,7 @@
 //   (get_atom)                          -> manifest
 //   (mint_child_atom)                   -> std::string       (the next child id)
 //   (reconcile_atom)                    -> bool              (a stale run was closed as orphaned)
+//   (archive_atom, int64_t at_ms)       -> bool              (archived; false: busy, nothing written)
 // Values are local to one node for now (CAF_ALLOW_UNSAFE_MESSAGE_TYPE): sending
 // them to another node needs `inspect` overloads, which distribution will add.
 #pragma once
@@ -54,6 +55,7 @@ using stop_atom = caf::atom_constant<caf::atom("stop")>;
 using run_atom = caf::atom_constant<caf::atom("run")>;
 using reconcile_atom = caf::atom_constant<caf::atom("reconcile")>;
 using import_atom = caf::atom_constant<caf::atom("import")>;
+using archive_atom = caf::atom_constant<caf::atom("archive")>;
 
 // Engines and tools an agent may name, resolved when the agent is loaded.
 struct registry {
