@@ -129,15 +129,25 @@ status event_log::scan_usage(const usage_query& q,
 status event_log::query_usage(const usage_query& q, usage_report* out) const {
   *out = usage_report{};
   std::map<std::string, usage_totals> groups;
+  std::string key;
+  usage_totals* last = nullptr;  // rows come grouped by thread: most repeat the last group
+  int64_t last_day = INT64_MIN;
   auto add = [&](std::string_view, const usage_row& row) {
-    std::string key;
+    bool same = last != nullptr;
     switch (q.group_by) {
       case usage_query::group::none: break;
-      case usage_query::group::agent: key = row.agent_id; break;
-      case usage_query::group::thread: key = row.thread_id; break;
-      case usage_query::group::day: key = utc_day(row.ts_ms); break;
+      case usage_query::group::agent: same = same && key == row.agent_id; key = row.agent_id; break;
+      case usage_query::group::thread: same = same && key == row.thread_id; key = row.thread_id; break;
+      case usage_query::group::day: {
+        int64_t day = row.ts_ms >= 0 ? row.ts_ms / 86400000 : (row.ts_ms - 86399999) / 86400000;
+        same = same && day == last_day;
+        if (!same) key = utc_day(row.ts_ms);
+        last_day = day;
+        break;
+      }
     }
-    usage_totals& g = groups[key];
+    if (!same) last = &groups[key];
+    usage_totals& g = *last;
     g.usage += row.usage;
     g.cost_usd += row.cost_usd;
     g.runs += 1;
