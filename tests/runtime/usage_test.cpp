@@ -49,7 +49,7 @@ status try_run(runtime_fixture& f, const std::string& thread, run_result* r = nu
 
 }  // namespace
 
-TEST_CASE("usage: totals grouped by agent, thread and UTC day; filters; since/until half-open") {
+TEST_CASE("usage: totals grouped by agent, thread and UTC day, filters, since and until half-open") {
   std::atomic<int64_t> now{day0_ms + 3600000};
   runtime_options o;
   o.clock = [&] { return now.load(); };

@@ -30,7 +30,7 @@ long runs_of(const std::string& body, const std::string& key) {
 
 }  // namespace
 
-TEST_CASE("GET /v1/usage: groups, filters, time forms; bad values name the field; tokens see their agents only") {
+TEST_CASE("GET /v1/usage: groups, filters, time forms, bad values name the field, tokens see their agents only") {
   std::atomic<int64_t> now{day0_ms + 10 * 3600000};  // 10:00 UTC
   runtime_options ro;
   ro.clock = [&] { return now.load(); };
