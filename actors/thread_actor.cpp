@@ -70,6 +70,7 @@ caf::behavior thread_actor::make_behavior() {
       [this](heartbeat_atom, uint64_t gen) { on_heartbeat(gen); },
       [this](reconcile_atom) -> caf::result<bool> { return reconcile(); },
       [this](archive_atom, int64_t at_ms) -> caf::result<bool> { return archive(at_ms); },
+      [this](retire_atom, int64_t before_ms) { return retire(before_ms); },
       [this](idle_timer_atom, uint64_t gen) {
         if (gen == idle_gen_ && idle()) passivate();
       },

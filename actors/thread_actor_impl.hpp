@@ -153,6 +153,10 @@ class thread_actor : public caf::event_based_actor {
   // or finds it busy (false, nothing written).
   caf::result<bool> archive(int64_t at_ms);
 
+  // (retire_atom, before_ms): retention is about to erase the thread. True, and
+  // no input is taken any more, only if it is idle and untouched since before_ms.
+  bool retire(int64_t before_ms);
+
   // True while run `gen` is the current run and still going.
   bool current(uint64_t gen) const { return run_ && run_->gen == gen && !run_->ending && !stopping_; }
 

@@ -141,6 +141,13 @@ caf::result<bool> thread_actor::archive(int64_t at_ms) {
   return promise;
 }
 
+bool thread_actor::retire(int64_t before_ms) {
+  if (run_ || !queue_.empty() || in_flight_ || !commits_.empty() || stopping_ || repairing_) return false;
+  if (manifest_.status == thread_status::running || manifest_.updated_at_ms >= before_ms) return false;
+  stopping_ = true;  // inputs from now on are refused as for a deleted thread
+  return true;
+}
+
 void thread_actor::call_engine() {
   const auto& budgets = agent_->config.budgets;
   if (run_->turns >= budgets.ticks_max) {

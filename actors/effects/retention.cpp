@@ -13,7 +13,8 @@ namespace {
 
 struct due_thread {
   std::string id;
-  bool erase = false;  // else archive
+  bool erase = false;     // else archive
+  int64_t before_ms = 0;  // erase: only if untouched since before this
 };
 
 class retention_loop {
@@ -56,10 +57,10 @@ class retention_loop {
       const retention_policy& p = it->second;
       int64_t age = now - m.updated_at_ms;
       if (p.delete_after_days != 0 && age >= int64_t{p.delete_after_days} * ms_per_day)
-        due.push_back({m.id, true});
+        due.push_back({m.id, true, now - int64_t{p.delete_after_days} * ms_per_day + 1});
       else if (p.archive_after_days != 0 && m.archived_at_ms == 0 &&
                age >= int64_t{p.archive_after_days} * ms_per_day)
-        due.push_back({m.id, false});
+        due.push_back({m.id, false, 0});
       else
         return;
       if (m.status == thread_status::running) {  // mid-run: never touched
@@ -73,8 +74,9 @@ class retention_loop {
         !s)
       r.error = "scan index: " + s.to_string();
     for (const auto& d : due) {
-      status s = d.erase ? erase(d.id) : archive(d.id, now, &r);
-      if (s && d.erase) r.deleted.push_back(d.id);
+      bool erased = false;
+      status s = d.erase ? erase(d.id, d.before_ms, &erased) : archive(d.id, now, &r);
+      if (s && d.erase) (erased ? r.deleted : r.skipped).push_back(d.id);
       if (!s && r.error.empty()) r.error = "thread " + d.id + ": " + s.to_string();
     }
     return r;
@@ -101,11 +103,9 @@ class retention_loop {
     return status::overloaded("thread " + id + " kept passivating");
   }
 
-  status erase(const std::string& id) {
-    status result;
-    self_->request(config_.directory, caf::infinite, delete_atom::value, id)
-        .receive([] {}, [&](caf::error& e) { result = to_status(e); });
-    return result;
+  // Erased only if still idle and untouched since `before_ms` (directory retire).
+  status erase(const std::string& id, int64_t before_ms, bool* erased) {
+    return ask(erased, retire_atom::value, id, before_ms);
   }
 
   template <class T, class... Ts>
