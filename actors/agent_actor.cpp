@@ -25,7 +25,7 @@ class unavailable_engine final : public engine {
   std::string why_;
 };
 
-manifest new_manifest(const std::string& id, const agent_spec& agent, const thread_options& o) {
+manifest new_manifest(const std::string& id, const agent_spec& agent, const thread_options& o, int64_t now) {
   manifest m;
   m.id = id;
   m.agent_id = agent.config.id;
@@ -41,7 +41,7 @@ manifest new_manifest(const std::string& id, const agent_spec& agent, const thre
     m.parent_id = o.task_id;
   }
   if (o.policy) m.config = std::string(R"({"mid_run":")") + std::string{to_string(*o.policy)} + "\"}";
-  m.created_at_ms = m.updated_at_ms = now_ms();
+  m.created_at_ms = m.updated_at_ms = now;  // the runtime's wall clock: retention ages threads by it
   return m;
 }
 
@@ -73,6 +73,8 @@ class agent_actor : public caf::event_based_actor {
 
   const char* name() const override { return "skein.agent"; }
 
+  int64_t wall_now() const { return ctx_->options.wall_clock ? ctx_->options.wall_clock() : now_ms(); }
+
   caf::behavior make_behavior() override {
     return {
         [this](create_atom, thread_options& o) -> caf::result<manifest> { return create(std::move(o)); },
@@ -97,7 +99,7 @@ class agent_actor : public caf::event_based_actor {
                                             ", not " + spec_->config.id));
     auto promise = make_response_promise<manifest>();
     if (o.parent_thread_id.empty()) {
-      write(new_manifest(new_thread_id(now_ms()), *spec_, o), {}, promise);
+      write(new_manifest(new_thread_id(now_ms()), *spec_, o, wall_now()), {}, promise);
       return promise;
     }
     // A child's id is minted by its parent, the single writer of the parent's counter.
@@ -105,7 +107,7 @@ class agent_actor : public caf::event_based_actor {
         .then(
             [this, o, promise](caf::actor& parent) mutable {
               request(parent, caf::infinite, mint_child_atom::value)
-                  .then([this, o, promise](std::string& id) mutable { write(new_manifest(id, *spec_, o), {}, promise); },
+                  .then([this, o, promise](std::string& id) mutable { write(new_manifest(id, *spec_, o, wall_now()), {}, promise); },
                         [promise](caf::error& e) mutable { promise.deliver(e); });
             },
             [promise](caf::error& e) mutable { promise.deliver(e); });
@@ -125,7 +127,7 @@ class agent_actor : public caf::event_based_actor {
     o.title = src.title;
     o.name = src.name;
     o.tags = src.tags;
-    manifest m = new_manifest(new_thread_id(now_ms()), *spec_, o);
+    manifest m = new_manifest(new_thread_id(now_ms()), *spec_, o, wall_now());
     m.config = src.config;
     for (const auto& e : events) {
       if (e.type != event_type::result) continue;

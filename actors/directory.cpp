@@ -48,6 +48,7 @@ class directory_actor : public caf::event_based_actor {
     ctx->journal = config_.journal;
     ctx->directory = caf::actor_cast<caf::actor>(this);
     ctx->options = config_.options;
+    ctx->ledger = std::make_shared<budget_ledger>(config_.log);
     ctx_ = ctx;
     for (const auto& a : config_.agents) load_agent(a);
     config_.agents.clear();
@@ -105,6 +106,7 @@ class directory_actor : public caf::event_based_actor {
           return caf::delegated<std::vector<manifest>>{};
         },
         [this](delete_atom, std::string& id) -> caf::result<void> { return erase(id); },
+        [this](retire_atom, std::string& id, int64_t before_ms) -> caf::result<bool> { return retire(id, before_ms); },
         [this](caf::get_atom, stats_atom) { return stats(); },
         [this](caf::close_atom) -> caf::result<void> { return close(); },
     };
@@ -216,24 +218,33 @@ class directory_actor : public caf::event_based_actor {
   caf::result<void> erase(const std::string& id) {
     if (status s = validate_id(id, "thread id"); !s) return to_error(s);
     if (deleting_.count(id)) return to_error(status::conflict("thread " + id + " is being deleted"));
-    deleting_.insert(id);
     auto promise = make_response_promise();
-    auto erase_log = [this, id, promise]() mutable {
+    erase_then(id, [promise](const caf::error& e) mutable {
+      if (e) promise.deliver(e);
+      else promise.deliver(caf::unit);
+    });
+    return promise;
+  }
+
+  // Stops the thread's actor (if active) and erases its log; then `done`.
+  void erase_then(const std::string& id, std::function<void(const caf::error&)> done) {
+    deleting_.insert(id);
+    auto erase_log = [this, id, done]() mutable {
       request(config_.journal, caf::infinite, erase_atom::value, id)
           .then(
-              [this, id, promise]() mutable {
+              [this, id, done]() mutable {
                 deleting_.erase(id);
-                promise.deliver(caf::unit);
+                done(caf::error{});
               },
-              [this, id, promise](caf::error& e) mutable {
+              [this, id, done](caf::error& e) mutable {
                 deleting_.erase(id);
-                promise.deliver(e);
+                done(e);
               });
     };
     auto it = threads_.find(id);
     if (it == threads_.end()) {
       erase_log();
-      return promise;
+      return;
     }
     caf::actor actor = it->second.actor;
     demonitor(actor);
@@ -242,6 +253,43 @@ class directory_actor : public caf::event_based_actor {
     request(actor, caf::infinite, stop_atom::value, false)
         .then([erase_log]() mutable { erase_log(); },
               [erase_log](caf::error&) mutable { erase_log(); });
+  }
+
+  // Retention's erase: only a thread that is idle and untouched since before
+  // `before_ms`. An active thread decides itself (retire_atom), atomically with
+  // its runs, and refuses inputs from then on; an inactive one has no writer, so
+  // its stored manifest is current. true: erased; false: not due or busy.
+  caf::result<bool> retire(const std::string& id, int64_t before_ms) {
+    if (status s = validate_id(id, "thread id"); !s) return to_error(s);
+    if (deleting_.count(id) || closing_) return false;
+    auto promise = make_response_promise<bool>();
+    auto finish = [promise](const caf::error& e) mutable {
+      if (e) promise.deliver(e);
+      else promise.deliver(true);
+    };
+    auto it = threads_.find(id);
+    if (it == threads_.end()) {
+      manifest m;
+      status s = config_.log->read_manifest(id, &m);
+      if (s.code() == errc::not_found) return false;
+      if (!s) return to_error(s);
+      if (m.status == thread_status::running || m.updated_at_ms >= before_ms) return false;
+      erase_then(id, finish);
+      return promise;
+    }
+    caf::actor actor = it->second.actor;
+    request(actor, caf::infinite, retire_atom::value, before_ms)
+        .then(
+            [this, id, actor, promise, finish](bool retired) mutable {
+              auto now = threads_.find(id);
+              // Passivated meanwhile, or activated again: left for the next sweep.
+              if (!retired || (now != threads_.end() && now->second.actor != actor) || deleting_.count(id)) {
+                promise.deliver(false);
+                return;
+              }
+              erase_then(id, finish);
+            },
+            [promise](caf::error& e) mutable { promise.deliver(e); });
     return promise;
   }
 

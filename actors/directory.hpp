@@ -12,6 +12,8 @@
 //   (import_atom, manifest, events)     -> manifest       through the manifest's agent
 //   (import_atom, std::vector<tick>)    -> std::vector<manifest>  all through one agent, all or nothing
 //   (delete_atom, thread id)            -> caf::unit      stops the actor, erases the log
+//   (retire_atom, thread id, before_ms) -> bool           erases it only if idle and untouched since
+//                                                         before_ms (retention); false: left as it is
 //   (caf::get_atom, stats_atom)         -> directory_stats
 #pragma once
 

@@ -12,6 +12,9 @@
 //   (get_atom)                          -> manifest
 //   (mint_child_atom)                   -> std::string       (the next child id)
 //   (reconcile_atom)                    -> bool              (a stale run was closed as orphaned)
+//   (archive_atom, int64_t at_ms)       -> bool              (archived; false: busy, nothing written)
+//   (retire_atom, int64_t before_ms)    -> bool              (idle and untouched since before_ms: it takes
+//                                                             no more input, the directory erases it)
 // Values are local to one node for now (CAF_ALLOW_UNSAFE_MESSAGE_TYPE): sending
 // them to another node needs `inspect` overloads, which distribution will add.
 #pragma once
@@ -55,6 +58,8 @@ using stop_atom = caf::atom_constant<caf::atom("stop")>;
 using run_atom = caf::atom_constant<caf::atom("run")>;
 using reconcile_atom = caf::atom_constant<caf::atom("reconcile")>;
 using import_atom = caf::atom_constant<caf::atom("import")>;
+using archive_atom = caf::atom_constant<caf::atom("archive")>;
+using retire_atom = caf::atom_constant<caf::atom("retire")>;
 
 // Engines and tools an agent may name, resolved when the agent is loaded.
 struct registry {

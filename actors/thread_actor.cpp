@@ -69,6 +69,8 @@ caf::behavior thread_actor::make_behavior() {
       [this](idle_check_atom, uint64_t call_gen) { on_idle_check(call_gen); },
       [this](heartbeat_atom, uint64_t gen) { on_heartbeat(gen); },
       [this](reconcile_atom) -> caf::result<bool> { return reconcile(); },
+      [this](archive_atom, int64_t at_ms) -> caf::result<bool> { return archive(at_ms); },
+      [this](retire_atom, int64_t before_ms) { return retire(before_ms); },
       [this](idle_timer_atom, uint64_t gen) {
         if (gen == idle_gen_ && idle()) passivate();
       },
@@ -242,7 +244,7 @@ void thread_actor::pump() {
   t.manifest = manifest_;
   if (job.mutate) job.mutate(t.manifest);
   int64_t now = wall_now();
-  t.manifest.updated_at_ms = now;
+  if (!job.keep_updated_at) t.manifest.updated_at_ms = now;
   if (t.manifest.status == thread_status::running) t.manifest.heartbeat_at_ms = now;
   uint64_t seq = manifest_.last_seq;
   std::string run_id = run_ ? run_->input.run_id : std::string{};

@@ -10,6 +10,7 @@
 #include <caf/actor.hpp>
 #include <memory>
 
+#include "actors/budget_ledger.hpp"
 #include "actors/messages.hpp"
 
 namespace skein {
@@ -19,6 +20,9 @@ struct thread_context {
   caf::actor journal;
   caf::actor directory;
   core_options options;
+  // Daily spending of agents with a budget; refuses runs past it. Shared by
+  // every thread actor of the runtime (thread-safe). Null: no budgets checked.
+  std::shared_ptr<budget_ledger> ledger;
 };
 
 caf::actor spawn_thread_actor(caf::actor_system& sys, std::shared_ptr<const thread_context> ctx,

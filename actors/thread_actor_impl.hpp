@@ -85,6 +85,8 @@ struct commit_job {
   std::string run_id;
   std::vector<std::pair<uint64_t, run_input>> inbox_put;
   uint64_t inbox_take = 0;
+  // The manifest keeps its updated_at: a retention mark (archive) is no touch.
+  bool keep_updated_at = false;
 };
 
 class thread_actor : public caf::event_based_actor {
@@ -140,6 +142,20 @@ class thread_actor : public caf::event_based_actor {
   // --- the run ----------------------------------------------------------------
 
   void start_run(pending_input p);
+
+  // An input whose agent's daily budget is spent (budget_ledger): it never
+  // starts. Its waiters and submitters get `why`; nothing of it is written,
+  // except that an input from the inbox leaves it with a thread.budget_exceeded
+  // signal, so that the log says why an accepted input never ran.
+  void refuse_over_budget(pending_input p, const status& why);
+
+  // (archive_atom, at_ms): the retention effect archives an idle thread (true)
+  // or finds it busy (false, nothing written).
+  caf::result<bool> archive(int64_t at_ms);
+
+  // (retire_atom, before_ms): retention is about to erase the thread. True, and
+  // no input is taken any more, only if it is idle and untouched since before_ms.
+  bool retire(int64_t before_ms);
 
   // True while run `gen` is the current run and still going.
   bool current(uint64_t gen) const { return run_ && run_->gen == gen && !run_->ending && !stopping_; }

@@ -8,6 +8,7 @@
 #include "actors/error.hpp"
 #include "actors/thread_actor_impl.hpp"
 #include "persistence/event_log.hpp"
+#include "persistence/keys.hpp"
 #include "persistence/recovery.hpp"
 #include "runtime/model/conversation.hpp"
 #include "runtime/model/ids.hpp"
@@ -57,6 +58,14 @@ void thread_actor::start_run(pending_input p) {
   // A run never starts on top of an open one: an open run left by a failed
   // closing commit is repaired (repair_open_run) before start_next lets one in.
   assert(manifest_.status != thread_status::running);
+  // Checked at the start, not at admission: an input queued before the budget
+  // ran out is refused when its turn comes, like a new one.
+  if (ctx_->ledger) {
+    if (status b = ctx_->ledger->check(agent_->config, wall_now()); !b) {
+      refuse_over_budget(std::move(p), b);
+      return;
+    }
+  }
   run_ = std::make_unique<run_state>();
   run_->gen = ++gens_;
   run_->input = std::move(p.input);
@@ -77,7 +86,10 @@ void thread_actor::start_run(pending_input p) {
   commit_job job;
   job.kind = commit_kind::run_start;
   job.events = std::move(events);
-  job.mutate = [](manifest& m) { m.status = thread_status::running; };
+  job.mutate = [](manifest& m) {
+    m.status = thread_status::running;
+    m.archived_at_ms = 0;  // an input un-archives the thread (retention)
+  };
   job.idempotency_key = run_->input.idempotency_key;
   job.run_id = run_->input.run_id;
   job.inbox_take = run_->inbox_order;  // consumed in the batch that appends it
@@ -99,6 +111,41 @@ void thread_actor::start_run(pending_input p) {
     call_engine();
   };
   commit(std::move(job));
+}
+
+void thread_actor::refuse_over_budget(pending_input p, const status& why) {
+  caf::error err = to_error(why);
+  for (auto& w : p.waiters) w.deliver(err);
+  answer_accepted(p.input.run_id, err);  // a submit that would have started now
+  if (p.inbox_order != 0) {
+    commit_job job;
+    job.inbox_take = p.inbox_order;
+    job.events.push_back(make_signal("thread.budget_exceeded",
+                                     signal_data({{"run_id", p.input.run_id}, {"limit", why.limit()}})));
+    commit(std::move(job));
+  }
+  start_next();
+}
+
+caf::result<bool> thread_actor::archive(int64_t at_ms) {
+  // A running or queued thread is not archived this sweep: the next finds it idle.
+  if (run_ || !queue_.empty() || stopping_ || failed_ || repairing_) return false;
+  if (manifest_.archived_at_ms != 0) return true;
+  auto promise = make_response_promise<bool>();
+  commit_job job;
+  job.keep_updated_at = true;
+  job.mutate = [at_ms](manifest& m) { m.archived_at_ms = at_ms; };
+  job.on_done = [promise](uint64_t) mutable { promise.deliver(true); };
+  job.on_failed = [promise](const caf::error& e) mutable { promise.deliver(e); };
+  commit(std::move(job));
+  return promise;
+}
+
+bool thread_actor::retire(int64_t before_ms) {
+  if (run_ || !queue_.empty() || in_flight_ || !commits_.empty() || stopping_ || repairing_) return false;
+  if (manifest_.status == thread_status::running || manifest_.updated_at_ms >= before_ms) return false;
+  stopping_ = true;  // inputs from now on are refused as for a deleted thread
+  return true;
 }
 
 void thread_actor::call_engine() {
@@ -391,6 +438,7 @@ void thread_actor::end_run(run_outcome outcome, std::string text, std::string er
   if (outcome == run_outcome::cancelled) text = "(stopped by user)";
   events.push_back(make_message(message_role::assistant, text));
   auto duration = std::chrono::duration_cast<std::chrono::milliseconds>(clock().now() - run_->started);
+  const uint64_t result_index = events.size();  // its seq: the closing tick's first seq + this
   events.push_back(make_result(run_->usage, run_->cost_usd, static_cast<uint64_t>(duration.count()),
                                run_->turns, std::string{to_string(outcome)}));
   std::string err = outcome == run_outcome::completed ? "" : error;
@@ -426,7 +474,10 @@ void thread_actor::end_run(run_outcome outcome, std::string text, std::string er
     else if (outcome == run_outcome::failed) m.status = thread_status::failed;
     else m.status = thread_status::cancelled;
   };
-  job.on_done = [this, result](uint64_t) mutable {
+  job.on_done = [this, result, usage, cost, result_index](uint64_t first_seq) mutable {
+    if (ctx_->ledger)  // the day's spending, now that the usage row is durable
+      ctx_->ledger->add(manifest_.agent_id, keys::usage_key(manifest_.id, first_seq + result_index),
+                        manifest_.updated_at_ms, usage, cost);
     if (!run_) return;  // stopped meanwhile: the waiters were answered
     result.last_seq = manifest_.last_seq;
     result.first_seq = run_->first_seq;

@@ -51,6 +51,8 @@ constexpr workload workloads[] = {
                  "interrupted runs to repair", run_recovery},
     {"history", "one-event appends on threads with 10, 1,000 and 100,000 events of history, "
                 "and their first run after activation", run_history},
+    {"usage", "usage queries over 100,000 usage rows (10 agents x 1,000 threads x 10 runs): "
+              "full scan, one agent, one thread", run_usage},
 };
 
 struct command_line {

@@ -60,6 +60,9 @@ status run_recovery(const bench_options& options, std::string* json);
 // Append cost through the journal on threads with short and long histories.
 status run_history(const bench_options& options, std::string* json);
 
+// Usage queries over 100,000 usage rows: a full scan, one agent's, one thread's.
+status run_usage(const bench_options& options, std::string* json);
+
 // --- What the workloads over skein::runtime share (runs.cpp defines it) ---------
 
 using bench_clock = std::chrono::steady_clock;

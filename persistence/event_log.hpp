@@ -16,6 +16,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <memory>
 #include <span>
 #include <string>
@@ -116,6 +118,10 @@ struct thread_query {
   std::string cursor;   // "" for the first page, else the previous page's next_cursor
   size_t limit = 100;   // at most limit_max
   static constexpr size_t limit_max = 1000;
+  // Archived threads (manifest.archived_at_ms != 0, the retention effect) leave
+  // default listings; they stay readable by id.
+  enum class archived : uint8_t { exclude, include, only };
+  archived archived_filter = archived::exclude;
 };
 
 // A listing never fails because of one thread's record: a manifest that does not
@@ -126,6 +132,46 @@ struct thread_page {
   std::string next_cursor;        // "" when there is no further page
   std::vector<unreadable_record> unreadable;  // skipped on this page, in index order
 };
+
+// A usage query (usage_query.cpp): totals of the usage rows that pass every filter.
+struct usage_query {
+  enum class group : uint8_t { none, agent, thread, day };
+  std::string agent_id;    // "": every agent
+  std::string thread_id;   // "": every thread
+  int64_t since_ms = 0;    // rows with since_ms <= ts < until_ms (half-open)
+  int64_t until_ms = INT64_MAX;
+  group group_by = group::none;
+};
+
+struct usage_totals {
+  std::string key;  // the group: an agent id, a thread id, a UTC day "YYYY-MM-DD"; "" for none
+  token_usage usage;
+  double cost_usd = 0;
+  uint64_t runs = 0;
+  uint64_t duration_ms = 0;
+};
+
+struct usage_report {
+  std::vector<usage_totals> groups;  // ordered by key; one group (key "") for group none
+  uint64_t rows = 0;                 // rows counted
+  uint64_t unreadable = 0;           // rows skipped because they do not decode
+};
+
+// One decoded usage row (the grammar at the top of event_log.cpp).
+struct usage_row {
+  int64_t ts_ms = 0;
+  std::string thread_id;
+  uint64_t seq = 0;
+  std::string agent_id;
+  token_usage usage;
+  double cost_usd = 0;
+  uint64_t duration_ms = 0;
+};
+
+std::string_view to_string(usage_query::group g);
+std::optional<usage_query::group> parse_usage_group(std::string_view name);
+// "YYYY-MM-DD" of the UTC day holding ts_ms.
+std::string utc_day(int64_t ts_ms);
 
 struct log_counters {
   uint64_t writes = 0;       // RocksDB writes (one per group)
@@ -200,6 +246,25 @@ class event_log {
   // Counts the thread's keys across every column family by full scans: a test and
   // diagnose aid, O(size of the database).
   status count_thread_keys(std::string_view thread_id, size_t* out) const;
+
+  // Manifests of the threads last updated before `before_ms` (index u/, oldest
+  // first; the index keeps seconds, so a thread updated within the second before
+  // `before_ms` may be left out), for retention. O(such threads), not O(threads).
+  // A manifest that does not decode is skipped and counted in *unreadable.
+  status list_untouched(int64_t before_ms, const std::function<void(const manifest&)>& fn,
+                        uint64_t* unreadable) const;
+
+  // Usage totals (usage_query.cpp). A thread filter is one prefix scan; an agent
+  // filter scans the rows of the agent's threads (index a/agent/); otherwise the
+  // whole usage column family is scanned. Rows are keyed by thread and seq, not
+  // time, so since/until filter rows as they are read. A row that does not decode
+  // is counted in `unreadable` and skipped.
+  status query_usage(const usage_query& query, usage_report* out) const;
+  // The rows query_usage() totals, one call per row passing the filters, with
+  // the row's key. `unreadable` (may be null) counts the rows skipped.
+  status scan_usage(const usage_query& query,
+                    const std::function<void(std::string_view key, const usage_row&)>& fn,
+                    uint64_t* unreadable) const;
 
   log_counters counters() const;
   durability mode() const { return options_.mode; }

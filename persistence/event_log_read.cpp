@@ -199,7 +199,39 @@ status event_log::list_threads(const thread_query& q, thread_page* out) const {
       out->unreadable.push_back({std::string{thread}, key, key + ": " + d.message(), 0});
       continue;
     }
+    bool archived = m.archived_at_ms != 0;
+    if ((q.archived_filter == thread_query::archived::exclude && archived) ||
+        (q.archived_filter == thread_query::archived::only && !archived))
+      continue;
     out->threads.push_back(std::move(m));
+  }
+  return from_rocks(it->status(), "scan index");
+}
+
+status event_log::list_untouched(int64_t before_ms, const std::function<void(const manifest&)>& fn,
+                                 uint64_t* unreadable) const {
+  const std::string prefix = "u/";
+  std::string upper = prefix + keys::updated_value(std::max<int64_t>(before_ms, 0));
+  rocksdb::Slice upper_slice{upper};
+  snapshot_guard snap{impl_->db.get()};
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snap.get();
+  ro.iterate_upper_bound = &upper_slice;
+  std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(ro, impl_->cf(cf_index))};
+  for (it->Seek(prefix); it->Valid(); it->Next()) {
+    std::string_view suffix = it->key().ToStringView().substr(prefix.size());
+    if (suffix.size() < 10) continue;  // malformed: not a thread's entry
+    std::string_view thread = suffix.substr(9);
+    std::string value;
+    auto s = impl_->db->Get(ro, impl_->cf(cf_threads), thread, &value);
+    if (s.IsNotFound()) continue;  // erased meanwhile
+    SKEIN_TRY(from_rocks(s, "read manifest"));
+    manifest m;
+    if (!decode_manifest(value, &m, options_.limits)) {
+      if (unreadable != nullptr) ++*unreadable;
+      continue;
+    }
+    fn(m);
   }
   return from_rocks(it->status(), "scan index");
 }

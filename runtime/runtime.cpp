@@ -8,6 +8,7 @@
 
 #include "actors/agent_actor.hpp"
 #include "actors/core.hpp"
+#include "actors/effects/retention.hpp"
 #include "actors/error.hpp"
 #include "actors/messages.hpp"
 #include "runtime/model/conversation.hpp"
@@ -156,6 +157,7 @@ struct runtime::impl {
   caf::actor_system_config cfg;
   std::unique_ptr<caf::actor_system> sys;
   core actors;
+  caf::actor retention;  // the retention effect (actors/effects/retention.hpp)
   std::vector<caf::actor> clients;
   std::atomic<size_t> next_client{0};
   std::mutex subs_mu;  // guards subs
@@ -248,6 +250,12 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   SKEIN_TRY(start_core(*p->sys, *p->log, std::move(cc), &p->actors));
   size_t n = std::max<size_t>(2, p->sys->scheduler().num_workers());
   for (size_t i = 0; i < n; ++i) p->clients.push_back(p->sys->spawn(client_actor, p->actors.directory));
+  retention_config rc;
+  rc.log = p->log.get();
+  rc.directory = p->actors.directory;
+  rc.wall_clock = p->core_opts.wall_clock;
+  rc.interval = std::chrono::milliseconds(p->options.retention_interval_ms);
+  p->retention = spawn_retention(*p->sys, std::move(rc));
   out->reset(new runtime(std::move(p)));
   return status::ok();
 }
@@ -464,6 +472,23 @@ status runtime::unsubscribe(uint64_t id) {
   return status::ok();
 }
 
+status runtime::usage(const usage_query& query, usage_report* out) {
+  SKEIN_TRY(impl_->check_open());
+  return impl_->log->query_usage(query, out);
+}
+
+status runtime::apply_retention(retention_result* out) {
+  retention_report r;
+  SKEIN_TRY(impl_->ask(impl_->retention, &r, sweep_atom::value));
+  out->archived = std::move(r.archived);
+  out->deleted = std::move(r.deleted);
+  out->skipped = std::move(r.skipped);
+  out->examined = r.examined;
+  out->unreadable = r.unreadable;
+  if (!r.error.empty()) return status::io_error("retention: " + r.error);
+  return status::ok();
+}
+
 status runtime::stats(runtime_stats* out) {
   directory_stats d;
   SKEIN_TRY(impl_->ask(impl_->actors.directory, &d, caf::get_atom::value, stats_atom::value));
@@ -486,6 +511,9 @@ status runtime::close() {
   std::lock_guard<std::mutex> lock{impl_->close_mu};
   if (impl_->closed) return status::ok();
   impl_->closed = true;
+  // The retention effect first: it stops after a sweep in progress, before the threads close.
+  caf::anon_send_exit(impl_->retention, caf::exit_reason::user_shutdown);
+  impl_->retention = nullptr;
   status result = impl_->tell(impl_->actors.directory, caf::close_atom::value);
   status journal = journal_close(*impl_->sys, impl_->actors.journal);
   if (result.is_ok()) result = journal;
@@ -495,6 +523,7 @@ status runtime::close() {
     impl_->subs.clear();
   }
   for (auto& c : impl_->clients) caf::anon_send_exit(c, caf::exit_reason::user_shutdown);
+
   caf::anon_send_exit(impl_->actors.directory, caf::exit_reason::user_shutdown);
   impl_->actors.timers.reset();
   impl_->clients.clear();

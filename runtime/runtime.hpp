@@ -49,6 +49,7 @@ struct runtime_options {
   uint64_t heartbeat_interval_ms = 5000;  // a running thread records a heartbeat this often
   int64_t heartbeat_stale_ms = 90000;     // running with an older heartbeat: orphaned
   int64_t start_stale_ms = 1800000;       // running with no heartbeat at all, this old: orphaned
+  uint64_t retention_interval_ms = 3600000;  // between sweeps of the retention effect
   // Test hook: the RocksDB environment of the event log (fault injection), passed
   // to log_options::env. Borrowed: must outlive the runtime. nullptr: the default.
   rocksdb::Env* env = nullptr;
@@ -108,6 +109,15 @@ struct diagnosis {
   bool quarantined = false;
   std::string quarantine_key;
   std::string quarantine_reason;
+};
+
+// What one retention sweep did (apply_retention()).
+struct retention_result {
+  std::vector<std::string> archived;  // threads archived
+  std::vector<std::string> deleted;   // threads erased
+  std::vector<std::string> skipped;   // due but running: left for the next sweep
+  uint64_t examined = 0;              // manifests read (threads old enough for some policy)
+  uint64_t unreadable = 0;            // manifests that did not decode, skipped
 };
 
 struct runtime_stats {
@@ -177,6 +187,14 @@ class runtime {
   // duplicates; deltas as they stream. *id names the subscription.
   status subscribe(const std::string& thread_id, uint64_t from_seq, event_sink sink, uint64_t* id);
   status unsubscribe(uint64_t id);
+
+  // Usage totals from the usage rows (event_log::query_usage says what each
+  // filter costs). Reads only.
+  status usage(const usage_query& query, usage_report* out);
+  // One sweep of the retention effect now (it also sweeps every
+  // retention_interval_ms): archives and erases the threads agents' retention
+  // policies say are due. The first failure is returned after the sweep went on.
+  status apply_retention(retention_result* out);
 
   status stats(runtime_stats* out);
   // Threads that recovery repaired when this runtime opened.

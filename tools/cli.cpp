@@ -24,7 +24,7 @@ extern const char* cli_usage;
 namespace {
 
 enum exit_code : int { ok = 0, failed = 1, run_failed = 2, stalled = 3, not_found = 4, denied = 5, conflict = 6,
-                       unreadable = 7, usage = 64 };
+                       unreadable = 7, budget = 8, usage = 64 };
 
 // Responses hold stored values (events, manifests) up to two levels down
 // ({"events":[...]}) and many of them: deeper and larger than one stored value.
@@ -44,7 +44,8 @@ struct args {
   bool flag(const std::string& name) const { return flags.count(name) > 0; }
 };
 
-const std::map<std::string, bool> known_flags = {{"json", true}, {"wait", true}, {"follow", true}, {"help", true}};
+const std::map<std::string, bool> known_flags = {{"json", true}, {"wait", true}, {"follow", true}, {"help", true},
+                                                 {"archived", true}};
 
 bool parse_args(int argc, char** argv, args* out, std::string* error) {
   for (int i = 0; i < argc; ++i) {
@@ -80,6 +81,7 @@ struct cli {
     if (http_status == 404) return not_found;
     if (http_status == 401 || http_status == 403) return denied;
     if (http_status == 409) return conflict;
+    if (http_status == 402) return budget;  // the agent's daily budget is spent
     return failed;
   }
 
@@ -209,6 +211,7 @@ int thread_list(cli& c, const args& a) {
   std::string base = "/v1/threads?limit=" + q(a.opt("limit", "100"));
   for (const char* f : {"agent", "status", "tag", "parent"})
     if (!a.opt(f).empty()) base += std::string("&") + f + "=" + q(a.opt(f));
+  if (a.flag("archived")) base += "&archived=only";  // the threads retention archived
   std::string cursor;
   std::vector<manifest> rows;  // printed once every page decoded: no half table
   std::string all = "[";
@@ -234,6 +237,67 @@ int thread_list(cli& c, const args& a) {
   }
   std::printf("%-32s %-16s %-10s %8s  %s\n", "ID", "AGENT", "STATUS", "EVENTS", "TITLE");
   for (const auto& m : rows) print_thread_row(m);
+  return ok;
+}
+
+// skein usage: GET /v1/usage as a table (or the response with --json).
+int usage_show(cli& c, const args& a) {
+  if (a.positional.size() != 1) return misuse(a);
+  std::string target = "/v1/usage?";
+  for (const char* f : {"agent", "thread", "since", "until", "group-by"}) {
+    if (a.opt(f).empty()) continue;
+    std::string name = f;
+    if (name == "group-by") name = "group_by";
+    target += name + "=" + q(a.opt(f)) + "&";
+  }
+  target.pop_back();
+  http::response r;
+  int code = ok;
+  if (!c.call("GET", target, "", &r, &code)) return code;
+  std::vector<std::string> items;
+  if (status s = json_items(r.body, "groups", &items); !s) return c.unreadable_response(s);
+  struct row {
+    std::string key;
+    token_usage usage;
+    double cost_usd = 0;
+    uint64_t runs = 0, duration_ms = 0;
+  };
+  std::vector<row> rows;
+  for (const auto& text : items) {
+    json::document doc;
+    json::object_reader o, u;
+    json::dom::element ue;
+    row x;
+    status s = open_response(text, &doc, &o);
+    if (s) s = o.string("key", &x.key);
+    if (s) s = o.element("usage", &ue);
+    if (s) s = json::object_reader::open(ue, "usage", &u);
+    if (s) s = u.uint("input_tokens", &x.usage.input_tokens);
+    if (s) s = u.uint("output_tokens", &x.usage.output_tokens);
+    if (s) s = u.uint("cache_read_tokens", &x.usage.cache_read_tokens);
+    if (s) s = u.uint("cache_write_tokens", &x.usage.cache_write_tokens);
+    if (s) s = o.number("cost_usd", &x.cost_usd);
+    if (s) s = o.uint("runs", &x.runs);
+    if (s) s = o.uint("duration_ms", &x.duration_ms);
+    if (!s) return c.unreadable_response(s);
+    rows.push_back(std::move(x));
+  }
+  if (c.json) return c.print_json(r);
+  std::printf("%-32s %8s %12s %12s %12s %12s %12s %12s\n", "GROUP", "RUNS", "INPUT", "OUTPUT", "CACHE_READ",
+              "CACHE_WRITE", "COST_USD", "DURATION_MS");
+  for (const auto& x : rows)
+    std::printf("%-32s %8llu %12llu %12llu %12llu %12llu %12.4f %12llu\n", x.key.empty() ? "(all)" : x.key.c_str(),
+                static_cast<unsigned long long>(x.runs), static_cast<unsigned long long>(x.usage.input_tokens),
+                static_cast<unsigned long long>(x.usage.output_tokens),
+                static_cast<unsigned long long>(x.usage.cache_read_tokens),
+                static_cast<unsigned long long>(x.usage.cache_write_tokens), x.cost_usd,
+                static_cast<unsigned long long>(x.duration_ms));
+  json::document doc;
+  json::object_reader o;
+  uint64_t skipped = 0;
+  if (open_response(r.body, &doc, &o).is_ok() && o.uint("unreadable", &skipped, false).is_ok() && skipped > 0)
+    std::fprintf(stderr, "skein: %llu usage rows could not be read and were skipped\n",
+                 static_cast<unsigned long long>(skipped));
   return ok;
 }
 
@@ -619,7 +683,7 @@ struct command {
 const command commands[] = {
     {"thread", "create", "thread create <agent> [--title T] [--name N] [--tag X]... [--parent ID] [--task ID] [--policy P]",
      thread_create},
-    {"thread", "list", "thread list [--agent A] [--status S] [--tag T] [--parent ID] [--limit N]", thread_list},
+    {"thread", "list", "thread list [--agent A] [--status S] [--tag T] [--parent ID] [--limit N] [--archived]", thread_list},
     {"thread", "show", "thread show <id>", thread_show},
     {"thread", "delete", "thread delete <id>", thread_delete},
     {"thread", "reconcile", "thread reconcile <id>", thread_reconcile},
@@ -637,6 +701,7 @@ const command commands[] = {
      agent_create},
     {"agent", "list", "agent list", agent_list},
     {"agent", "show", "agent show <id>", agent_show},
+    {"usage", "", "usage [--agent A] [--thread T] [--since S] [--until U] [--group-by agent|thread|day]", usage_show},
 };
 
 const command* find_command(const std::string& noun, const std::string& verb) {
@@ -657,7 +722,7 @@ void print_usage(std::FILE* out, const std::string& noun, const command* only) {
 }
 
 int misuse(const args& a) {
-  print_usage(stderr, a.positional[0], find_command(a.positional[0], a.positional[1]));
+  print_usage(stderr, a.positional[0], find_command(a.positional[0], a.positional.size() > 1 ? a.positional[1] : ""));
   return usage;
 }
 
@@ -682,7 +747,9 @@ int run_cli(int argc, char** argv) {
     std::fprintf(stderr, "skein: unknown command '%s'\n%s", name.c_str(), cli_usage);
     return usage;
   }
-  if (a.positional.size() < 2) return std::fprintf(stderr, "%s", cli_usage), usage;
+  // A command of one word (usage) takes no verb.
+  const bool one_word = !a.positional.empty() && find_command(a.positional[0], "") != nullptr;
+  if (a.positional.size() < 2 && !one_word) return std::fprintf(stderr, "%s", cli_usage), usage;
   std::string server = a.opt("server");
   if (server.empty()) server = std::getenv("SKEIN_SERVER") ? std::getenv("SKEIN_SERVER") : "http://127.0.0.1:7411";
   std::string token = a.opt("token");
@@ -690,7 +757,7 @@ int run_cli(int argc, char** argv) {
   http::endpoint ep;
   if (status s = http::parse_server_url(server, &ep); !s) return fail("skein", s, usage);
   cli c{http::client{ep, token}, a.flag("json"), ""};
-  const command* cmd = find_command(a.positional[0], a.positional[1]);
+  const command* cmd = one_word ? find_command(a.positional[0], "") : find_command(a.positional[0], a.positional[1]);
   if (cmd == nullptr) {
     std::fprintf(stderr, "skein: unknown command '%s %s'\n%s", a.positional[0].c_str(), a.positional[1].c_str(), cli_usage);
     return usage;

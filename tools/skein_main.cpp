@@ -19,7 +19,8 @@ const char* cli_usage =
     "  demo [--data DIR] [--durability MODE]   one scripted conversation, embedded, no server\n"
     "\n"
     "  thread create <agent> [--title T] [--name N] [--tag X]... [--parent ID] [--task ID] [--policy P]\n"
-    "  thread list [--agent A] [--status S] [--tag T] [--parent ID] [--limit N]\n"
+    "  thread list [--agent A] [--status S] [--tag T] [--parent ID] [--limit N] [--archived]\n"
+    "      --archived: only the threads retention archived (they leave the default listing)\n"
     "  thread show|delete|reconcile|diagnose <id>\n"
     "  thread prune\n"
     "  thread export <id> [--output FILE]\n"
@@ -31,6 +32,9 @@ const char* cli_usage =
     "  entries read <id>        prints the run's text as it streams; exits when the run ends\n"
     "  agent create <id> [--prompt P] [--engine E] [--engine-config JSON] [--tool T]... [--policy P]\n"
     "  agent list | agent show <id>\n"
+    "  usage [--agent A] [--thread T] [--since S] [--until U] [--group-by agent|thread|day]\n"
+    "      token and cost totals; S and U: ms since the epoch or RFC 3339 UTC (2026-11-23,\n"
+    "      2026-11-23T10:00:00Z), [S, U)\n"
     "\n"
     "client options: --server URL (SKEIN_SERVER, default http://127.0.0.1:7411),\n"
     "                --token T (SKEIN_TOKEN), --json (machine-readable output)\n"
@@ -39,7 +43,8 @@ const char* cli_usage =
     "\n"
     "exit codes: 0 success; 1 failure (server error, network); 2 a run failed, or diagnose:\n"
     "failed; 3 diagnose: stalled; 4 not found; 5 unauthorized or forbidden; 6 conflict;\n"
-    "7 the server answered but the CLI cannot decode the response; 64 usage error\n";
+    "7 the server answered but the CLI cannot decode the response; 8 the agent's daily\n"
+    "budget is spent (HTTP 402); 64 usage error\n";
 
 }  // namespace skein::tools
 

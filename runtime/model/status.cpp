@@ -12,6 +12,7 @@ std::string_view to_string(errc code) {
     case errc::io_error: return "io_error";
     case errc::no_space: return "no_space";
     case errc::overloaded: return "overloaded";
+    case errc::budget_exceeded: return "budget_exceeded";
   }
   return "unknown";
 }

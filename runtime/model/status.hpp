@@ -28,6 +28,7 @@ enum class errc : uint8_t {
   io_error = 5,
   no_space = 6,
   overloaded = 7,
+  budget_exceeded = 8,  // an agent's daily budget is spent (agent.hpp, run_budgets)
 };
 
 // "not_found", "invalid_input", ...
@@ -45,6 +46,7 @@ class [[nodiscard]] status {
   static status io_error(std::string msg) { return {errc::io_error, std::move(msg)}; }
   static status no_space(std::string msg) { return {errc::no_space, std::move(msg)}; }
   static status overloaded(std::string msg) { return {errc::overloaded, std::move(msg)}; }
+  static status budget_exceeded(std::string msg) { return {errc::budget_exceeded, std::move(msg)}; }
 
   status(errc code, std::string message) : code_(code), message_(std::move(message)) {}
 

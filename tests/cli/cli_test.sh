@@ -87,6 +87,17 @@ check "reconcile closes it" bash -c "'$SKEIN' thread reconcile $L | grep -q '\"r
 check "prune finds nothing left" bash -c "'$SKEIN' thread prune | grep -q '\"reconciled\":\\[\\]'"
 check "not found exits 4" expect_exit 4 sk thread show nope
 check "usage error exits 64" expect_exit 64 sk thread fork "$C"
+
+# --- usage and budgets ----------------------------------------------------------
+check "usage table" bash -c "'$SKEIN' usage --agent echo | grep -q '^(all) '"
+check "usage by thread, --json" bash -c "'$SKEIN' usage --agent echo --group-by thread --json | grep -q '\"group_by\":\"thread\"'"
+check "usage by day, dates" bash -c "'$SKEIN' usage --since 2000-01-01 --until 2999-01-01T00:00:00Z --group-by day | grep -q '^[0-9-]\{10\} '"
+check "usage with a bad time exits 1 naming the field" bash -c "'$SKEIN' usage --since yesterday 2>&1 | grep -q '\"field\":\"since\"'"
+check "agent with a daily budget" bash -c "curl -sf -X POST $S/v1/agents -d '{\"id\":\"metered\",\"engine_config\":{\"default\":{\"reply\":\"ok\",\"usage\":{\"input_tokens\":5,\"output_tokens\":5}}},\"budgets\":{\"tokens_per_day_max\":10}}' >/dev/null"
+B=$(sk thread create metered)
+check "a run within the budget" sk entries create "$B" "one" --wait
+check "a run past the daily budget exits 8" expect_exit 8 sk entries create "$B" "two" --wait
+check "thread list --archived" bash -c "'$SKEIN' thread list --archived --agent echo | grep -q '^ID '"
 check "export" sk thread export "$C" --output "$WORK/export.jsonl"
 FK=$(sk thread fork "$C" --at 5)
 check "fork prints the new id" test -n "$FK"
@@ -128,7 +139,7 @@ check "demo --help" help_ok demo --help
 for noun in thread entries agent; do check "$noun --help" help_ok $noun --help; done
 for cmd in "thread create" "thread list" "thread show" "thread delete" "thread reconcile" "thread diagnose" \
            "thread prune" "thread export" "thread import" "thread fork" "entries create" "entries list" \
-           "entries read" "agent create" "agent list" "agent show"; do
+           "entries read" "agent create" "agent list" "agent show" "usage"; do
   # shellcheck disable=SC2086
   check "$cmd --help" help_ok $cmd --help
 done

@@ -1,6 +1,7 @@
 #include "tools/server/api.hpp"
 
 #include <charconv>
+#include <ctime>
 #include <limits>
 
 #include "runtime/model/ids.hpp"
@@ -99,6 +100,66 @@ std::string query(const request& req, const std::string& name) {
   return it == req.query.end() ? std::string{} : it->second;
 }
 
+// A time parameter: ms since the epoch, or an RFC 3339 UTC date or date-time
+// ("2026-11-23", "2026-11-23T10:00:00Z", with optional fractional seconds).
+status parse_time_ms(const std::string& text, const std::string& field, int64_t* out) {
+  if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos) {
+    uint64_t v = 0;
+    SKEIN_TRY(parse_uint(text, field, &v));
+    if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      return status::invalid_input(field + ": out of range").with_field(field);
+    *out = static_cast<int64_t>(v);
+    return status::ok();
+  }
+  auto bad = [&] {
+    return status::invalid_input(field + ": expected ms since the epoch or an RFC 3339 UTC time like 2026-11-23 or 2026-11-23T10:00:00Z, got " +
+                                 quote_input(text))
+        .with_field(field);
+  };
+  auto digits = [&](size_t at, size_t n, int* v) {
+    if (at + n > text.size()) return false;
+    *v = 0;
+    for (size_t i = at; i < at + n; ++i) {
+      if (text[i] < '0' || text[i] > '9') return false;
+      *v = *v * 10 + (text[i] - '0');
+    }
+    return true;
+  };
+  tm t{};
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0, ms = 0;
+  if (!digits(0, 4, &year) || text.size() < 10 || text[4] != '-' || !digits(5, 2, &month) || text[7] != '-' ||
+      !digits(8, 2, &day))
+    return bad();
+  size_t i = 10;
+  if (i < text.size()) {
+    if ((text[i] != 'T' && text[i] != 't') || !digits(i + 1, 2, &hour) || text.size() < i + 9 || text[i + 3] != ':' ||
+        !digits(i + 4, 2, &minute) || text[i + 6] != ':' || !digits(i + 7, 2, &second))
+      return bad();
+    i += 9;
+    if (i < text.size() && text[i] == '.') {  // fractional seconds: ms kept, the rest dropped
+      size_t j = i + 1, n = 0;
+      for (; j < text.size() && text[j] >= '0' && text[j] <= '9'; ++j, ++n)
+        if (n < 3) ms = ms * 10 + (text[j] - '0');
+      if (n == 0) return bad();
+      for (; n < 3; ++n) ms *= 10;
+      i = j;
+    }
+    std::string_view zone = std::string_view{text}.substr(i);
+    if (zone != "Z" && zone != "z" && zone != "+00:00") return bad();
+  }
+  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) return bad();
+  t.tm_year = year - 1900;
+  t.tm_mon = month - 1;
+  t.tm_mday = day;
+  t.tm_hour = hour;
+  t.tm_min = minute;
+  t.tm_sec = second;
+  time_t secs = ::timegm(&t);
+  if (t.tm_mday != day) return bad();  // 2026-02-30 normalizes to another day
+  *out = static_cast<int64_t>(secs) * 1000 + ms;
+  return status::ok();
+}
+
 // *out reads from *doc: the caller keeps the document alive while it reads.
 status body_object(const request& req, const json_limits& limits, json::document* doc,
                    json::object_reader* out) {
@@ -148,6 +209,9 @@ int http_status(errc code) {
     case errc::io_error: return 503;
     case errc::no_space: return 507;
     case errc::overloaded: return 429;
+    // Not 429: a spent daily budget is no overload, and clients that retry 429
+    // would retry this until midnight. 402 is never retried automatically.
+    case errc::budget_exceeded: return 402;
   }
   return 500;
 }
@@ -327,6 +391,11 @@ void list_threads(ctx& c, size_t limit_max) {
                       .with_field("limit"));
   q.limit = limit;
   q.cursor = query(c.req, "cursor");
+  std::string archived = query(c.req, "archived");
+  if (archived == "include") q.archived_filter = thread_query::archived::include;
+  else if (archived == "only") q.archived_filter = thread_query::archived::only;
+  else if (!archived.empty() && archived != "exclude")
+    return c.fail(status::invalid_input("archived: must be exclude, include or only").with_field("archived"));
   thread_page page;
   if (status s = c.rt().list_threads(q, &page); !s) return c.fail(s);
   std::string body;
@@ -338,6 +407,63 @@ void list_threads(ctx& c, size_t limit_max) {
     if (matches(m, c.req) && c.scope.allows(m.agent_id)) w.raw(manifest_json(m));
   w.end_array();
   w.field("next_cursor", page.next_cursor);
+  w.end_object();
+  c.reply(json_response(200, body));
+}
+
+// GET /v1/usage: totals of the usage rows. A scoped token sees its agents only:
+// another agent is refused as list_threads refuses it, another agent's thread
+// answers as a missing one.
+void usage_route(ctx& c) {
+  usage_query q;
+  q.agent_id = query(c.req, "agent");
+  q.thread_id = query(c.req, "thread");
+  if (!q.thread_id.empty()) {
+    manifest m;
+    if (status s = visible_thread(c.rt(), c.scope, q.thread_id, "thread", &m); !s) return c.fail(s);
+  }
+  if (q.agent_id.empty() && q.thread_id.empty() && !c.scope.admin) {
+    if (c.scope.agents.size() != 1)
+      return c.fail(status::invalid_input("agent: required for a token scoped to several agents").with_field("agent"));
+    q.agent_id = *c.scope.agents.begin();
+  }
+  if (!q.agent_id.empty() && !c.scope.allows(q.agent_id)) return c.forbidden("read the usage of agent " + q.agent_id);
+  if (!q.agent_id.empty())
+    if (status s = validate_id(q.agent_id, "agent"); !s) return c.fail(std::move(s).with_field("agent"));
+  for (auto [name, out] : {std::pair{"since", &q.since_ms}, std::pair{"until", &q.until_ms}}) {
+    std::string v = query(c.req, name);
+    if (v.empty()) continue;
+    if (status s = parse_time_ms(v, name, out); !s) return c.fail(s);
+  }
+  if (q.since_ms > q.until_ms) return c.fail(status::invalid_input("since: after until").with_field("since"));
+  std::string group = query(c.req, "group_by");
+  if (!group.empty()) {
+    auto g = parse_usage_group(group);
+    if (!g) return c.fail(status::invalid_input("group_by: must be none, agent, thread or day").with_field("group_by"));
+    q.group_by = *g;
+  }
+  usage_report r;
+  if (status s = c.rt().usage(q, &r); !s) return c.fail(s);
+  std::string body;
+  json_writer w{&body};
+  w.begin_object();
+  w.field("group_by", to_string(q.group_by));
+  w.key("groups");
+  w.begin_array();
+  for (const auto& g : r.groups) {
+    w.begin_object();
+    w.field("key", g.key);
+    w.key("usage");
+    write_usage(w, g.usage);
+    w.key("cost_usd");
+    w.number(g.cost_usd);
+    w.field_uint("runs", g.runs);
+    w.field_uint("duration_ms", g.duration_ms);
+    w.end_object();
+  }
+  w.end_array();
+  w.field_uint("rows", r.rows);
+  w.field_uint("unreadable", r.unreadable);
   w.end_object();
   c.reply(json_response(200, body));
 }
@@ -708,6 +834,7 @@ void api::handle(http::request& req, std::shared_ptr<http::exchange> ex) {
   }
   if (seg[1] == "agents" && seg.size() == 3) return m == "GET" ? get_agent(c, seg[2]) : not_allowed();
   if (seg[1] == "prune" && seg.size() == 2) return m == "POST" ? prune(c) : not_allowed();
+  if (seg[1] == "usage" && seg.size() == 2) return m == "GET" ? usage_route(c) : not_allowed();
   if (seg[1] == "import" && seg.size() == 2) return m == "POST" ? import_route(c) : not_allowed();
   if (seg[1] != "threads") return c.fail(status::not_found("no route " + quote_input(req.path)));
   if (seg.size() == 2) {
