@@ -88,13 +88,10 @@ void thread_actor::start_run(pending_input p) {
     answer_accepted(run_id, caf::error{});
     if (run_ && run_->gen == gen) run_->first_seq = first_seq;
     if (!current(gen)) return;
-    if (!conversation_) {  // the first run since activation reads the log once
-      std::vector<event> log;
-      if (status s = ctx_->log->read_events(manifest_.id, 1, 0, &log); !s) {
-        end_run(run_outcome::failed, "", "cannot read the thread's log: " + s.to_string());
-        return;
-      }
-      conversation_ = working_conversation(log);
+    // The first run since activation reads the working view once.
+    if (status s = load_conversation(); !s) {
+      end_run(run_outcome::failed, "", "cannot read the thread's log: " + s.to_string());
+      return;
     }
     call_engine();
   };
