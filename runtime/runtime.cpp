@@ -464,6 +464,14 @@ status runtime::unsubscribe(uint64_t id) {
   return status::ok();
 }
 
+status runtime::compact(const std::string& thread_id, const compact_options& options, compact_result* out) {
+  SKEIN_TRY(impl_->check_open());
+  SKEIN_TRY(validate_compact_options(options));
+  compact_request req;
+  req.options = options;
+  return impl_->ask_thread(thread_id, out, compact_atom::value, std::move(req));
+}
+
 status runtime::stats(runtime_stats* out) {
   directory_stats d;
   SKEIN_TRY(impl_->ask(impl_->actors.directory, &d, caf::get_atom::value, stats_atom::value));
@@ -473,6 +481,11 @@ status runtime::stats(runtime_stats* out) {
   out->agents = d.agents;
   out->log = impl_->log->counters();
   out->host_failures = impl_->host_failures->load(std::memory_order_relaxed);
+  const compaction_counters& c = *impl_->core_opts.compactions;
+  out->compactions = c.done.load(std::memory_order_relaxed);
+  out->compactions_failed = c.failed.load(std::memory_order_relaxed);
+  out->compaction_tokens_before = c.tokens_before.load(std::memory_order_relaxed);
+  out->compaction_tokens_after = c.tokens_after.load(std::memory_order_relaxed);
   return status::ok();
 }
 
