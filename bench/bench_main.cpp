@@ -51,6 +51,9 @@ constexpr workload workloads[] = {
                  "interrupted runs to repair", run_recovery},
     {"history", "one-event appends on threads with 10, 1,000 and 100,000 events of history, "
                 "and their first run after activation", run_history},
+    {"compaction", "runtime::compact on 10,000-event threads (pure stages, scripted summary), and the "
+                   "first run after activation on 100,000-event threads with and without a compaction",
+     run_compaction},
 };
 
 struct command_line {

@@ -60,6 +60,10 @@ status run_recovery(const bench_options& options, std::string* json);
 // Append cost through the journal on threads with short and long histories.
 status run_history(const bench_options& options, std::string* json);
 
+// Compaction time of a 10,000-event thread, and the first run after activation on
+// 100,000-event threads with and without a compaction.
+status run_compaction(const bench_options& options, std::string* json);
+
 // --- What the workloads over skein::runtime share (runs.cpp defines it) ---------
 
 using bench_clock = std::chrono::steady_clock;

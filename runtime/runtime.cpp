@@ -8,6 +8,7 @@
 
 #include "actors/agent_actor.hpp"
 #include "actors/core.hpp"
+#include "actors/thread_actor.hpp"
 #include "actors/error.hpp"
 #include "actors/messages.hpp"
 #include "runtime/model/conversation.hpp"
@@ -419,9 +420,9 @@ status runtime::read(const std::string& thread_id, history_view view, uint64_t f
   if (view == history_view::complete) return impl_->log->read_events(thread_id, from_seq, limit, out);
   manifest m;
   SKEIN_TRY(impl_->log->read_manifest(thread_id, &m));
-  std::vector<event> all;
-  SKEIN_TRY(impl_->log->read_events(thread_id, 1, 0, &all));
-  auto working = working_conversation(all);
+  // From the latest compaction on, as activation reads it: O(working view).
+  std::vector<event> working;
+  SKEIN_TRY(read_working_view(*impl_->log, m, &working));
   out->clear();
   for (auto& e : working) {
     // Synthesized results (seq 0) follow the call they answer.

@@ -14,7 +14,7 @@ constexpr const char* chatty = R"({"default": {"reply": "a long answer that goes
 
 }  // namespace
 
-TEST_CASE("runtime::compact compacts, counts and survives a reopen") {
+TEST_CASE("runtime::compact compacts and counts and survives a reopen") {
   runtime_options o;
   temp_dir dir;
   o.data_dir = dir.str();

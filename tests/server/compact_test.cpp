@@ -6,7 +6,7 @@
 using namespace skein;
 using namespace skein::test;
 
-TEST_CASE("POST compact compacts, refuses bad fields by name, and counts in /metrics") {
+TEST_CASE("POST compact compacts and refuses bad fields by name and counts in /metrics") {
   server_fixture f;
   f.agent("a", R"({"default":{"reply":"a long answer that goes on and on and on and on and on and on"}})");
   std::string id = f.thread("a");
