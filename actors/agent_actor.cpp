@@ -1,4 +1,5 @@
 #include "actors/agent_actor.hpp"
+#include "runtime/model/compaction.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
@@ -168,6 +169,7 @@ class agent_actor : public caf::event_based_actor {
       t.thread_id = t.manifest.id;
       t.create = true;
       t.bulk = true;
+      t.manifest.compaction_seq = latest_compaction_seq(t.events);  // whatever the source said
     }
     auto promise = make_response_promise<std::vector<manifest>>();
     std::vector<manifest> out;
@@ -189,6 +191,8 @@ class agent_actor : public caf::event_based_actor {
     t.create = true;
     t.bulk = !events.empty();
     t.events = std::move(events);
+    // Forks and imports: the working view starts at the copy's latest compaction.
+    m.compaction_seq = latest_compaction_seq(t.events);
     t.manifest = m;
     request(ctx_->journal, caf::infinite, commit_atom::value, std::move(t))
         .then(

@@ -15,6 +15,7 @@
 //   (archive_atom, int64_t at_ms)       -> bool              (archived; false: busy, nothing written)
 //   (retire_atom, int64_t before_ms)    -> bool              (idle and untouched since before_ms: it takes
 //                                                             no more input, the directory erases it)
+//   (compact_atom, compact_request)     -> compact_result    (between runs: waits its turn like an input)
 // Values are local to one node for now (CAF_ALLOW_UNSAFE_MESSAGE_TYPE): sending
 // them to another node needs `inspect` overloads, which distribution will add.
 #pragma once
@@ -24,11 +25,14 @@
 #include <caf/fwd.hpp>
 #include <chrono>
 #include <functional>
+#include <atomic>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "runtime/model/agent.hpp"
+#include "runtime/model/compaction.hpp"
 #include "runtime/model/embedder.hpp"
 #include "runtime/model/hashing_embedder.hpp"
 #include "runtime/model/engine.hpp"
@@ -60,6 +64,19 @@ using reconcile_atom = caf::atom_constant<caf::atom("reconcile")>;
 using import_atom = caf::atom_constant<caf::atom("import")>;
 using archive_atom = caf::atom_constant<caf::atom("archive")>;
 using retire_atom = caf::atom_constant<caf::atom("retire")>;
+using compact_atom = caf::atom_constant<caf::atom("compact")>;
+
+// A compaction of a thread's working view (runtime/model/compaction.hpp; the
+// answer is a compact_result, defined there so that the runtime's public header
+// needs no actor header).
+struct compact_request {
+  compact_options options;           // overrides of the agent's settings
+  bool automatic = false;            // asked by the compaction effect, not a person
+  // The effect that asked, if any: its cursor for the thread is written in the
+  // compaction's tick (tick::effect_cursors), so it is applied exactly once.
+  std::string effect;                // "": none
+  uint64_t effect_seq = 0;
+};
 
 // Engines and tools an agent may name, resolved when the agent is loaded.
 struct registry {
@@ -85,6 +102,15 @@ using agent_spec_ptr = std::shared_ptr<const agent_spec>;
 status build_agent_spec(const agent_config& config, const registry& reg, timer_service& timers,
                         agent_spec_ptr* out);
 
+// Compactions across every thread, for runtime_stats and /metrics. Atomic
+// counters: thread actors add, anyone reads (like the log's counters).
+struct compaction_counters {
+  std::atomic<uint64_t> done{0};
+  std::atomic<uint64_t> failed{0};
+  std::atomic<uint64_t> tokens_before{0};  // totals over the compactions done
+  std::atomic<uint64_t> tokens_after{0};
+};
+
 struct core_options {
   size_t active_threads_max = 100000;                 // active thread actors before LRU passivation
   std::chrono::milliseconds idle_passivate{60000};    // an idle thread actor quits after this
@@ -95,6 +121,8 @@ struct core_options {
   std::chrono::milliseconds heartbeat_interval{5000};  // a running thread records one this often
   int64_t heartbeat_stale_ms = 90000;                  // running, last heartbeat older: orphaned
   int64_t start_stale_ms = 1800000;                    // running, no heartbeat at all, this old: orphaned
+  // Shared by the runtime and every thread actor; copies share the counters.
+  std::shared_ptr<compaction_counters> compactions = std::make_shared<compaction_counters>();
 };
 
 // Whether a manifest describes a run nobody is driving any more, at wall time `now_ms`.
@@ -119,5 +147,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::tool_output)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::thread_options)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<skein::agent_config>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::directory_stats)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::compact_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::compact_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::agent_spec_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::function<void()>)

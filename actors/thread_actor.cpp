@@ -71,6 +71,11 @@ caf::behavior thread_actor::make_behavior() {
       [this](reconcile_atom) -> caf::result<bool> { return reconcile(); },
       [this](archive_atom, int64_t at_ms) -> caf::result<bool> { return archive(at_ms); },
       [this](retire_atom, int64_t before_ms) { return retire(before_ms); },
+      [this](compact_atom, compact_request& req) -> caf::result<compact_result> {
+        return on_compact(std::move(req));
+      },
+      [this](summary_done_atom, uint64_t gen, engine_reply& r) { on_summary_done(gen, std::move(r)); },
+      [this](summary_timeout_atom, uint64_t gen) { on_summary_timeout(gen); },
       [this](idle_timer_atom, uint64_t gen) {
         if (gen == idle_gen_ && idle()) passivate();
       },
@@ -105,8 +110,9 @@ thread_actor::admission thread_actor::admit(run_input in) {
     else if (found.code() != errc::not_found) a.error = to_error(found);
     if (found.code() != errc::not_found) return a;
   }
-  bool busy = run_ != nullptr || !queue_.empty();
-  if (busy && policy_ == mid_run_policy::reject) {
+  bool busy = run_ != nullptr || compacting_ != nullptr || !queue_.empty();
+  // A compaction is no run: under `reject` an input waits for it instead.
+  if (run_ != nullptr && policy_ == mid_run_policy::reject) {
     a.error = to_error(status::conflict("thread " + manifest_.id + " is running and its mid-run policy is reject"));
     return a;
   }
@@ -119,7 +125,7 @@ thread_actor::admission thread_actor::admit(run_input in) {
   }
   a.run_id = in.run_id;
   a.fresh = true;
-  pending_input p{std::move(in), {}};
+  pending_input p{std::move(in), {}, 0, nullptr};
   if (busy && policy_ == mid_run_policy::interrupt) {
     queue_.push_front(std::move(p));
     a.waiters = &queue_.front().waiters;
@@ -153,7 +159,7 @@ caf::result<std::string> thread_actor::on_submit(run_input in) {
   auto promise = make_response_promise<std::string>();
   accepted_[a.run_id].push_back(promise);
   if (!a.fresh) return promise;
-  bool starts_now = !run_ && !repairing_ && !failed_ && !stopping_ && queue_.size() == 1;
+  bool starts_now = !run_ && !compacting_ && !repairing_ && !failed_ && !stopping_ && queue_.size() == 1;
   if (starts_now) start_next();
   else put_in_inbox(a.run_id);
   return promise;
@@ -198,7 +204,7 @@ void thread_actor::load_inbox() {
   }
   for (auto& item : items) {
     inbox_next_ = std::max(inbox_next_, item.order + 1);
-    pending_input p{std::move(item.input), {}};
+    pending_input p{std::move(item.input), {}, 0, nullptr};
     p.inbox_order = item.order;
     queue_.push_back(std::move(p));
   }
@@ -224,10 +230,11 @@ status thread_actor::earlier_run(const std::string& key, run_result* out) {
 }
 
 void thread_actor::start_next() {
-  if (run_ || queue_.empty() || stopping_ || failed_ || repairing_) return;
+  if (run_ || compacting_ || queue_.empty() || stopping_ || failed_ || repairing_) return;
   pending_input p = std::move(queue_.front());
   queue_.pop_front();
-  start_run(std::move(p));
+  if (p.compaction) start_compaction(std::move(p));
+  else start_run(std::move(p));
 }
 
 void thread_actor::commit(commit_job job) {
@@ -258,6 +265,7 @@ void thread_actor::pump() {
   t.run_id = job.run_id;
   t.inbox_put = job.inbox_put;
   t.inbox_take = job.inbox_take;
+  t.effect_cursors = job.effect_cursors;
   manifest after = t.manifest;
   request(ctx_->journal, caf::infinite, commit_atom::value, std::move(t))
       .then(
@@ -392,6 +400,7 @@ void thread_actor::on_commit_failed(const status& s) {
     for (auto& w : run_->waiters) w.deliver(err);
     run_.reset();
   }
+  abort_compaction(err);
   for (auto& p : queue_)
     for (auto& w : p.waiters) w.deliver(err);
   queue_.clear();
@@ -436,7 +445,7 @@ void thread_actor::drop_subscriber(const caf::actor_addr& who) {
 }
 
 bool thread_actor::idle() const {
-  return !run_ && queue_.empty() && commits_.empty() && !in_flight_ && subscribers_.empty();
+  return !run_ && !compacting_ && queue_.empty() && commits_.empty() && !in_flight_ && subscribers_.empty();
 }
 
 void thread_actor::arm_idle_timer() {
@@ -457,6 +466,7 @@ caf::result<void> thread_actor::stop(bool graceful) {
     for (auto& p : queue_)
       for (auto& w : p.waiters) w.deliver(closing);
     queue_.clear();
+    abort_compaction(closing);
     if (run_ && !run_->ending) end_run(run_outcome::cancelled, "", "the runtime is closing");
     if (commits_.empty()) finish_stop();
     return stop_promise_;
@@ -474,6 +484,7 @@ caf::result<void> thread_actor::stop(bool graceful) {
     for (auto& w : run_->waiters) w.deliver(gone);
     run_.reset();
   }
+  abort_compaction(gone);
   for (auto& p : queue_)
     for (auto& w : p.waiters) w.deliver(gone);
   queue_.clear();

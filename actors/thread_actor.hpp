@@ -25,6 +25,14 @@ struct thread_context {
   std::shared_ptr<budget_ledger> ledger;
 };
 
+// The working conversation of a thread read without a full scan (DESIGN §6):
+// with a compaction (manifest.compaction_seq), the system prompt its event
+// names (prompt_seq) and the log from the compaction on — O(working view).
+// Equal to working_conversation(complete log). *events_read (may be null)
+// counts the events read from the log.
+status read_working_view(const event_log& log, const manifest& m, std::vector<event>* out,
+                         size_t* events_read = nullptr);
+
 caf::actor spawn_thread_actor(caf::actor_system& sys, std::shared_ptr<const thread_context> ctx,
                               manifest m, agent_spec_ptr agent);
 

@@ -1,6 +1,7 @@
-// The thread actor's class, shared by its two translation units:
-// thread_actor.cpp (inputs, commits, subscribers, lifecycle) and thread_run.cpp
-// (the run: engine calls, tools, budgets, heartbeats, the end of a run).
+// The thread actor's class, shared by its translation units: thread_actor.cpp
+// (inputs, commits, subscribers, lifecycle), thread_run.cpp (the run: engine
+// calls, tools, budgets, heartbeats, the end of a run) and thread_compact.cpp
+// (compaction between runs, and the working view read at activation).
 // Internal to actors/.
 #pragma once
 
@@ -10,6 +11,7 @@
 #include <unordered_map>
 
 #include "actors/thread_actor.hpp"
+#include "runtime/model/compaction.hpp"
 #include "runtime/model/ids.hpp"
 
 namespace skein::detail {
@@ -21,6 +23,8 @@ using idle_check_atom = caf::atom_constant<caf::atom("idlecheck")>;
 using tool_timeout_atom = caf::atom_constant<caf::atom("tooltime")>;
 using idle_timer_atom = caf::atom_constant<caf::atom("idletimer")>;
 using heartbeat_atom = caf::atom_constant<caf::atom("heartbeat")>;
+using summary_done_atom = caf::atom_constant<caf::atom("sumdone")>;
+using summary_timeout_atom = caf::atom_constant<caf::atom("sumtime")>;
 
 using time_point = caf::actor_clock::time_point;
 
@@ -31,6 +35,29 @@ struct pending_input {
   run_input input;
   std::vector<caf::response_promise> waiters;
   uint64_t inbox_order = 0;  // its key in the inbox; 0: not in the inbox (a waited send)
+  // Set: this entry is a compaction waiting its turn, not an input (`input` is
+  // empty; its one waiter gets the compact_result).
+  std::shared_ptr<compact_request> compaction;
+};
+
+// A compaction in progress (thread_compact.cpp): its stages run in order; a
+// summarize stage waits for the engine, and no run starts until it is over.
+struct compaction_state {
+  uint64_t gen = 0;  // names it in callbacks and timers
+  compact_request request;
+  caf::response_promise promise;
+  compaction_options options;
+  size_t next_stage = 0;
+  std::vector<event> events;  // being compacted: the view without its prompt, expanded
+  std::optional<event> prompt;
+  uint64_t from_seq = 1;
+  uint64_t to_seq = 0;        // the last seq it covers: the log's last at its start
+  uint64_t tokens_before = 0;
+  uint64_t events_before = 0;
+  bool summarized = false;    // a summary replaced events: no reduction is a failure
+  size_t boundary = 0;        // summarize: the kept tail starts here
+  std::unique_ptr<call_handle> call;
+  bool call_pending = false;
 };
 
 struct pending_tool {
@@ -87,6 +114,7 @@ struct commit_job {
   uint64_t inbox_take = 0;
   // The manifest keeps its updated_at: a retention mark (archive) is no touch.
   bool keep_updated_at = false;
+  std::vector<std::pair<std::string, uint64_t>> effect_cursors;  // tick::effect_cursors
 };
 
 class thread_actor : public caf::event_based_actor {
@@ -198,6 +226,35 @@ class thread_actor : public caf::event_based_actor {
   void end_run(run_outcome outcome, std::string text, std::string error, std::string thinking = "",
                const char* signal_before_stop = nullptr);
 
+  // --- compaction (thread_compact.cpp) ------------------------------------------
+
+  // (compact_atom, request): queued like an input; answers when it is over.
+  caf::result<compact_result> on_compact(compact_request req);
+
+  void start_compaction(pending_input p);
+
+  // Runs the stages from next_stage on until a summary call or the end.
+  void compaction_next();
+
+  void on_summary_done(uint64_t gen, engine_reply reply);
+
+  void on_summary_timeout(uint64_t gen);
+
+  // Checks the compacted events and commits the compaction event.
+  void commit_compaction();
+
+  // Leaves the thread as it was, but for one thread.compaction_failed signal.
+  void fail_compaction(std::string reason);
+
+  // Answers the compaction's caller and lets the next input in.
+  void end_compaction(compact_result result);
+
+  // The thread is going (stop, storage failure): the compaction's caller gets `err`.
+  void abort_compaction(const caf::error& err);
+
+  // Loads the working conversation once after activation (read_working_view).
+  status load_conversation();
+
   // --- commits ----------------------------------------------------------------
 
   void commit(commit_job job);
@@ -254,6 +311,7 @@ class thread_actor : public caf::event_based_actor {
 
   std::deque<pending_input> queue_;
   std::unique_ptr<run_state> run_;
+  std::unique_ptr<compaction_state> compacting_;  // set while a compaction is under way
   // The working conversation, loaded by the first run after activation and kept
   // up to date by every commit, so later runs do not read the log again.
   std::optional<std::vector<event>> conversation_;

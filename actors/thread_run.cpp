@@ -100,13 +100,10 @@ void thread_actor::start_run(pending_input p) {
     answer_accepted(run_id, caf::error{});
     if (run_ && run_->gen == gen) run_->first_seq = first_seq;
     if (!current(gen)) return;
-    if (!conversation_) {  // the first run since activation reads the log once
-      std::vector<event> log;
-      if (status s = ctx_->log->read_events(manifest_.id, 1, 0, &log); !s) {
-        end_run(run_outcome::failed, "", "cannot read the thread's log: " + s.to_string());
-        return;
-      }
-      conversation_ = working_conversation(log);
+    // The first run since activation reads the working view once.
+    if (status s = load_conversation(); !s) {
+      end_run(run_outcome::failed, "", "cannot read the thread's log: " + s.to_string());
+      return;
     }
     call_engine();
   };
@@ -129,7 +126,7 @@ void thread_actor::refuse_over_budget(pending_input p, const status& why) {
 
 caf::result<bool> thread_actor::archive(int64_t at_ms) {
   // A running or queued thread is not archived this sweep: the next finds it idle.
-  if (run_ || !queue_.empty() || stopping_ || failed_ || repairing_) return false;
+  if (run_ || compacting_ || !queue_.empty() || stopping_ || failed_ || repairing_) return false;
   if (manifest_.archived_at_ms != 0) return true;
   auto promise = make_response_promise<bool>();
   commit_job job;
@@ -142,7 +139,7 @@ caf::result<bool> thread_actor::archive(int64_t at_ms) {
 }
 
 bool thread_actor::retire(int64_t before_ms) {
-  if (run_ || !queue_.empty() || in_flight_ || !commits_.empty() || stopping_ || repairing_) return false;
+  if (run_ || compacting_ || !queue_.empty() || in_flight_ || !commits_.empty() || stopping_ || repairing_) return false;
   if (manifest_.status == thread_status::running || manifest_.updated_at_ms >= before_ms) return false;
   stopping_ = true;  // inputs from now on are refused as for a deleted thread
   return true;

@@ -53,6 +53,9 @@ constexpr workload workloads[] = {
                 "and their first run after activation", run_history},
     {"usage", "usage queries over 100,000 usage rows (10 agents x 1,000 threads x 10 runs): "
               "full scan, one agent, one thread", run_usage},
+    {"compaction", "runtime::compact on 10,000-event threads (pure stages, scripted summary), and the "
+                   "first run after activation on 100,000-event threads with and without a compaction",
+     run_compaction},
 };
 
 struct command_line {

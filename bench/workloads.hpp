@@ -62,6 +62,9 @@ status run_history(const bench_options& options, std::string* json);
 
 // Usage queries over 100,000 usage rows: a full scan, one agent's, one thread's.
 status run_usage(const bench_options& options, std::string* json);
+// Compaction time of a 10,000-event thread, and the first run after activation on
+// 100,000-event threads with and without a compaction.
+status run_compaction(const bench_options& options, std::string* json);
 
 // --- What the workloads over skein::runtime share (runs.cpp defines it) ---------
 

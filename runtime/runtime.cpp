@@ -9,6 +9,7 @@
 #include "actors/agent_actor.hpp"
 #include "actors/core.hpp"
 #include "actors/effects/retention.hpp"
+#include "actors/thread_actor.hpp"
 #include "actors/error.hpp"
 #include "actors/messages.hpp"
 #include "runtime/model/conversation.hpp"
@@ -427,9 +428,9 @@ status runtime::read(const std::string& thread_id, history_view view, uint64_t f
   if (view == history_view::complete) return impl_->log->read_events(thread_id, from_seq, limit, out);
   manifest m;
   SKEIN_TRY(impl_->log->read_manifest(thread_id, &m));
-  std::vector<event> all;
-  SKEIN_TRY(impl_->log->read_events(thread_id, 1, 0, &all));
-  auto working = working_conversation(all);
+  // From the latest compaction on, as activation reads it: O(working view).
+  std::vector<event> working;
+  SKEIN_TRY(read_working_view(*impl_->log, m, &working));
   out->clear();
   for (auto& e : working) {
     // Synthesized results (seq 0) follow the call they answer.
@@ -489,6 +490,14 @@ status runtime::apply_retention(retention_result* out) {
   return status::ok();
 }
 
+status runtime::compact(const std::string& thread_id, const compact_options& options, compact_result* out) {
+  SKEIN_TRY(impl_->check_open());
+  SKEIN_TRY(validate_compact_options(options));
+  compact_request req;
+  req.options = options;
+  return impl_->ask_thread(thread_id, out, compact_atom::value, std::move(req));
+}
+
 status runtime::stats(runtime_stats* out) {
   directory_stats d;
   SKEIN_TRY(impl_->ask(impl_->actors.directory, &d, caf::get_atom::value, stats_atom::value));
@@ -498,6 +507,11 @@ status runtime::stats(runtime_stats* out) {
   out->agents = d.agents;
   out->log = impl_->log->counters();
   out->host_failures = impl_->host_failures->load(std::memory_order_relaxed);
+  const compaction_counters& c = *impl_->core_opts.compactions;
+  out->compactions = c.done.load(std::memory_order_relaxed);
+  out->compactions_failed = c.failed.load(std::memory_order_relaxed);
+  out->compaction_tokens_before = c.tokens_before.load(std::memory_order_relaxed);
+  out->compaction_tokens_after = c.tokens_after.load(std::memory_order_relaxed);
   return status::ok();
 }
 

@@ -26,6 +26,7 @@
 #include "persistence/event_log.hpp"
 #include "persistence/recovery.hpp"
 #include "runtime/model/agent.hpp"
+#include "runtime/model/compaction.hpp"
 #include "runtime/model/embedder.hpp"
 #include "runtime/model/engine.hpp"
 #include "runtime/model/run.hpp"
@@ -126,6 +127,10 @@ struct runtime_stats {
   uint64_t passivations = 0;
   uint64_t agents = 0;
   uint64_t host_failures = 0;  // exceptions from host callbacks (on_done, subscribers), caught
+  uint64_t compactions = 0;                   // compaction events written
+  uint64_t compactions_failed = 0;            // compactions that wrote thread.compaction_failed
+  uint64_t compaction_tokens_before = 0;      // estimated tokens, totals over the compactions written
+  uint64_t compaction_tokens_after = 0;
   log_counters log;
 };
 
@@ -179,6 +184,14 @@ class runtime {
   status submit(const std::string& thread_id, run_input input, std::string* run_id);
   // Cancels the thread's current run; *cancelled tells whether there was one.
   status cancel(const std::string& thread_id, bool* cancelled = nullptr);
+
+  // Compacts the thread's working view (DESIGN §6) between runs: it waits for a
+  // run going on and for inputs queued before it; inputs sent meanwhile wait for
+  // it. Unset options take the agent's compaction settings. Nothing to compact
+  // is ok with out->compacted false and a reason; a failed compaction is ok with
+  // out->failed true: the thread is as it was, plus a thread.compaction_failed
+  // signal. Errors: not_found, invalid_input naming the option.
+  status compact(const std::string& thread_id, const compact_options& options, compact_result* out);
 
   // History: the working conversation or the complete log, from a seq on.
   status read(const std::string& thread_id, history_view view, uint64_t from_seq, size_t limit,

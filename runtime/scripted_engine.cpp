@@ -99,6 +99,7 @@ class scripted_engine final : public engine {
       : rules_(std::move(rules)), fallback_(std::move(fallback)), latency_ms_(latency_ms), timers_(timers) {}
 
   std::unique_ptr<call_handle> start(engine_request req, engine_callbacks cb) override {
+    if (req.purpose == engine_purpose::summary) return start_summary(req, std::move(cb));
     const event* input = last_user_message(req.conversation);
     std::string text = input != nullptr ? input->text : std::string{};
     const scripted_rule* rule = pick(text, req.turn);
@@ -128,6 +129,50 @@ class scripted_engine final : public engine {
     timers_.after(std::chrono::milliseconds(latency), deliver);
     return handle;
   }
+
+ private:
+  // A compaction's summary (purpose summary): the `summary` rule's reply, error,
+  // stall and latency, or the deterministic default_summary().
+  std::unique_ptr<call_handle> start_summary(const engine_request& req, engine_callbacks cb) {
+    auto cancelled = std::make_shared<std::atomic<bool>>(false);
+    auto handle = std::make_unique<cancel_handle>(cancelled);
+    const scripted_rule* rule = summary_ ? &*summary_ : nullptr;
+    if (rule != nullptr && rule->stall) return handle;
+    engine_reply reply;
+    if (rule != nullptr && !rule->error.empty()) reply.result = status::io_error(rule->error);
+    else if (rule != nullptr && rule->has_reply) reply.step.text = rule->reply;
+    else reply.step.text = default_summary(req.conversation);
+    reply.step.usage.input_tokens = 1;
+    reply.step.usage.output_tokens = reply.step.text.size() / 4 + 1;
+    uint64_t latency = rule != nullptr && rule->latency_ms ? *rule->latency_ms : latency_ms_;
+    auto deliver = [cancelled, on_done = cb.on_done, reply]() {
+      if (!cancelled->load()) on_done(reply);
+    };
+    if (latency == 0) deliver();
+    else timers_.after(std::chrono::milliseconds(latency), deliver);
+    return handle;
+  }
+
+ public:
+  // "(scripted summary of N events) " then the first bytes of each user
+  // message, at most summary_bytes_max in all: deterministic, and short.
+  static std::string default_summary(const std::vector<event>& conversation) {
+    constexpr size_t message_bytes_max = 40;
+    constexpr size_t summary_bytes_max = 1024;
+    std::string out = "(scripted summary of " + std::to_string(conversation.size()) + " events)";
+    for (const auto& e : conversation) {
+      if (e.type != event_type::message || e.role != message_role::user) continue;
+      std::string part = e.text.substr(0, message_bytes_max);
+      // Never end inside a UTF-8 character.
+      while (!part.empty() && (static_cast<unsigned char>(part.back()) & 0xC0) == 0x80) part.pop_back();
+      if (!part.empty() && (static_cast<unsigned char>(part.back()) & 0xC0) == 0xC0) part.pop_back();
+      if (out.size() + part.size() + 3 > summary_bytes_max) break;
+      out += " | " + part;
+    }
+    return out;
+  }
+
+  std::optional<scripted_rule> summary_;
 
  private:
   class cancel_handle final : public call_handle {
@@ -190,6 +235,17 @@ class scripted_engine final : public engine {
   timer_service& timers_;
 };
 
+// "summary": the rule answering compaction summaries (match and turn unused).
+status parse_summary_rule(const json::object_reader& r, std::optional<scripted_rule>* out) {
+  if (!r.has("summary")) return status::ok();
+  json::dom::element el;
+  SKEIN_TRY(r.element("summary", &el));
+  scripted_rule rule;
+  SKEIN_TRY(parse_rule(el, "engine_config.summary", false, &rule));
+  *out = std::move(rule);
+  return status::ok();
+}
+
 }  // namespace
 
 status make_scripted_engine(std::string_view config_json, timer_service& timers,
@@ -220,7 +276,9 @@ status make_scripted_engine(std::string_view config_json, timer_service& timers,
     SKEIN_TRY(parse_rule(el, "engine_config.default", false, &rule));
     fallback = std::move(rule);
   }
-  *out = std::make_shared<scripted_engine>(std::move(rules), std::move(fallback), latency, timers);
+  auto engine = std::make_shared<scripted_engine>(std::move(rules), std::move(fallback), latency, timers);
+  SKEIN_TRY(parse_summary_rule(r, &engine->summary_));
+  *out = std::move(engine);
   return status::ok();
 }
 

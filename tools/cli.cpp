@@ -341,6 +341,55 @@ int thread_reconcile(cli& c, const args& a) {
   return c.print_json(r);
 }
 
+// thread compact <id> [--stages a,b] [--keep-turns N] [--tool-result-bytes-max N]:
+// exit 0 compacted or nothing to compact, 1 failed (thread.compaction_failed).
+int thread_compact(cli& c, const args& a) {
+  if (a.positional.size() != 3) return misuse(a);
+  std::string body;
+  json_writer w{&body};
+  w.begin_object();
+  if (!a.opt("stages").empty()) {
+    w.key("stages");
+    w.begin_array();
+    std::stringstream list{a.opt("stages")};
+    for (std::string stage; std::getline(list, stage, ',');)
+      if (!stage.empty()) w.string(stage);
+    w.end_array();
+  }
+  for (const auto& [flag, field] : {std::pair{"keep-turns", "keep_turns"}, std::pair{"tool-result-bytes-max", "tool_result_bytes_max"}}) {
+    std::string v = a.opt(flag);
+    if (v.empty()) continue;
+    char* end = nullptr;
+    unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+    if (end == v.c_str() || *end != '\0' || v[0] == '-')
+      return std::fprintf(stderr, "skein: --%s must be an unsigned integer\n", flag), usage;
+    w.field_uint(field, n);
+  }
+  w.end_object();
+  http::response r;
+  int code = ok;
+  if (!c.call("POST", "/v1/threads/" + q(a.positional[2]) + "/compact", body, &r, &code)) return code;
+  json::document doc;
+  json::object_reader o;
+  bool compacted = false, failed_ = false;
+  std::string reason;
+  uint64_t before = 0, after = 0, seq = 0;
+  status s = open_response(r.body, &doc, &o);
+  if (s) s = o.boolean("compacted", &compacted);
+  if (s) s = o.boolean("failed", &failed_);
+  if (s) s = o.string("reason", &reason);
+  if (s) s = o.uint("tokens_before", &before);
+  if (s) s = o.uint("tokens_after", &after);
+  if (s) s = o.uint("seq", &seq);
+  if (!s) return c.unreadable_response(s);
+  if (c.json) c.print_json(r);
+  else if (compacted)
+    std::printf("compacted at seq %llu: %llu -> %llu estimated tokens\n", static_cast<unsigned long long>(seq),
+                static_cast<unsigned long long>(before), static_cast<unsigned long long>(after));
+  else std::printf("%s: %s\n", failed_ ? "failed" : "not compacted", reason.c_str());
+  return failed_ ? failed : ok;
+}
+
 int thread_diagnose(cli& c, const args& a) {
   if (a.positional.size() != 3) return misuse(a);
   http::response r;
@@ -687,6 +736,8 @@ const command commands[] = {
     {"thread", "show", "thread show <id>", thread_show},
     {"thread", "delete", "thread delete <id>", thread_delete},
     {"thread", "reconcile", "thread reconcile <id>", thread_reconcile},
+    {"thread", "compact", "thread compact <id> [--stages a,b] [--keep-turns N] [--tool-result-bytes-max N]  exit 1 failed",
+     thread_compact},
     {"thread", "diagnose", "thread diagnose <id>     exit 0 idle or running, 2 failed, 3 stalled", thread_diagnose},
     {"thread", "prune", "thread prune", thread_prune},
     {"thread", "export", "thread export <id> [--output FILE]", thread_export},

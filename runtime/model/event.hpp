@@ -22,7 +22,8 @@ enum class event_type : uint8_t {
   system_prompt,         // text
   local_system_message,  // text (shown to people, never sent to the engine)
   result,                // usage, cost_usd, duration_ms, turns, outcome
-  compaction,            // name (strategy), from_seq, to_seq, json (compacted events)
+  compaction,            // name (strategy), from_seq, to_seq, json (compacted events),
+                         // original_events, tokens_before, tokens_after, prompt_seq
   signal,                // name ("thread.start", "thread.stop", ...), json (data object)
 };
 inline constexpr int event_type_count = 10;
@@ -65,6 +66,11 @@ struct event {
   std::string outcome;  // result: "completed" | "failed" | "cancelled"
   uint64_t from_seq = 0;
   uint64_t to_seq = 0;
+  // compaction: what it replaced (0 in events written before these existed).
+  uint64_t original_events = 0;  // events of the working view it compacted
+  uint64_t tokens_before = 0;    // estimate_tokens of that view (compaction.hpp)
+  uint64_t tokens_after = 0;     // estimate_tokens of the compacted events
+  uint64_t prompt_seq = 0;       // seq of the system prompt in force at it; 0: none
 
   bool operator==(const event&) const = default;
 };

@@ -9,7 +9,13 @@
 //             | tool_result:{"call_id":string,"name":string,"output":string,"is_error":bool}
 //             | result:     {"usage":usage,"cost_usd":number,"duration_ms":uint,"turns":uint,
 //                            "outcome":string}
-//             | compaction: {"strategy":string,"from_seq":uint,"to_seq":uint,"events":array}
+//             | compaction: {"strategy":string,"from_seq":uint,"to_seq":uint,"events":array
+//                            [,"v":2,"original_events":uint,"tokens_before":uint,
+//                             "tokens_after":uint,"prompt_seq":uint]}
+//               (v2 adds the optional fields, written when any is set; a v1
+//               compaction lacks them and reads back with zeros. `events` is an
+//               array of `event`s: the working view the compaction starts, the
+//               system prompt excluded — compaction.hpp.)
 //             | signal:     {"name":string,"data":object}
 //   usage    := {"input_tokens":uint,"output_tokens":uint,"cache_read_tokens":uint,
 //                "cache_write_tokens":uint}
@@ -46,6 +52,8 @@ namespace dom = simdjson::dom;
 using json::object_reader;
 
 constexpr int64_t manifest_format_version = 1;
+// The compaction payload with counts and token estimates (grammar above).
+constexpr uint64_t compaction_payload_version = 2;
 
 status read_usage(const object_reader& parent, std::string_view field, token_usage* out) {
   dom::element el;
@@ -97,6 +105,10 @@ status decode_payload(const object_reader& p, event* e) {
       SKEIN_TRY(p.string("strategy", &e->name));
       SKEIN_TRY(p.uint("from_seq", &e->from_seq));
       SKEIN_TRY(p.uint("to_seq", &e->to_seq));
+      SKEIN_TRY(p.uint("original_events", &e->original_events, false));
+      SKEIN_TRY(p.uint("tokens_before", &e->tokens_before, false));
+      SKEIN_TRY(p.uint("tokens_after", &e->tokens_after, false));
+      SKEIN_TRY(p.uint("prompt_seq", &e->prompt_seq, false));
       return p.raw("events", dom::element_type::ARRAY, &e->json);
     case event_type::signal:
       SKEIN_TRY(p.string("name", &e->name));
@@ -261,6 +273,13 @@ status write_payload(json_writer& w, const event& e, const json_limits& limits) 
       w.field("strategy", e.name);
       w.field_uint("from_seq", e.from_seq);
       w.field_uint("to_seq", e.to_seq);
+      if (e.original_events != 0 || e.tokens_before != 0 || e.tokens_after != 0 || e.prompt_seq != 0) {
+        w.field_uint("v", compaction_payload_version);
+        w.field_uint("original_events", e.original_events);
+        w.field_uint("tokens_before", e.tokens_before);
+        w.field_uint("tokens_after", e.tokens_after);
+        w.field_uint("prompt_seq", e.prompt_seq);
+      }
       w.key("events");
       w.raw(raw);
       break;

@@ -57,6 +57,10 @@ check "entry with wait" bash -c "curl -sf -X POST $S/v1/threads/$T/entries -d '{
 check "entries listed" bash -c "curl -sf '$S/v1/threads/$T/entries?from_seq=1' | grep -q '\"type\":\"thread.start\"\\|thread.start'"
 check "SSE replays history with ids" bash -c "curl -sN --max-time 2 '$S/v1/threads/$T/stream?from_seq=1' | grep -q '^id: 1$'"
 check "SSE resumes after Last-Event-ID" bash -c "curl -sN --max-time 2 -H 'Last-Event-ID: 3' '$S/v1/threads/$T/stream' | head -1 | grep -q '^id: 4$'"
+check "compact: nothing to compact on a short thread" bash -c "'$SKEIN' thread compact $T --stages drop-thinking | grep -q 'not compacted'"
+check "compact --json answers the result" bash -c "'$SKEIN' thread compact $T --keep-turns 0 --json | grep -q '\"compacted\":'"
+check "compact refuses an unknown stage" expect_exit 1 sk thread compact $T --stages shred
+check "compact refuses a bad number" expect_exit 64 sk thread compact $T --keep-turns x
 check "404 is JSON" bash -c "[[ \$(curl -s -o /dev/null -w '%{http_code}' $S/v1/threads/nope) == 404 ]]"
 check "400 names the field" bash -c "curl -s -X POST $S/v1/threads -d '{\"agent_id\":\"a b\"}' | grep -q 'agent_id'"
 check "metrics" bash -c "curl -sf $S/metrics | grep -q '^skein_log_commits_total '"
@@ -138,7 +142,7 @@ check "serve -h lists the settings" bash -c "'$SKEIN' serve -h | grep -q '^  bod
 check "demo --help" help_ok demo --help
 for noun in thread entries agent; do check "$noun --help" help_ok $noun --help; done
 for cmd in "thread create" "thread list" "thread show" "thread delete" "thread reconcile" "thread diagnose" \
-           "thread prune" "thread export" "thread import" "thread fork" "entries create" "entries list" \
+           "thread prune" "thread compact" "thread export" "thread import" "thread fork" "entries create" "entries list" \
            "entries read" "agent create" "agent list" "agent show" "usage"; do
   # shellcheck disable=SC2086
   check "$cmd --help" help_ok $cmd --help

@@ -659,6 +659,51 @@ void reconcile_thread(ctx& c, const std::string& id) {
                                  manifest_json(m) + "}"));
 }
 
+// POST /v1/threads/{id}/compact {"stages":[...],"keep_turns":N,"tool_result_bytes_max":N},
+// every field optional. It waits for a run under way (no 409).
+void compact_thread(ctx& c, const std::string& id, const json_limits& limits) {
+  manifest m;
+  if (!c.thread_allowed(id, &m)) return;
+  json::document body;
+  json::object_reader r;
+  compact_options o;
+  status s = body_object(c.req, limits, &body, &r);
+  if (s) s = r.strings("stages", &o.stages, false);
+  if (s && r.has("keep_turns")) {
+    uint64_t keep = 0;
+    s = r.uint("keep_turns", &keep);
+    if (s && keep > compact_keep_turns_max)
+      s = status::invalid_input("keep_turns: at most " + std::to_string(compact_keep_turns_max));
+    if (s) o.keep_turns = static_cast<uint32_t>(keep);
+    if (!s) s = std::move(s).with_field("keep_turns");
+  }
+  if (s && r.has("tool_result_bytes_max")) {
+    uint64_t bytes = 0;
+    s = r.uint("tool_result_bytes_max", &bytes);
+    if (s) o.tool_result_bytes_max = bytes;
+    else s = std::move(s).with_field("tool_result_bytes_max");
+  }
+  if (s && r.has("stages") && o.stages.empty()) s = status::invalid_input("stages: empty").with_field("stages");
+  if (!s) return c.fail(s);
+  compact_result res;
+  if (s = c.rt().compact(id, o, &res); !s) return c.fail(s);
+  std::string out;
+  json_writer w{&out};
+  w.begin_object();
+  w.key("compacted");
+  w.boolean(res.compacted);
+  w.key("failed");
+  w.boolean(res.failed);
+  w.field("reason", res.reason);
+  w.field_uint("seq", res.seq);
+  w.field_uint("tokens_before", res.tokens_before);
+  w.field_uint("tokens_after", res.tokens_after);
+  w.field_uint("events_before", res.events_before);
+  w.field_uint("events_after", res.events_after);
+  w.end_object();
+  c.reply(json_response(200, out));
+}
+
 void prune(ctx& c) {
   if (!c.scope.admin) return c.forbidden("prune (admin only)");
   std::vector<std::string> closed;
@@ -809,6 +854,12 @@ void api::handle(http::request& req, std::shared_ptr<http::exchange> ex) {
     metric(out, "skein_log_events_total", "counter", "Events committed.", rs.log.events);
     metric(out, "skein_log_bytes_total", "counter", "Bytes written in batches.", rs.log.bytes);
     metric(out, "skein_log_failed_total", "counter", "Ticks failed by storage errors.", rs.log.failed);
+    metric(out, "skein_compactions_total", "counter", "Compaction events written.", rs.compactions);
+    metric(out, "skein_compactions_failed_total", "counter", "Compactions that failed (thread.compaction_failed).",
+           rs.compactions_failed);
+    metric(out, "skein_compaction_tokens_saved_total", "counter",
+           "Estimated tokens removed from working views by compactions.",
+           rs.compaction_tokens_before - rs.compaction_tokens_after);
     if (counters_) {
       auto hc = counters_();
       metric(out, "skein_http_requests_total", "counter", "HTTP requests read.", hc.requests);
@@ -860,6 +911,7 @@ void api::handle(http::request& req, std::shared_ptr<http::exchange> ex) {
   if (action == "fork") return m == "POST" ? fork_thread(c, id, limits) : not_allowed();
   if (action == "diagnose") return m == "GET" ? diagnose_thread(c, id) : not_allowed();
   if (action == "reconcile") return m == "POST" ? reconcile_thread(c, id) : not_allowed();
+  if (action == "compact") return m == "POST" ? compact_thread(c, id, limits) : not_allowed();
   if (action == "export") return m == "GET" ? export_thread_route(c, id) : not_allowed();
   c.fail(status::not_found("no route " + quote_input(req.path)));
 }
