@@ -30,6 +30,7 @@
 #include "runtime/model/engine.hpp"
 #include "runtime/model/run.hpp"
 #include "runtime/model/tool.hpp"
+#include "runtime/memory_service.hpp"
 
 namespace skein {
 
@@ -116,6 +117,8 @@ struct runtime_stats {
   uint64_t passivations = 0;
   uint64_t agents = 0;
   uint64_t host_failures = 0;  // exceptions from host callbacks (on_done, subscribers), caught
+  memory_index_stats memory;           // rows and bytes the memory index holds now
+  memory_rebuild_stats memory_rebuild;  // what the rebuild at open read and what it took
   log_counters log;
 };
 
@@ -177,6 +180,17 @@ class runtime {
   // duplicates; deltas as they stream. *id names the subscription.
   status subscribe(const std::string& thread_id, uint64_t from_seq, event_sink sink, uint64_t* id);
   status unsubscribe(uint64_t id);
+
+  // Memory search: embeds `query` with the agent's embedder and returns the k
+  // (1..memory_search_k_max) messages of its threads closest to it, best first,
+  // each with a snippet of its text. A hit whose event is gone is skipped.
+  // invalid_input names q or k; not_found: an unknown agent.
+  status memory_search(const std::string& agent_id, const std::string& query, size_t k,
+                       std::vector<memory_hit>* out);
+  // The memory index, rebuilt from the embeddings column family at open. The
+  // embeddings effect feeds it: memory().add() after each durable write of an
+  // embedding, memory().remove_thread() on erasure (delete_thread does this too).
+  memory_index& memory();
 
   status stats(runtime_stats* out);
   // Threads that recovery repaired when this runtime opened.
