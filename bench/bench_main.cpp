@@ -51,6 +51,8 @@ constexpr workload workloads[] = {
                  "interrupted runs to repair", run_recovery},
     {"history", "one-event appends on threads with 10, 1,000 and 100,000 events of history, "
                 "and their first run after activation", run_history},
+    {"memory", "memory search over 100,000 and 1,000,000 random 384-dim vectors vs a naive "
+               "scan, and the index rebuild at open", run_memory},
 };
 
 struct command_line {

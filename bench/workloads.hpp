@@ -60,6 +60,9 @@ status run_recovery(const bench_options& options, std::string* json);
 // Append cost through the journal on threads with short and long histories.
 status run_history(const bench_options& options, std::string* json);
 
+// Memory search over 100k and 1M vectors against a naive scan, and the rebuild at open.
+status run_memory(const bench_options& options, std::string* json);
+
 // --- What the workloads over skein::runtime share (runs.cpp defines it) ---------
 
 using bench_clock = std::chrono::steady_clock;

@@ -1,6 +1,9 @@
 #include "runtime/model/memory_index.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <new>
+#include <sys/mman.h>
 #include <mutex>
 #include <queue>
 
@@ -12,6 +15,9 @@ namespace {
 constexpr size_t dot_lanes = 16;
 // Rows scored per pass before the top-k pass reads the scores (stays in L1).
 constexpr size_t score_block_rows = 512;
+constexpr size_t chunk_rows = 4096;
+static_assert(chunk_rows % score_block_rows == 0);
+constexpr size_t chunk_align_bytes = 2 << 20;  // a huge page
 
 inline float dot_lanes_inline(const float* a, const float* b, size_t n) {
   float acc[dot_lanes] = {};
@@ -38,9 +44,34 @@ void score_rows(const float* matrix, const float* query, size_t dims, size_t row
 
 float memory_dot(const float* a, const float* b, size_t n) { return dot_lanes_inline(a, b, n); }
 
+// Rows live in chunks of chunk_rows, each one aligned allocation: growth never
+// copies the matrix (a vector doubling 1.5 GiB would need 3 GiB for a moment),
+// and on Linux each chunk asks for transparent huge pages — first-touch page
+// faults were most of the cost of a rebuild.
+class float_chunk {
+ public:
+  explicit float_chunk(size_t floats) {
+    bytes_ = (floats * sizeof(float) + chunk_align_bytes - 1) / chunk_align_bytes * chunk_align_bytes;
+    data_ = static_cast<float*>(std::aligned_alloc(chunk_align_bytes, bytes_));
+    if (data_ == nullptr) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+    ::madvise(data_, bytes_, MADV_HUGEPAGE);  // advisory: a refusal changes nothing
+#endif
+  }
+  ~float_chunk() { std::free(data_); }
+  float_chunk(const float_chunk&) = delete;
+  float_chunk& operator=(const float_chunk&) = delete;
+  float* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  float* data_;
+  size_t bytes_;
+};
+
 struct memory_index::agent_rows {
   size_t dims = 0;
-  std::vector<float> matrix;       // rows x dims, row-major
+  std::vector<std::unique_ptr<float_chunk>> chunks;  // rows x dims, row-major, chunk_rows a chunk
   std::vector<uint32_t> thread_of;  // per row: index into threads
   std::vector<uint64_t> seq;        // per row
   std::vector<uint8_t> assistant;   // per row: 1 assistant, 0 user
@@ -48,6 +79,8 @@ struct memory_index::agent_rows {
   std::vector<uint64_t> thread_seq_max;  // per thread: the highest seq added
   std::unordered_map<std::string, uint32_t> thread_slot;
   std::vector<uint32_t> free_slots;
+
+  float* row(size_t r) const { return chunks[r / chunk_rows]->data() + (r % chunk_rows) * dims; }
 
   size_t rows() const { return seq.size(); }
 
@@ -70,7 +103,7 @@ struct memory_index::agent_rows {
   }
 
   void set_row(size_t r, const std::vector<float>& v, bool is_assistant) {
-    std::copy(v.begin(), v.end(), matrix.begin() + static_cast<ptrdiff_t>(r * dims));
+    std::copy(v.begin(), v.end(), row(r));
     assistant[r] = is_assistant ? 1 : 0;
   }
 
@@ -81,7 +114,8 @@ struct memory_index::agent_rows {
         if (thread_of[i] == slot && seq[i] == s) return set_row(i, r.vector, r.assistant);
     }
     thread_seq_max[slot] = std::max(thread_seq_max[slot], s);
-    matrix.insert(matrix.end(), r.vector.begin(), r.vector.end());
+    if (rows() == chunks.size() * chunk_rows) chunks.push_back(std::make_unique<float_chunk>(chunk_rows * dims));
+    std::copy(r.vector.begin(), r.vector.end(), row(rows()));
     thread_of.push_back(slot);
     seq.push_back(s);
     assistant.push_back(r.assistant ? 1 : 0);
@@ -97,13 +131,12 @@ struct memory_index::agent_rows {
       }
       size_t last = rows() - 1;
       if (i != last) {
-        std::copy_n(matrix.begin() + static_cast<ptrdiff_t>(last * dims), dims,
-                    matrix.begin() + static_cast<ptrdiff_t>(i * dims));
+        std::copy_n(row(last), dims, row(i));
         thread_of[i] = thread_of[last];
         seq[i] = seq[last];
         assistant[i] = assistant[last];
       }
-      matrix.resize(last * dims);
+      if (last == (chunks.size() - 1) * chunk_rows) chunks.pop_back();  // its only row left
       thread_of.pop_back();
       seq.pop_back();
       assistant.pop_back();
@@ -170,9 +203,10 @@ status memory_index::search(std::string_view agent_id, std::span<const float> qu
   std::priority_queue<scored, std::vector<scored>, std::greater<>> best;
   float scores[score_block_rows];
   size_t n = a.rows();
+  // score_block_rows divides chunk_rows: a block never straddles two chunks.
   for (size_t base = 0; base < n; base += score_block_rows) {
     size_t count = std::min(score_block_rows, n - base);
-    score_rows(a.matrix.data() + base * a.dims, query.data(), a.dims, count, scores);
+    score_rows(a.row(base), query.data(), a.dims, count, scores);
     for (size_t i = 0; i < count; ++i) {
       if (best.size() < k) best.emplace(scores[i], base + i);
       else if (scores[i] > best.top().first) {
@@ -212,7 +246,8 @@ memory_index_stats memory_index::stats() const {
   s.agents = agents_.size();
   for (const auto& [id, a] : agents_) {
     s.rows += a->rows();
-    s.bytes += a->matrix.capacity() * sizeof(float) + a->seq.capacity() * sizeof(uint64_t) +
+    for (const auto& c : a->chunks) s.bytes += c->bytes();
+    s.bytes += a->seq.capacity() * sizeof(uint64_t) +
                a->thread_of.capacity() * sizeof(uint32_t) + a->assistant.capacity();
   }
   return s;

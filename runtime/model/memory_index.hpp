@@ -1,8 +1,9 @@
 // memory_index: the in-memory side of episodic memory — every embedded message of
 // every agent, searched by brute force (DESIGN §4, effects; issue 9 point 3).
 //
-// Per agent, one contiguous row-major float32 matrix (one row per message, the
-// agent's dims fixed by its first row) and parallel arrays of (thread, seq, role).
+// Per agent, one row-major float32 matrix (one row per message, the agent's dims
+// fixed by its first row), contiguous in chunks of 4096 rows so that it grows
+// without copying, and parallel arrays of (thread, seq, role).
 // A search scans the agent's matrix once, dot product against the query (vectors
 // are L2-normalized, so the dot product is the cosine), and keeps the top k.
 // Memory: rows x dims x 4 bytes plus ~16 bytes per row — 1M rows of 384 dims take

@@ -153,3 +153,34 @@ TEST_CASE("memory index: the planted message is found first among 10,000 others 
   CHECK(hits[0].seq == 7);
   CHECK(hits[0].score > hits[1].score);
 }
+
+TEST_CASE("memory index: rows past one chunk (4096) grow, search and swap-remove across chunks") {
+  memory_index ix;
+  std::mt19937_64 rng(11);
+  std::normal_distribution<float> nd;
+  std::vector<std::vector<float>> b_rows;
+  for (uint64_t s = 1; s <= 5000; ++s) {  // a: 5000 rows first, then b interleaved past them
+    std::vector<float> v(16);
+    for (float& x : v) x = nd(rng);
+    REQUIRE(ix.add("a", s, rec("agent", v)).is_ok());
+    if (s % 2 == 0) {
+      std::vector<float> w(16);
+      for (float& x : w) x = nd(rng);
+      auto r = rec("agent", w);
+      REQUIRE(ix.add("b", s, r).is_ok());
+      b_rows.push_back(r.vector);
+    }
+  }
+  CHECK(ix.rows("agent") == 7500);
+  size_t bytes_before = ix.stats().bytes;
+  ix.remove_thread("a");
+  CHECK(ix.rows("agent") == 2500);
+  CHECK(ix.stats().bytes < bytes_before);  // emptied chunks are freed
+  for (size_t i = 0; i < b_rows.size(); i += 97) {
+    std::vector<memory_match> hits;
+    REQUIRE(ix.search("agent", b_rows[i], 1, &hits).is_ok());
+    REQUIRE(hits.size() == 1);
+    CHECK(hits[0].thread_id == "b");
+    CHECK(hits[0].seq == 2 * (i + 1));
+  }
+}
