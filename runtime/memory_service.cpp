@@ -94,9 +94,13 @@ std::string memory_hits_json(const std::vector<memory_hit>& hits) {
   return out;
 }
 
-memory_service::memory_service(event_log& log, std::map<std::string, embedder_factory> embedders,
-                               timer_service& timers)
-    : factories_(std::move(embedders)), log_(&log), timers_(&timers) {}
+memory_service::memory_service(event_log& log, std::map<std::string, embedder_factory> embedders)
+    : factories_(std::move(embedders)), log_(&log), timers_(nullptr) {}
+
+void memory_service::start_searches(timer_service& timers) {
+  std::unique_lock life{life_mu_};
+  if (log_ != nullptr) timers_ = &timers;
+}
 
 status memory_service::rebuild() {
   std::shared_lock life{life_mu_};
@@ -134,7 +138,7 @@ status memory_service::embedder_for(const std::string& agent_id, std::shared_ptr
     }
   }
   std::shared_lock life{life_mu_};
-  if (log_ == nullptr) return status::io_error("memory: the runtime is closed");
+  if (log_ == nullptr || timers_ == nullptr) return status::io_error("memory: the runtime is closed or not started");
   agent_config a;
   SKEIN_TRY(log_->read_agent(agent_id, &a));
   if (a.effects.embedder.empty())

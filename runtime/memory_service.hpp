@@ -52,13 +52,17 @@ std::string memory_hits_json(const std::vector<memory_hit>& hits);
 // Always made by std::make_shared: a search in flight keeps it alive.
 class memory_service : public std::enable_shared_from_this<memory_service> {
  public:
-  // `log` and `timers` are borrowed until close().
-  memory_service(event_log& log, std::map<std::string, embedder_factory> embedders, timer_service& timers);
+  // `log` is borrowed until close(); so are the timers given to start_searches().
+  memory_service(event_log& log, std::map<std::string, embedder_factory> embedders);
   memory_service(const memory_service&) = delete;
   memory_service& operator=(const memory_service&) = delete;
 
-  // Fills the index from the embeddings column family. Bad rows are counted, not fatal.
+  // Fills the index from the embeddings column family. Bad rows are counted, not
+  // fatal. Runs before the actor system starts: its idle workers poll for work
+  // and would take the cores the scan needs.
   status rebuild();
+  // The timers embedders are built with; searches before it fail with io_error.
+  void start_searches(timer_service& timers);
   const memory_rebuild_stats& rebuilt() const { return rebuilt_; }
   memory_index& index() { return index_; }
 

@@ -230,6 +230,15 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   lo.env = p->options.env;
   SKEIN_TRY(event_log::open(lo, &p->log));
 
+  // The memory index first, alone on the cores (memory_service::rebuild).
+  {
+    std::map<std::string, embedder_factory> embedders = registry{}.embedders;
+    embedders["openai"] = make_openai_embedder;
+    for (auto& [name, factory] : p->options.embedders) embedders[name] = factory;
+    p->memory = std::make_shared<memory_service>(*p->log, std::move(embedders));
+    SKEIN_TRY(p->memory->rebuild());
+  }
+
   register_skein_types(p->cfg);
   size_t workers = p->options.worker_threads > 0 ? p->options.worker_threads
                                                  : std::max<size_t>(2, std::thread::hardware_concurrency());
@@ -249,11 +258,10 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   cc.reg.embedders["openai"] = make_openai_embedder;
   for (auto& [name, factory] : p->options.engines) cc.reg.engines[name] = factory;
   for (auto& [name, factory] : p->options.embedders) cc.reg.embedders[name] = factory;
-  // Memory first: the index is complete before any actor (or the embeddings
-  // effect) can touch it, and the host's own tools may replace memory_search.
+  // The index is complete before any actor (or the embeddings effect) can touch
+  // it. The host's own tools come last: one may replace memory_search.
   p->memory_timers = make_actor_timers(*p->sys);
-  p->memory = std::make_shared<memory_service>(*p->log, cc.reg.embedders, *p->memory_timers);
-  SKEIN_TRY(p->memory->rebuild());
+  p->memory->start_searches(*p->memory_timers);
   cc.reg.tools["memory_search"] = make_memory_search_tool(p->memory);
   for (auto& t : p->options.tools) cc.reg.tools[t->spec().name] = t;
   SKEIN_TRY(start_core(*p->sys, *p->log, std::move(cc), &p->actors));
