@@ -31,6 +31,7 @@ const char* cli_usage =
     "  entries read <id>        prints the run's text as it streams; exits when the run ends\n"
     "  agent create <id> [--prompt P] [--engine E] [--engine-config JSON] [--tool T]... [--policy P]\n"
     "  agent list | agent show <id>\n"
+    "  memory search <agent> <query> [-k N]   the agent's messages closest to the query\n"
     "\n"
     "client options: --server URL (SKEIN_SERVER, default http://127.0.0.1:7411),\n"
     "                --token T (SKEIN_TOKEN), --json (machine-readable output)\n"
