@@ -24,8 +24,8 @@ void print_memory(const memory_figures& f, std::FILE* out) {
                     ms(r.baseline_p99_us), fixed(r.speedup(), 1) + "x"});
   print_table(rows, out, 1);
   std::fprintf(out,
-               "\nsearch: memory_index::search, one contiguous row-major float32 matrix, vectorized dot\n"
-               "products and a k-heap. naive: the same vectors as vector<vector<float>>, a scalar dot per row\n"
+               "\nsearch: memory_index::search, a row-major float32 matrix in chunks of 4096 rows, vectorized\n"
+               "dot products and a k-heap. naive: the same vectors as vector<vector<float>>, a scalar dot per row\n"
                "and a partial_sort of every score, in the same process; its top hit is checked equal.\n"
                "rebuild at open: runtime::open over %s stored embeddings: %s ms (%s ms per 100k rows; "
                "the whole open %s ms)\n",

@@ -488,4 +488,5 @@ TEST_CASE("memory search route: hits for the agent's token, 400 naming q or k, 4
   CHECK_THAT(r.body, Catch::Contains(R"("limit":"memory_search_k_max")"));
   CHECK(f.call("GET", "/v1/agents/ghost/memory?q=frog", "", admin).status == 404);
   CHECK(f.call("POST", "/v1/agents/alpha/memory?q=frog", "", admin).status == 405);
+  CHECK_THAT(f.call("GET", "/metrics", "", admin).body, Catch::Contains("skein_memory_rows 2\n"));
 }

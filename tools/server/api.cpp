@@ -696,6 +696,10 @@ void api::handle(http::request& req, std::shared_ptr<http::exchange> ex) {
     metric(out, "skein_log_events_total", "counter", "Events committed.", rs.log.events);
     metric(out, "skein_log_bytes_total", "counter", "Bytes written in batches.", rs.log.bytes);
     metric(out, "skein_log_failed_total", "counter", "Ticks failed by storage errors.", rs.log.failed);
+    metric(out, "skein_memory_rows", "gauge", "Embedded messages in the memory index.", rs.memory.rows);
+    metric(out, "skein_memory_bytes", "gauge", "Bytes the memory index holds.", rs.memory.bytes);
+    metric(out, "skein_memory_rebuild_skipped", "gauge", "Stored embeddings the rebuild at open skipped.",
+           rs.memory_rebuild.skipped);
     if (counters_) {
       auto hc = counters_();
       metric(out, "skein_http_requests_total", "counter", "HTTP requests read.", hc.requests);
