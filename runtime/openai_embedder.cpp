@@ -109,9 +109,9 @@ struct attempt {
   std::vector<std::vector<float>> vectors;
 };
 
-// The whole exchange under one deadline: tcp_stream's timeout covers resolve-free
-// connect, write and read alike (it applies to asynchronous operations only,
-// hence the coroutine on a private io_context).
+// The whole exchange under one deadline: tcp_stream's timeout covers connect,
+// write and read alike (it applies to asynchronous operations only, hence the
+// coroutine on a private io_context). The name lookup before it is not bounded.
 net::awaitable<beast::error_code> exchange(tcp::resolver::results_type endpoints, std::chrono::milliseconds timeout,
                                            bhttp::request<bhttp::string_body>& req,
                                            bhttp::response_parser<bhttp::string_body>& parser) {
