@@ -56,6 +56,8 @@ constexpr workload workloads[] = {
     {"compaction", "runtime::compact on 10,000-event threads (pure stages, scripted summary), and the "
                    "first run after activation on 100,000-event threads with and without a compaction",
      run_compaction},
+    {"memory", "memory search over 100,000 and 1,000,000 random 384-dim vectors vs a naive "
+               "scan, and the index rebuild at open", run_memory},
 };
 
 struct command_line {

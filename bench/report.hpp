@@ -295,6 +295,40 @@ inline constexpr double history_cost_ratio_max = 1.2;
 void print_history(const history_figures& f, std::FILE* out);
 void write_history_json(const history_figures& f, json_writer& w);
 
+// One index size of the memory workload.
+struct memory_row {
+  uint64_t rows = 0;
+  double build_seconds = 0;     // memory_index::add of every row (vectors made beforehand)
+  uint64_t index_bytes = 0;     // what the index holds (memory_index_stats::bytes)
+  size_t queries = 0;
+  double p50_us = 0;            // memory_index::search, k = memory_k
+  double p99_us = 0;
+  size_t baseline_queries = 0;  // the naive scan is slow: fewer queries
+  double baseline_p50_us = 0;   // vector<vector<float>>, one scalar dot per row, partial_sort
+  double baseline_p99_us = 0;
+
+  double speedup() const;  // baseline_p50_us / p50_us; 0 without figures
+};
+
+// The memory workload: brute-force memory search over random normalized vectors,
+// and the rebuild of the index from the embeddings column family at open.
+struct memory_figures {
+  size_t dims = 0;
+  size_t k = 0;
+  std::vector<memory_row> rows;  // smallest index first
+  uint64_t target_rows = 0;      // the index size the latency target is set for
+  uint64_t rebuild_rows = 0;     // rows in the database runtime::open rebuilt the index from
+  double rebuild_ms = 0;         // runtime_stats::memory_rebuild.ms
+  double open_ms = 0;            // the whole runtime::open around it
+
+  double rebuild_ms_per_100k() const;
+};
+
+inline constexpr double memory_p50_ms_max = 20;  // at target_rows (1M)
+
+void print_memory(const memory_figures& f, std::FILE* out);
+void write_memory_json(const memory_figures& f, json_writer& w);
+
 struct machine_info {
   unsigned cores = 0;
   uint64_t memory_bytes = 0;  // 0: unknown

@@ -65,6 +65,8 @@ status run_usage(const bench_options& options, std::string* json);
 // Compaction time of a 10,000-event thread, and the first run after activation on
 // 100,000-event threads with and without a compaction.
 status run_compaction(const bench_options& options, std::string* json);
+// Memory search over 100k and 1M vectors against a naive scan, and the rebuild at open.
+status run_memory(const bench_options& options, std::string* json);
 
 // --- What the workloads over skein::runtime share (runs.cpp defines it) ---------
 

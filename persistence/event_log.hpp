@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "runtime/model/agent.hpp"
+#include "runtime/model/embedding.hpp"
 #include "runtime/model/event.hpp"
 #include "runtime/model/json_codec.hpp"
 #include "runtime/model/manifest.hpp"
@@ -243,6 +244,13 @@ class event_log {
   status read_inbox(std::string_view thread_id, std::vector<inbox_item>* out) const;
   // Ids of every thread with inputs in its inbox: they are woken at open.
   status list_inbox_threads(std::vector<std::string>* out) const;
+  // Every stored embedding, in key order: fn(thread, seq, record), for the memory
+  // index rebuilt at open. A key or value that does not decode is skipped and
+  // counted in *skipped (never fails the scan: memory is derived state); storage
+  // errors fail it. O(embeddings).
+  status scan_embeddings(const std::function<void(std::string_view thread, uint64_t seq,
+                                                  const embedding_record& r)>& fn,
+                         size_t* skipped) const;
   // Counts the thread's keys across every column family by full scans: a test and
   // diagnose aid, O(size of the database).
   status count_thread_keys(std::string_view thread_id, size_t* out) const;

@@ -284,6 +284,28 @@ status event_log::find_index_keys(std::string_view thread_id, std::vector<std::s
   return from_rocks(it->status(), "scan index");
 }
 
+status event_log::scan_embeddings(
+    const std::function<void(std::string_view thread, uint64_t seq, const embedding_record& r)>& fn,
+    size_t* skipped) const {
+  *skipped = 0;
+  rocksdb::ReadOptions ro;
+  ro.total_order_seek = true;  // across every thread, past the prefix extractor
+  ro.fill_cache = false;       // a one-off pass over the whole family
+  std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(ro, impl_->cf(cf_embeddings))};
+  embedding_record r;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    std::string_view thread;
+    uint64_t seq = 0;
+    if (!keys::parse_event_key(it->key().ToStringView(), &thread, &seq) ||
+        !decode_embedding(it->value().ToStringView(), &r).is_ok()) {
+      ++*skipped;
+      continue;
+    }
+    fn(thread, seq, r);
+  }
+  return from_rocks(it->status(), "scan embeddings");
+}
+
 status event_log::count_thread_keys(std::string_view thread_id, size_t* out) const {
   SKEIN_TRY(validate_id(thread_id, "thread id"));
   *out = 0;

@@ -15,6 +15,8 @@
 #include "runtime/model/conversation.hpp"
 #include "runtime/model/ids.hpp"
 #include "runtime/model/json_reader.hpp"
+#include "actors/timers.hpp"
+#include "runtime/openai_embedder.hpp"
 #include "runtime/scripted_engine.hpp"
 
 namespace skein {
@@ -169,6 +171,8 @@ struct runtime::impl {
   std::mutex close_mu;  // guards closed
   bool closed = false;
   core_options core_opts;
+  std::shared_ptr<memory_service> memory;  // shared with the memory_search tool
+  std::unique_ptr<timer_service> memory_timers;  // for the embedders memory search builds
 
   // Asks `dest` and waits for a T (or caf::unit when T is void-like).
   status check_open() const {
@@ -229,6 +233,15 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   lo.env = p->options.env;
   SKEIN_TRY(event_log::open(lo, &p->log));
 
+  // The memory index first, alone on the cores (memory_service::rebuild).
+  {
+    std::map<std::string, embedder_factory> embedders = registry{}.embedders;
+    embedders["openai"] = make_openai_embedder;
+    for (auto& [name, factory] : p->options.embedders) embedders[name] = factory;
+    p->memory = std::make_shared<memory_service>(*p->log, std::move(embedders));
+    SKEIN_TRY(p->memory->rebuild());
+  }
+
   register_skein_types(p->cfg);
   size_t workers = p->options.worker_threads > 0 ? p->options.worker_threads
                                                  : std::max<size_t>(2, std::thread::hardware_concurrency());
@@ -245,8 +258,14 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   cc.options.start_stale_ms = p->options.start_stale_ms;
   p->core_opts = cc.options;
   cc.reg.engines["scripted"] = make_scripted_engine;
+  cc.reg.embedders["openai"] = make_openai_embedder;
   for (auto& [name, factory] : p->options.engines) cc.reg.engines[name] = factory;
   for (auto& [name, factory] : p->options.embedders) cc.reg.embedders[name] = factory;
+  // The index is complete before any actor (or the embeddings effect) can touch
+  // it. The host's own tools come last: one may replace memory_search.
+  p->memory_timers = make_actor_timers(*p->sys);
+  p->memory->start_searches(*p->memory_timers);
+  cc.reg.tools["memory_search"] = make_memory_search_tool(p->memory);
   for (auto& t : p->options.tools) cc.reg.tools[t->spec().name] = t;
   SKEIN_TRY(start_core(*p->sys, *p->log, std::move(cc), &p->actors));
   size_t n = std::max<size_t>(2, p->sys->scheduler().num_workers());
@@ -292,8 +311,18 @@ status runtime::list_threads(const thread_query& query, thread_page* out) {
 }
 
 status runtime::delete_thread(const std::string& id) {
-  return impl_->tell(impl_->actors.directory, delete_atom::value, id);
+  SKEIN_TRY(impl_->tell(impl_->actors.directory, delete_atom::value, id));
+  impl_->memory->index().remove_thread(id);  // after the erase: a search meanwhile skips its gone events
+  return status::ok();
 }
+
+status runtime::memory_search(const std::string& agent_id, const std::string& query, size_t k,
+                              std::vector<memory_hit>* out) {
+  SKEIN_TRY(impl_->check_open());
+  return impl_->memory->search_wait(agent_id, query, k, out);
+}
+
+memory_index& runtime::memory() { return impl_->memory->index(); }
 
 status runtime::fork(const std::string& id, uint64_t at_seq, manifest* out) {
   SKEIN_TRY(validate_id(id, "thread id"));
@@ -512,6 +541,8 @@ status runtime::stats(runtime_stats* out) {
   out->compactions_failed = c.failed.load(std::memory_order_relaxed);
   out->compaction_tokens_before = c.tokens_before.load(std::memory_order_relaxed);
   out->compaction_tokens_after = c.tokens_after.load(std::memory_order_relaxed);
+  out->memory = impl_->memory->index().stats();
+  out->memory_rebuild = impl_->memory->rebuilt();
   return status::ok();
 }
 
@@ -539,7 +570,9 @@ status runtime::close() {
   for (auto& c : impl_->clients) caf::anon_send_exit(c, caf::exit_reason::user_shutdown);
 
   caf::anon_send_exit(impl_->actors.directory, caf::exit_reason::user_shutdown);
+  impl_->memory->close();  // a late embedder answer now finds no log
   impl_->actors.timers.reset();
+  impl_->memory_timers.reset();
   impl_->clients.clear();
   impl_->actors.directory = nullptr;
   impl_->actors.journal = nullptr;

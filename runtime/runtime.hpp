@@ -31,6 +31,7 @@
 #include "runtime/model/engine.hpp"
 #include "runtime/model/run.hpp"
 #include "runtime/model/tool.hpp"
+#include "runtime/memory_service.hpp"
 
 namespace skein {
 
@@ -131,6 +132,8 @@ struct runtime_stats {
   uint64_t compactions_failed = 0;            // compactions that wrote thread.compaction_failed
   uint64_t compaction_tokens_before = 0;      // estimated tokens, totals over the compactions written
   uint64_t compaction_tokens_after = 0;
+  memory_index_stats memory;           // rows and bytes the memory index holds now
+  memory_rebuild_stats memory_rebuild;  // what the rebuild at open read and what it took
   log_counters log;
 };
 
@@ -208,6 +211,16 @@ class runtime {
   // retention_interval_ms): archives and erases the threads agents' retention
   // policies say are due. The first failure is returned after the sweep went on.
   status apply_retention(retention_result* out);
+  // Memory search: embeds `query` with the agent's embedder and returns the k
+  // (1..memory_search_k_max) messages of its threads closest to it, best first,
+  // each with a snippet of its text. A hit whose event is gone is skipped.
+  // invalid_input names q or k; not_found: an unknown agent.
+  status memory_search(const std::string& agent_id, const std::string& query, size_t k,
+                       std::vector<memory_hit>* out);
+  // The memory index, rebuilt from the embeddings column family at open. The
+  // embeddings effect feeds it: memory().add() after each durable write of an
+  // embedding, memory().remove_thread() on erasure (delete_thread does this too).
+  memory_index& memory();
 
   status stats(runtime_stats* out);
   // Threads that recovery repaired when this runtime opened.

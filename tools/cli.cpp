@@ -54,6 +54,7 @@ bool parse_args(int argc, char** argv, args* out, std::string* error) {
       out->flags["help"] = true;
       continue;
     }
+    if (a == "-k") a = "--k";  // memory search's short form
     if (a.rfind("--", 0) != 0) {
       out->positional.push_back(a);
       continue;
@@ -721,6 +722,46 @@ int agent_show(cli& c, const args& a) {
   return c.print_json(r);
 }
 
+// memory search <agent> <query...> [-k N]: the words after the agent are the query.
+int memory_search(cli& c, const args& a) {
+  if (a.positional.size() < 4) return misuse(a);
+  std::string query;
+  for (size_t i = 3; i < a.positional.size(); ++i) query += (i > 3 ? " " : "") + a.positional[i];
+  uint64_t k = 10;
+  if (!a.opt("k").empty() && !parse_u64(a.opt("k"), &k)) return std::fprintf(stderr, "skein: -k expects a number\n"), usage;
+  http::response r;
+  int code = ok;
+  if (!c.call("GET", "/v1/agents/" + q(a.positional[2]) + "/memory?q=" + q(query) + "&k=" + std::to_string(k), "", &r,
+              &code))
+    return code;
+  std::vector<std::string> items;
+  if (status s = json_items(r.body, "hits", &items); !s) return c.unreadable_response(s);
+  struct hit {
+    std::string thread, role, snippet;
+    uint64_t seq = 0;
+    double score = 0;
+  };
+  std::vector<hit> hits;
+  for (const auto& text : items) {
+    json::document doc;
+    json::object_reader o;
+    hit& h = hits.emplace_back();
+    status s = open_response(text, &doc, &o);
+    if (s) s = o.string("thread_id", &h.thread);
+    if (s) s = o.uint("seq", &h.seq);
+    if (s) s = o.string("role", &h.role);
+    if (s) s = o.number("score", &h.score);
+    if (s) s = o.string("snippet", &h.snippet);
+    if (!s) return c.unreadable_response(s);
+  }
+  if (c.json) return c.print_json(r);
+  std::printf("%-7s %-32s %6s  %-9s %s\n", "SCORE", "THREAD", "SEQ", "ROLE", "SNIPPET");
+  for (const auto& h : hits)
+    std::printf("%-7.4f %-32s %6llu  %-9s %s\n", h.score, h.thread.c_str(), static_cast<unsigned long long>(h.seq),
+                h.role.c_str(), h.snippet.c_str());
+  return ok;
+}
+
 // Every command: its usage (after "usage: skein ") and what runs it.
 struct command {
   const char* noun;
@@ -753,6 +794,8 @@ const command commands[] = {
     {"agent", "list", "agent list", agent_list},
     {"agent", "show", "agent show <id>", agent_show},
     {"usage", "", "usage [--agent A] [--thread T] [--since S] [--until U] [--group-by agent|thread|day]", usage_show},
+    {"memory", "search", "memory search <agent> <query> [-k N]   the agent's messages closest to the query",
+     memory_search},
 };
 
 const command* find_command(const std::string& noun, const std::string& verb) {

@@ -35,6 +35,7 @@ const char* cli_usage =
     "  usage [--agent A] [--thread T] [--since S] [--until U] [--group-by agent|thread|day]\n"
     "      token and cost totals; S and U: ms since the epoch or RFC 3339 UTC (2026-11-23,\n"
     "      2026-11-23T10:00:00Z), [S, U)\n"
+    "  memory search <agent> <query> [-k N]   the agent's messages closest to the query\n"
     "\n"
     "client options: --server URL (SKEIN_SERVER, default http://127.0.0.1:7411),\n"
     "                --token T (SKEIN_TOKEN), --json (machine-readable output)\n"

@@ -109,6 +109,13 @@ check "delete" sk thread delete "$C"
 check "deleted is gone" expect_exit 4 sk thread show "$C"
 check "import restores it" bash -c "'$SKEIN' thread import '$WORK/export.jsonl' | grep -q '$C'"
 check "imported log equals the export" bash -c "'$SKEIN' thread export $C | cmp -s - '$WORK/export.jsonl'"
+# memory search: nothing is embedded in this server (no embeddings effect here), so no hits, but the
+# command, its exit codes and its output forms.
+check "memory search prints a table" bash -c "'$SKEIN' memory search echo where is the key -k 3 | grep -q '^SCORE '"
+check "memory search --json" bash -c "[[ \$('$SKEIN' memory search echo key --json) == '{\"hits\":[]}' ]]"
+check "memory search of an unknown agent exits 4" expect_exit 4 sk memory search ghost key
+check "memory search without a query exits 64" expect_exit 64 sk memory search echo
+check "memory search -k past the limit names it" bash -c "'$SKEIN' memory search echo key -k 101 2>&1 | grep -q memory_search_k_max"
 # entries read follows the next run: post only once its stream is open (the server's gauge says so),
 # so a slow start (sanitizers) cannot let the run finish before the command reads the manifest.
 sse_open() { curl -sf "$S/metrics" | grep -Eq '^skein_sse_streams [1-9]'; }
@@ -140,10 +147,10 @@ check "skein --help" help_ok --help
 check "serve --help" help_ok serve --help
 check "serve -h lists the settings" bash -c "'$SKEIN' serve -h | grep -q '^  body_bytes_max '"
 check "demo --help" help_ok demo --help
-for noun in thread entries agent; do check "$noun --help" help_ok $noun --help; done
+for noun in thread entries agent memory; do check "$noun --help" help_ok $noun --help; done
 for cmd in "thread create" "thread list" "thread show" "thread delete" "thread reconcile" "thread diagnose" \
            "thread prune" "thread compact" "thread export" "thread import" "thread fork" "entries create" "entries list" \
-           "entries read" "agent create" "agent list" "agent show" "usage"; do
+           "entries read" "agent create" "agent list" "agent show" "usage" "memory search"; do
   # shellcheck disable=SC2086
   check "$cmd --help" help_ok $cmd --help
 done

@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <tuple>
 #include <filesystem>
 #include <set>
 
@@ -649,4 +650,35 @@ TEST_CASE("a tick's effect cursors land in its batch and are refused past its la
   size_t keys = 1;
   REQUIRE(log->count_thread_keys("t", &keys).is_ok());
   CHECK(keys == 0);
+}
+
+TEST_CASE("scan_embeddings decodes every stored row and skips, counting, what does not decode") {
+  temp_dir dir;
+  { auto log = open_log(dir.str()); }
+  {
+    raw_db raw{dir.str()};
+    std::string v;
+    REQUIRE(encode_embedding({"agent", false, {0.6f, 0.8f}}, &v).is_ok());
+    raw.put("embeddings", keys::event_key("t1", 1), v);
+    REQUIRE(encode_embedding({"agent", true, {0.8f, 0.6f}}, &v).is_ok());
+    raw.put("embeddings", keys::event_key("t1", 2), v);
+    raw.put("embeddings", keys::event_key("t2", 5), v);
+    raw.put("embeddings", keys::event_key("t2", 6), "not a vector");  // a bad value
+    raw.put("embeddings", "no-separator", v);                          // a bad key
+  }
+  auto log = open_log(dir.str());
+  std::vector<std::tuple<std::string, uint64_t, bool, size_t>> seen;
+  size_t skipped = 0;
+  REQUIRE(log->scan_embeddings(
+                 [&](std::string_view thread, uint64_t seq, const embedding_record& r) {
+                   CHECK(r.agent_id == "agent");
+                   seen.emplace_back(std::string{thread}, seq, r.assistant, r.vector.size());
+                 },
+                 &skipped)
+              .is_ok());
+  CHECK(skipped == 2);
+  REQUIRE(seen.size() == 3);
+  CHECK(seen[0] == std::make_tuple(std::string("t1"), uint64_t{1}, false, size_t{2}));
+  CHECK(seen[1] == std::make_tuple(std::string("t1"), uint64_t{2}, true, size_t{2}));
+  CHECK(seen[2] == std::make_tuple(std::string("t2"), uint64_t{5}, true, size_t{2}));
 }

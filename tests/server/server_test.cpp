@@ -8,6 +8,7 @@
 
 #include "tests/support/runtime_fixture.hpp"
 #include "tests/support/server_fixture.hpp"
+#include "runtime/model/hashing_embedder.hpp"
 #include "tools/io/import_export.hpp"
 
 using namespace skein;
@@ -446,4 +447,46 @@ TEST_CASE("the client's timeout ends a call and a stream on time, and a timed-ou
               .is_ok());
   CHECK(code == 200);
   CHECK(std::chrono::steady_clock::now() - start < 2s);
+}
+
+TEST_CASE("memory search route: hits for the agent's token, 400 naming q or k, 403, 404") {
+  const std::string tokens =
+      "admin-token-0123456789 admin\n"
+      "alpha-token-0123456789 alpha\n"
+      "beta-token-01234567890 beta\n";
+  server_fixture f{{}, {}, tokens};
+  const std::string admin = "admin-token-0123456789", alpha = "alpha-token-0123456789", beta = "beta-token-01234567890";
+  f.agent("alpha", ok_rules, admin);
+  f.agent("beta", ok_rules, admin);
+  const std::string planted = "the spare key to the lighthouse is under the blue frog";
+  thread_import t;
+  t.manifest.id = "remembered";
+  t.manifest.agent_id = "alpha";
+  t.events.push_back(make_message(message_role::user, "hello"));
+  t.events.push_back(make_message(message_role::user, planted));
+  t.events[0].seq = 1;
+  t.events[1].seq = 2;
+  std::vector<manifest> out;
+  REQUIRE(f.rt->import_threads({t}, &out).is_ok());
+  REQUIRE(f.rt->memory().add("remembered", 1, {"alpha", false, hash_embed("hello")}).is_ok());
+  REQUIRE(f.rt->memory().add("remembered", 2, {"alpha", false, hash_embed(planted)}).is_ok());
+
+  auto r = f.call("GET", "/v1/agents/alpha/memory?q=lighthouse%20key%20frog&k=1", "", alpha);
+  INFO(r.body);
+  REQUIRE(r.status == 200);
+  CHECK_THAT(r.body, Catch::StartsWith(R"({"hits":[{"thread_id":"remembered","seq":2,"role":"user","score":)"));
+  CHECK_THAT(r.body, Catch::Contains(planted));
+  CHECK(f.call("GET", "/v1/agents/alpha/memory?q=frog", "", beta).status == 403);
+  r = f.call("GET", "/v1/agents/alpha/memory?k=3", "", alpha);
+  CHECK(r.status == 400);
+  CHECK_THAT(r.body, Catch::Contains(R"("field":"q")"));
+  r = f.call("GET", "/v1/agents/alpha/memory?q=frog&k=many", "", alpha);
+  CHECK(r.status == 400);
+  CHECK_THAT(r.body, Catch::Contains(R"("field":"k")"));
+  r = f.call("GET", "/v1/agents/alpha/memory?q=frog&k=101", "", alpha);
+  CHECK(r.status == 400);
+  CHECK_THAT(r.body, Catch::Contains(R"("limit":"memory_search_k_max")"));
+  CHECK(f.call("GET", "/v1/agents/ghost/memory?q=frog", "", admin).status == 404);
+  CHECK(f.call("POST", "/v1/agents/alpha/memory?q=frog", "", admin).status == 405);
+  CHECK_THAT(f.call("GET", "/metrics", "", admin).body, Catch::Contains("skein_memory_rows 2\n"));
 }

@@ -5,8 +5,10 @@
 
 #include <memory>
 #include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace skein::test {
@@ -32,6 +34,15 @@ class raw_db {
     rocksdb::WriteOptions wo;
     wo.sync = true;
     check(db_->Put(wo, handle(cf), key, value));
+  }
+
+  // Many keys in one synced batch (a planted column family of thousands of rows).
+  void put_many(const std::string& cf, const std::vector<std::pair<std::string, std::string>>& rows) {
+    rocksdb::WriteBatch batch;
+    for (const auto& [k, v] : rows) check(batch.Put(handle(cf), k, v));
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    check(db_->Write(wo, &batch));
   }
 
   void del(const std::string& cf, const std::string& key) {

@@ -66,6 +66,7 @@ std::vector<std::string> segments(const std::string& path) {
 // Bytes of an error message that reach a client; the rest is cut (messages
 // quote input through quote_input, this is the last guard).
 constexpr size_t error_message_bytes_max = 512;
+constexpr uint64_t memory_k_default = 10;  // hits of a memory search without k
 
 status parse_uint(const std::string& text, const std::string& field, uint64_t* out) {
   auto r = std::from_chars(text.data(), text.data() + text.size(), *out);
@@ -319,6 +320,18 @@ void get_agent(ctx& c, const std::string& id) {
   agent_config a;
   if (status s = c.rt().get_agent(id, &a); !s) return c.fail(s);
   c.reply(json_response(200, agent_json(a)));
+}
+
+// GET /v1/agents/{id}/memory?q=&k=: memory search over the agent's threads.
+void memory_search_route(ctx& c, const std::string& agent) {
+  if (!c.scope.allows(agent)) return c.forbidden("search the memory of agent " + quote_input(agent));
+  uint64_t k = 0;
+  if (status s = query_uint(c.req, "k", memory_k_default, &k); !s) return c.fail(s);
+  std::string q = query(c.req, "q");
+  if (q.empty()) return c.fail(status::invalid_input("q: the query is required").with_field("q"));
+  std::vector<memory_hit> hits;
+  if (status s = c.rt().memory_search(agent, q, static_cast<size_t>(k), &hits); !s) return c.fail(s);
+  c.reply(json_response(200, memory_hits_json(hits)));
 }
 
 void create_thread(ctx& c, const json_limits& limits) {
@@ -860,6 +873,10 @@ void api::handle(http::request& req, std::shared_ptr<http::exchange> ex) {
     metric(out, "skein_compaction_tokens_saved_total", "counter",
            "Estimated tokens removed from working views by compactions.",
            rs.compaction_tokens_before - rs.compaction_tokens_after);
+    metric(out, "skein_memory_rows", "gauge", "Embedded messages in the memory index.", rs.memory.rows);
+    metric(out, "skein_memory_bytes", "gauge", "Bytes the memory index holds.", rs.memory.bytes);
+    metric(out, "skein_memory_rebuild_skipped", "gauge", "Stored embeddings the rebuild at open skipped.",
+           rs.memory_rebuild.skipped);
     if (counters_) {
       auto hc = counters_();
       metric(out, "skein_http_requests_total", "counter", "HTTP requests read.", hc.requests);
@@ -884,6 +901,8 @@ void api::handle(http::request& req, std::shared_ptr<http::exchange> ex) {
     return not_allowed();
   }
   if (seg[1] == "agents" && seg.size() == 3) return m == "GET" ? get_agent(c, seg[2]) : not_allowed();
+  if (seg[1] == "agents" && seg.size() == 4 && seg[3] == "memory")
+    return m == "GET" ? memory_search_route(c, seg[2]) : not_allowed();
   if (seg[1] == "prune" && seg.size() == 2) return m == "POST" ? prune(c) : not_allowed();
   if (seg[1] == "usage" && seg.size() == 2) return m == "GET" ? usage_route(c) : not_allowed();
   if (seg[1] == "import" && seg.size() == 2) return m == "POST" ? import_route(c) : not_allowed();

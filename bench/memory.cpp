@@ -1,0 +1,207 @@
+// memory: brute-force memory search. Indexes of 100k and 1M random L2-normalized
+// vectors of the hashing embedder's dims; query latency of memory_index::search
+// against a naive scan of the same vectors in the same process; the index build;
+// and the rebuild of the index from the embeddings column family at runtime::open.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
+
+#include "bench/report.hpp"
+#include "bench/workloads.hpp"
+#include "persistence/keys.hpp"
+#include "runtime/model/hashing_embedder.hpp"
+#include "runtime/model/memory_index.hpp"
+
+namespace skein::bench {
+namespace {
+
+constexpr size_t sizes_at_scale_1[] = {100'000, 1'000'000};
+constexpr uint64_t target_rows = 1'000'000;
+constexpr size_t queries = 200;
+constexpr size_t baseline_queries_max = 50;  // the naive scan at 1M takes ~1 s a query
+constexpr size_t k = 10;
+constexpr size_t rows_per_thread = 100;
+constexpr size_t rebuild_rows_at_scale_1 = 100'000;
+constexpr size_t rebuild_batch_rows = 10'000;
+
+// xorshift64*: fast enough for 400M floats, and reproducible.
+struct fast_rng {
+  uint64_t s;
+  float next_signed() {  // uniform in [-1, 1)
+    s ^= s >> 12;
+    s ^= s << 25;
+    s ^= s >> 27;
+    uint64_t x = s * 2685821657736338717ull;
+    return static_cast<float>(static_cast<double>(x >> 40) / double(1ull << 23) - 1.0);
+  }
+};
+
+void random_unit(fast_rng& rng, float* v, size_t dims) {
+  double n = 0;
+  for (size_t i = 0; i < dims; ++i) {
+    v[i] = rng.next_signed();
+    n += double(v[i]) * v[i];
+  }
+  auto inv = static_cast<float>(1.0 / std::sqrt(n));
+  for (size_t i = 0; i < dims; ++i) v[i] *= inv;
+}
+
+std::string thread_of(size_t row) { return std::string("t").append(std::to_string(row / rows_per_thread)); }
+
+// The naive top-1 and the time of a whole top-k: every score, then a partial_sort.
+size_t naive_search(const std::vector<std::vector<float>>& rows, const std::vector<float>& q,
+                    std::vector<std::pair<float, size_t>>* scored) {
+  scored->clear();
+  for (size_t r = 0; r < rows.size(); ++r) {
+    float s = 0;
+    for (size_t i = 0; i < q.size(); ++i) s += rows[r][i] * q[i];
+    scored->emplace_back(s, r);
+  }
+  size_t top = std::min(k, scored->size());
+  std::partial_sort(scored->begin(), scored->begin() + static_cast<ptrdiff_t>(top), scored->end(),
+                    [](const auto& a, const auto& b) { return a.first > b.first; });
+  return (*scored)[0].second;
+}
+
+status measure_size(size_t n, size_t dims, fast_rng& rng, memory_row* out) {
+  out->rows = n;
+  std::vector<float> flat(n * dims);
+  for (size_t r = 0; r < n; ++r) random_unit(rng, flat.data() + r * dims, dims);
+  memory_index ix;
+  embedding_record rec;
+  rec.agent_id = bench_agent_id;
+  auto start = bench_clock::now();
+  for (size_t r = 0; r < n; ++r) {
+    rec.vector.assign(flat.begin() + static_cast<ptrdiff_t>(r * dims), flat.begin() + static_cast<ptrdiff_t>((r + 1) * dims));
+    rec.assistant = r % 2 == 1;
+    SKEIN_TRY(ix.add(thread_of(r), r % rows_per_thread + 1, rec));
+  }
+  out->build_seconds = seconds_since(start, bench_clock::now());
+  out->index_bytes = ix.stats().bytes;
+
+  std::vector<std::vector<float>> qs(queries, std::vector<float>(dims));
+  for (auto& q : qs) random_unit(rng, q.data(), dims);
+  std::vector<int64_t> ns;
+  std::vector<std::vector<memory_match>> answers(queries);
+  for (size_t i = 0; i < queries; ++i) {
+    auto t0 = bench_clock::now();
+    SKEIN_TRY(ix.search(bench_agent_id, qs[i], k, &answers[i]));
+    ns.push_back((bench_clock::now() - t0).count());
+    if (answers[i].size() != k)
+      return status::corruption("memory search gave " + std::to_string(answers[i].size()) + " hits, not " +
+                                std::to_string(k));
+  }
+  out->queries = queries;
+  out->p50_us = quantile_us(ns, 0.50);
+  out->p99_us = quantile_us(ns, 0.99);
+
+  {  // the baseline owns its own copy, row by row, as a naive program would
+    std::vector<std::vector<float>> rows(n);
+    for (size_t r = 0; r < n; ++r)
+      rows[r].assign(flat.begin() + static_cast<ptrdiff_t>(r * dims), flat.begin() + static_cast<ptrdiff_t>((r + 1) * dims));
+    flat = {};
+    std::vector<std::pair<float, size_t>> scored;
+    scored.reserve(n);
+    ns.clear();
+    out->baseline_queries = std::min(queries, baseline_queries_max);
+    for (size_t i = 0; i < out->baseline_queries; ++i) {
+      auto t0 = bench_clock::now();
+      size_t top = naive_search(rows, qs[i], &scored);
+      ns.push_back((bench_clock::now() - t0).count());
+      const memory_match& m = answers[i][0];
+      if (thread_of(top) != m.thread_id || top % rows_per_thread + 1 != m.seq)
+        return status::corruption("query " + std::to_string(i) + ": the index's top hit " + m.thread_id + "/" +
+                                  std::to_string(m.seq) + " is not the naive scan's (row " + std::to_string(top) + ")");
+    }
+    out->baseline_p50_us = quantile_us(ns, 0.50);
+    out->baseline_p99_us = quantile_us(ns, 0.99);
+  }
+  return status::ok();
+}
+
+status from_rocks(const rocksdb::Status& s, const std::string& what) {
+  if (s.ok()) return status::ok();
+  return status::io_error(what + ": " + s.ToString());
+}
+
+// Writes `n` embedding rows straight into the embeddings column family of a
+// database the runtime created, then times runtime::open over it.
+status measure_rebuild(const bench_options& options, size_t n, size_t dims, fast_rng& rng, memory_figures* f) {
+  std::string path = options.dir + "/memory";
+  {
+    std::unique_ptr<runtime> rt;
+    agent_config agent;
+    agent.id = bench_agent_id;
+    agent.system_prompt = "Be brief.";
+    SKEIN_TRY(open_bench_runtime(options, "memory", {}, agent, &rt));
+    SKEIN_TRY(rt->close());
+  }
+  {
+    std::vector<std::string> names;
+    SKEIN_TRY(from_rocks(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &names), "list column families"));
+    std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
+    for (const auto& name : names) cfs.emplace_back(name, rocksdb::ColumnFamilyOptions());
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    rocksdb::DB* raw = nullptr;
+    SKEIN_TRY(from_rocks(rocksdb::DB::Open(rocksdb::DBOptions(), path, cfs, &handles, &raw), "open"));
+    std::unique_ptr<rocksdb::DB> db{raw};
+    auto at = std::find(names.begin(), names.end(), "embeddings");
+    if (at == names.end()) return status::corruption("the database has no embeddings column family");
+    rocksdb::ColumnFamilyHandle* cf = handles[static_cast<size_t>(at - names.begin())];
+    embedding_record rec;
+    rec.agent_id = bench_agent_id;
+    rec.vector.resize(dims);
+    std::string value;
+    status written;
+    for (size_t base = 0; base < n && written; base += rebuild_batch_rows) {
+      rocksdb::WriteBatch batch;
+      for (size_t r = base; r < std::min(n, base + rebuild_batch_rows); ++r) {
+        random_unit(rng, rec.vector.data(), dims);
+        SKEIN_TRY(encode_embedding(rec, &value));
+        batch.Put(cf, keys::event_key(thread_of(r), r % rows_per_thread + 1), value);
+      }
+      written = from_rocks(db->Write(rocksdb::WriteOptions(), &batch), "write embeddings");
+    }
+    if (written) written = from_rocks(db->Flush(rocksdb::FlushOptions(), handles), "flush");
+    for (auto* h : handles) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+    SKEIN_TRY(written);
+  }
+  runtime_options ro;
+  ro.data_dir = path;
+  std::unique_ptr<runtime> rt;
+  auto start = bench_clock::now();
+  SKEIN_TRY(runtime::open(ro, &rt));
+  f->open_ms = seconds_since(start, bench_clock::now()) * 1000;
+  runtime_stats st;
+  SKEIN_TRY(rt->stats(&st));
+  if (st.memory_rebuild.rows != n)
+    return status::corruption("the rebuild at open found " + std::to_string(st.memory_rebuild.rows) + " rows, not " +
+                              std::to_string(n));
+  f->rebuild_rows = st.memory_rebuild.rows;
+  f->rebuild_ms = st.memory_rebuild.ms;
+  return rt->close();
+}
+
+}  // namespace
+
+status run_memory(const bench_options& options, std::string* json) {
+  memory_figures f;
+  f.dims = hashing_dims_default;
+  f.k = k;
+  f.target_rows = scaled_count(target_rows, options.scale);
+  fast_rng rng{0x5eed5eedULL};
+  for (size_t n : sizes_at_scale_1) {
+    memory_row& r = f.rows.emplace_back();
+    SKEIN_TRY(measure_size(scaled_count(n, options.scale), f.dims, rng, &r));
+  }
+  SKEIN_TRY(measure_rebuild(options, scaled_count(rebuild_rows_at_scale_1, options.scale), f.dims, rng, &f));
+  print_memory(f, stdout);
+  std::fflush(stdout);
+  json_writer w{json};
+  write_memory_json(f, w);
+  return status::ok();
+}
+
+}  // namespace skein::bench

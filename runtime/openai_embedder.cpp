@@ -1,0 +1,405 @@
+#include "runtime/openai_embedder.hpp"
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <charconv>
+#include <cmath>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "runtime/model/embedding.hpp"
+#include "runtime/model/json_reader.hpp"
+#include "runtime/model/json_writer.hpp"
+
+namespace skein {
+namespace {
+
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+constexpr size_t error_text_bytes_max = 200;  // of a server's error message quoted in ours
+constexpr size_t reply_bytes_max = 256 << 20;  // one response body
+constexpr size_t reply_depth_max = 8;
+
+struct openai_config {
+  std::string host;
+  std::string port = "80";
+  std::string path_prefix;  // base_url's path, without a trailing slash
+  std::string model;
+  std::string api_key_env = "OPENAI_API_KEY";
+  std::string api_key;  // read once, at construction
+  uint64_t dims = 0;
+  uint64_t batch_max = 64;
+  uint64_t timeout_ms = 30000;
+  uint64_t retries = 4;
+  uint64_t backoff_ms = 200;
+  uint64_t backoff_max_ms = 10000;
+  uint64_t retry_after_max_ms = 30000;
+  uint64_t queue_max = 1024;
+};
+
+status parse_base_url(const std::string& url, openai_config* c) {
+  std::string rest;
+  if (url.rfind("http://", 0) == 0) rest = url.substr(7);
+  else if (url.rfind("https://", 0) == 0)
+    return status::invalid_input("base_url: https:// is not supported yet; use http:// (a local proxy for TLS)")
+        .with_field("base_url");
+  else return status::invalid_input("base_url: must start with http://").with_field("base_url");
+  size_t slash = rest.find('/');
+  std::string authority = rest.substr(0, slash);
+  c->path_prefix = slash == std::string::npos ? "" : rest.substr(slash);
+  while (!c->path_prefix.empty() && c->path_prefix.back() == '/') c->path_prefix.pop_back();
+  size_t colon = authority.rfind(':');
+  c->host = authority.substr(0, colon);
+  if (colon != std::string::npos) {
+    c->port = authority.substr(colon + 1);
+    unsigned port = 0;
+    auto r = std::from_chars(c->port.data(), c->port.data() + c->port.size(), port);
+    if (c->port.empty() || r.ec != std::errc{} || r.ptr != c->port.data() + c->port.size() || port == 0 ||
+        port > 65535)
+      return status::invalid_input("base_url: bad port '" + c->port + "'").with_field("base_url");
+  }
+  if (c->host.empty()) return status::invalid_input("base_url: no host").with_field("base_url");
+  return status::ok();
+}
+
+status parse_config(std::string_view json_text, openai_config* c) {
+  json::document doc;
+  json::object_reader r;
+  SKEIN_TRY(json::parse(json_text, {}, "openai embedder config", &doc));
+  SKEIN_TRY(json::object_reader::open(doc.root(), "config", &r));
+  std::string url;
+  SKEIN_TRY(r.string("base_url", &url));
+  SKEIN_TRY(parse_base_url(url, c));
+  SKEIN_TRY(r.string("model", &c->model));
+  SKEIN_TRY(r.uint("dims", &c->dims));
+  SKEIN_TRY(r.string("api_key_env", &c->api_key_env, false));
+  SKEIN_TRY(r.uint("batch_max", &c->batch_max, false));
+  SKEIN_TRY(r.uint("timeout_ms", &c->timeout_ms, false));
+  SKEIN_TRY(r.uint("retries", &c->retries, false));
+  SKEIN_TRY(r.uint("backoff_ms", &c->backoff_ms, false));
+  SKEIN_TRY(r.uint("backoff_max_ms", &c->backoff_max_ms, false));
+  SKEIN_TRY(r.uint("retry_after_max_ms", &c->retry_after_max_ms, false));
+  SKEIN_TRY(r.uint("queue_max", &c->queue_max, false));
+  if (c->model.empty()) return status::invalid_input("config.model: empty").with_field("model");
+  if (c->dims == 0 || c->dims > embedding_dims_max)
+    return status::invalid_input("config.dims: must be 1.." + std::to_string(embedding_dims_max))
+        .with_field("dims")
+        .with_limit("embedding_dims_max");
+  if (c->batch_max == 0) return status::invalid_input("config.batch_max: must be at least 1").with_field("batch_max");
+  if (c->retries == 0) return status::invalid_input("config.retries: must be at least 1").with_field("retries");
+  if (c->timeout_ms == 0) return status::invalid_input("config.timeout_ms: must be at least 1").with_field("timeout_ms");
+  if (c->queue_max == 0) return status::invalid_input("config.queue_max: must be at least 1").with_field("queue_max");
+  if (const char* key = std::getenv(c->api_key_env.c_str())) c->api_key = key;
+  return status::ok();
+}
+
+// One attempt's outcome: what it got, and whether trying again may help.
+struct attempt {
+  status result;
+  bool retryable = false;
+  uint64_t retry_after_ms = 0;  // 0: the server named no delay
+  std::vector<std::vector<float>> vectors;
+};
+
+// The whole exchange under one deadline: tcp_stream's timeout covers connect,
+// write and read alike (it applies to asynchronous operations only, hence the
+// coroutine on a private io_context). The name lookup before it is not bounded.
+net::awaitable<beast::error_code> exchange(tcp::resolver::results_type endpoints, std::chrono::milliseconds timeout,
+                                           bhttp::request<bhttp::string_body>& req,
+                                           bhttp::response_parser<bhttp::string_body>& parser) {
+  auto ex = co_await net::this_coro::executor;
+  beast::tcp_stream stream{ex};
+  stream.expires_after(timeout);
+  auto tok = net::as_tuple(net::use_awaitable);
+  auto [ec_c, ep] = co_await stream.async_connect(endpoints, tok);
+  if (ec_c) co_return ec_c;
+  auto [ec_w, written] = co_await bhttp::async_write(stream, req, tok);
+  if (ec_w) co_return ec_w;
+  beast::flat_buffer buffer;
+  auto [ec_r, read] = co_await bhttp::async_read(stream, buffer, parser, tok);
+  beast::error_code ignored;
+  stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  co_return ec_r;
+}
+
+class openai_embedder final : public embedder {
+ public:
+  explicit openai_embedder(openai_config c) : c_(std::move(c)), rng_(std::random_device{}()) {
+    worker_ = std::thread([this] { work(); });
+  }
+
+  ~openai_embedder() override {
+    {
+      std::lock_guard lock{mu_};
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    worker_.join();
+    for (auto& j : queue_) j.on_done({status::io_error("openai embedder: closed before the request was sent"), {}});
+  }
+
+  size_t dimensions() const override { return c_.dims; }
+  size_t batch_max() const override { return c_.batch_max; }
+
+  void embed(std::vector<std::string> texts, std::function<void(embed_reply)> on_done) override {
+    if (texts.empty()) return on_done({status::ok(), {}});
+    {
+      std::lock_guard lock{mu_};
+      if (!stopping_ && queue_.size() < c_.queue_max) {
+        queue_.push_back({std::move(texts), std::move(on_done)});
+        cv_.notify_one();
+        return;
+      }
+    }
+    on_done({status::overloaded("openai embedder: " + std::to_string(c_.queue_max) + " calls already waiting")
+                 .with_limit("queue_max"),
+             {}});
+  }
+
+ private:
+  struct job {
+    std::vector<std::string> texts;
+    std::function<void(embed_reply)> on_done;
+  };
+
+  // Takes queued calls while their texts fit one request (at least one call;
+  // a call larger than batch_max goes alone and is split into requests).
+  bool take(std::vector<job>* batch) {
+    std::unique_lock lock{mu_};
+    cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (stopping_) return false;
+    size_t texts = 0;
+    while (!queue_.empty() && (batch->empty() || texts + queue_.front().texts.size() <= c_.batch_max)) {
+      texts += queue_.front().texts.size();
+      batch->push_back(std::move(queue_.front()));
+      queue_.pop_front();
+    }
+    return true;
+  }
+
+  void work() {
+    for (;;) {
+      std::vector<job> batch;
+      if (!take(&batch)) return;
+      std::vector<std::string> texts;
+      for (auto& j : batch)
+        for (auto& t : j.texts) texts.push_back(std::move(t));
+      std::vector<std::vector<float>> vectors;
+      status s;
+      for (size_t from = 0; from < texts.size() && s; from += c_.batch_max) {
+        std::vector<std::string> part(texts.begin() + static_cast<ptrdiff_t>(from),
+                                      texts.begin() + static_cast<ptrdiff_t>(std::min(texts.size(), from + c_.batch_max)));
+        std::vector<std::vector<float>> got;
+        s = request_with_retries(part, &got);
+        for (auto& v : got) vectors.push_back(std::move(v));
+      }
+      size_t at = 0;
+      for (auto& j : batch) {
+        embed_reply r;
+        r.result = s;
+        if (s) {
+          for (size_t i = 0; i < j.texts.size(); ++i) r.vectors.push_back(std::move(vectors[at + i]));
+          at += j.texts.size();
+        }
+        j.on_done(std::move(r));
+      }
+    }
+  }
+
+  status request_with_retries(const std::vector<std::string>& texts, std::vector<std::vector<float>>* out) {
+    attempt a;
+    for (uint64_t n = 1;; ++n) {
+      a = send_once(texts);
+      if (a.result) {
+        *out = std::move(a.vectors);
+        return status::ok();
+      }
+      if (!a.retryable || n >= c_.retries) break;
+      uint64_t delay_ms = a.retry_after_ms > 0 ? std::min(a.retry_after_ms, c_.retry_after_max_ms) : backoff_ms(n);
+      std::unique_lock lock{mu_};
+      if (cv_.wait_for(lock, std::chrono::milliseconds(delay_ms), [&] { return stopping_; }))
+        return status::io_error("openai embedder: closed while retrying; last error: " + a.result.message());
+    }
+    std::string tries = a.retryable ? " (after " + std::to_string(c_.retries) + " attempts)" : "";
+    return status(a.result.code(), a.result.message() + tries).with_limit(a.retryable ? "retries" : "");
+  }
+
+  uint64_t backoff_ms(uint64_t attempt_no) {
+    double base = static_cast<double>(c_.backoff_ms) * std::pow(2.0, static_cast<double>(attempt_no - 1));
+    base = std::min(base, static_cast<double>(c_.backoff_max_ms));
+    std::uniform_real_distribution<double> jitter(0.5, 1.0);  // spreads the retries of many clients
+    return static_cast<uint64_t>(base * jitter(rng_));
+  }
+
+  // The server's text with the key masked: nothing we report may carry it.
+  std::string scrub(std::string text) const {
+    if (!c_.api_key.empty())
+      for (size_t at; (at = text.find(c_.api_key)) != std::string::npos;) text.replace(at, c_.api_key.size(), "***");
+    return text;
+  }
+
+  std::string body_of(const std::vector<std::string>& texts) const {
+    std::string body;
+    json_writer w{&body};
+    w.begin_object();
+    w.field("model", c_.model);
+    w.key("input");
+    w.begin_array();
+    for (const auto& t : texts) w.string(t);
+    w.end_array();
+    w.end_object();
+    return body;
+  }
+
+  attempt send_once(const std::vector<std::string>& texts) {
+    attempt a;
+    bhttp::request<bhttp::string_body> req{bhttp::verb::post, c_.path_prefix + "/v1/embeddings", 11};
+    req.set(bhttp::field::host, c_.host);
+    req.set(bhttp::field::content_type, "application/json");
+    req.set(bhttp::field::user_agent, "skein");
+    if (!c_.api_key.empty()) req.set(bhttp::field::authorization, "Bearer " + c_.api_key);
+    req.body() = body_of(texts);
+    req.prepare_payload();
+    bhttp::response_parser<bhttp::string_body> parser;
+    parser.body_limit(reply_bytes_max);
+    net::io_context ioc;
+    tcp::resolver resolver{ioc};
+    beast::error_code ec;
+    auto endpoints = resolver.resolve(c_.host, c_.port, ec);
+    if (ec) {
+      a.result = status::io_error("openai embedder: cannot resolve " + c_.host + ": " + ec.message());
+      a.retryable = true;
+      return a;
+    }
+    auto timeout = std::chrono::milliseconds(c_.timeout_ms);
+    net::co_spawn(ioc, exchange(endpoints, timeout, req, parser), [&](std::exception_ptr e, beast::error_code r) {
+      ec = e ? beast::error_code(net::error::fault) : r;
+    });
+    ioc.run();
+    if (ec) {
+      a.retryable = true;
+      a.result = ec == beast::error::timeout
+                     ? status::io_error("openai embedder: no answer within timeout_ms " + std::to_string(c_.timeout_ms))
+                           .with_limit("timeout_ms")
+                     : status::io_error("openai embedder: " + c_.host + ":" + c_.port + ": " + ec.message());
+      return a;
+    }
+    const auto& res = parser.get();
+    unsigned code = res.result_int();
+    if (code == 429 || code >= 500) {
+      a.retryable = true;
+      a.retry_after_ms = retry_after_ms(res);
+      a.result = status::overloaded("openai embedder: HTTP " + std::to_string(code) + ": " + error_message(res.body()));
+      return a;
+    }
+    if (code < 200 || code >= 300) {
+      a.result = status::invalid_input("openai embedder: HTTP " + std::to_string(code) + ": " + error_message(res.body()));
+      return a;
+    }
+    a.result = parse_reply(res.body(), texts.size(), &a.vectors);
+    return a;
+  }
+
+  static uint64_t retry_after_ms(const bhttp::response<bhttp::string_body>& res) {
+    auto it = res.find(bhttp::field::retry_after);
+    if (it == res.end()) return 0;
+    std::string_view v{it->value().data(), it->value().size()};
+    double seconds = 0;
+    auto r = std::from_chars(v.data(), v.data() + v.size(), seconds);
+    if (r.ec != std::errc{} || seconds < 0) return 0;  // an HTTP date: use our own backoff
+    return static_cast<uint64_t>(seconds * 1000);
+  }
+
+  // {"error":{"message":...}} when the server says so, else the body's start; cut, key masked.
+  std::string error_message(const std::string& body) const {
+    std::string msg;
+    json::document doc;
+    json::object_reader r, e;
+    json::dom::element el;
+    if (json::parse(body, {}, "error", &doc).is_ok() && json::object_reader::open(doc.root(), "reply", &r).is_ok() &&
+        r.element("error", &el).is_ok()) {
+      if (json::object_reader::open(el, "error", &e).is_ok()) e.string("message", &msg).ignore();
+      else if (el.is_string()) msg = std::string{el.get_string().value_unsafe()};
+    }
+    if (msg.empty()) msg = body;
+    msg = scrub(std::move(msg));
+    if (msg.size() > error_text_bytes_max) {
+      size_t cut = error_text_bytes_max;
+      while (cut > 0 && (static_cast<unsigned char>(msg[cut]) & 0xC0) == 0x80) --cut;
+      msg = msg.substr(0, cut) + "...";
+    }
+    return msg.empty() ? "(no body)" : msg;
+  }
+
+  status parse_reply(const std::string& body, size_t count, std::vector<std::vector<float>>* out) const {
+    json::document doc;
+    json::object_reader r;
+    json_limits limits;
+    limits.json_bytes_max = reply_bytes_max;
+    limits.json_depth_max = reply_depth_max;
+    auto bad = [](const std::string& why) { return status::corruption("openai embedder: malformed reply: " + why); };
+    if (status s = json::parse(body, limits, "reply", &doc); !s) return bad(s.message());
+    if (status s = json::object_reader::open(doc.root(), "reply", &r); !s) return bad(s.message());
+    json::dom::element data;
+    json::dom::array items;
+    if (!r.element("data", &data).is_ok() || data.get_array().get(items) != simdjson::SUCCESS)
+      return bad("no data array");
+    out->assign(count, {});
+    size_t seen = 0;
+    for (json::dom::element item : items) {
+      json::object_reader ir;
+      uint64_t index = 0;
+      json::dom::element emb;
+      json::dom::array values;
+      if (!json::object_reader::open(item, "data[]", &ir).is_ok() || !ir.uint("index", &index).is_ok() ||
+          !ir.element("embedding", &emb).is_ok() || emb.get_array().get(values) != simdjson::SUCCESS)
+        return bad("an item without index and embedding array");
+      if (index >= count || !(*out)[index].empty())
+        return bad("index " + std::to_string(index) + " out of range or repeated (" + std::to_string(count) + " inputs)");
+      std::vector<float>& v = (*out)[index];
+      double norm = 0;
+      for (json::dom::element x : values) {
+        double d = 0;
+        if (x.get_double().get(d) != simdjson::SUCCESS) return bad("a non-number in embedding " + std::to_string(index));
+        v.push_back(static_cast<float>(d));
+        norm += d * d;
+      }
+      if (v.size() != c_.dims)
+        return status::corruption("openai embedder: the reply has vectors of " + std::to_string(v.size()) +
+                                  " dims; config.dims is " + std::to_string(c_.dims))
+            .with_field("dims");
+      if (norm > 0)
+        for (float& f : v) f = static_cast<float>(f / std::sqrt(norm));
+      ++seen;
+    }
+    if (seen != count) return bad(std::to_string(seen) + " embeddings for " + std::to_string(count) + " inputs");
+    return status::ok();
+  }
+
+  const openai_config c_;
+  std::mt19937_64 rng_;  // the worker's alone
+  std::mutex mu_;        // guards queue_ and stopping_
+  std::condition_variable cv_;
+  std::deque<job> queue_;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+}  // namespace
+
+status make_openai_embedder(std::string_view config_json, timer_service&, std::shared_ptr<embedder>* out) {
+  openai_config c;
+  SKEIN_TRY(parse_config(config_json, &c));
+  *out = std::make_shared<openai_embedder>(std::move(c));
+  return status::ok();
+}
+
+}  // namespace skein
