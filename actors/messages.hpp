@@ -12,6 +12,9 @@
 //   (get_atom)                          -> manifest
 //   (mint_child_atom)                   -> std::string       (the next child id)
 //   (reconcile_atom)                    -> bool              (a stale run was closed as orphaned)
+//   (title_atom, title, cursor)         -> bool              (the titles effect: set if the thread had
+//        none — true — and the effect's cursor recorded in the same manifest-only tick either way)
+//   (title_atom, title)                 -> manifest          (a user's title: replaces any)
 // Values are local to one node for now (CAF_ALLOW_UNSAFE_MESSAGE_TYPE): sending
 // them to another node needs `inspect` overloads, which distribution will add.
 #pragma once
@@ -55,6 +58,7 @@ using stop_atom = caf::atom_constant<caf::atom("stop")>;
 using run_atom = caf::atom_constant<caf::atom("run")>;
 using reconcile_atom = caf::atom_constant<caf::atom("reconcile")>;
 using import_atom = caf::atom_constant<caf::atom("import")>;
+using title_atom = caf::atom_constant<caf::atom("title")>;
 
 // Engines and tools an agent may name, resolved when the agent is loaded.
 struct registry {

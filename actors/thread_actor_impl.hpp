@@ -85,6 +85,7 @@ struct commit_job {
   std::string run_id;
   std::vector<std::pair<uint64_t, run_input>> inbox_put;
   uint64_t inbox_take = 0;
+  std::vector<std::pair<std::string, uint64_t>> effect_cursors;  // tick::effect_cursors
 };
 
 class thread_actor : public caf::event_based_actor {
@@ -210,6 +211,12 @@ class thread_actor : public caf::event_based_actor {
   void storable(std::string* text) const;
 
   caf::result<std::string> mint_child();
+
+  // (title_atom, title, cursor) from the titles effect: sets the title only if the
+  // thread has none, and records the effect's cursor in the same tick either way.
+  caf::result<bool> generated_title(std::string title, uint64_t cursor);
+  // (title_atom, title) from a user: replaces any title, generated or not.
+  caf::result<manifest> user_title(std::string title);
 
   // --- subscribers ------------------------------------------------------------
 

@@ -13,6 +13,7 @@
 #include "runtime/model/conversation.hpp"
 #include "runtime/model/ids.hpp"
 #include "runtime/model/json_reader.hpp"
+#include "runtime/model/text.hpp"
 #include "runtime/scripted_engine.hpp"
 
 namespace skein {
@@ -245,6 +246,14 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   for (auto& [name, factory] : p->options.engines) cc.reg.engines[name] = factory;
   for (auto& [name, factory] : p->options.embedders) cc.reg.embedders[name] = factory;
   for (auto& t : p->options.tools) cc.reg.tools[t->spec().name] = t;
+  const runtime_effects& fx = p->options.effects;
+  cc.effects.titles = fx.titles;
+  cc.effects.embeddings = fx.embeddings;
+  cc.effects.on_embedded = fx.on_embedded;
+  cc.effects.on_erased = fx.on_erased;
+  cc.effects.job_timeout = std::chrono::milliseconds(fx.job_timeout_ms);
+  cc.effects.retry_delay_min = std::chrono::milliseconds(fx.retry_delay_min_ms);
+  cc.effects.retry_delay_max = std::chrono::milliseconds(fx.retry_delay_max_ms);
   SKEIN_TRY(start_core(*p->sys, *p->log, std::move(cc), &p->actors));
   size_t n = std::max<size_t>(2, p->sys->scheduler().num_workers());
   for (size_t i = 0; i < n; ++i) p->clients.push_back(p->sys->spawn(client_actor, p->actors.directory));
@@ -284,6 +293,22 @@ status runtime::list_threads(const thread_query& query, thread_page* out) {
 
 status runtime::delete_thread(const std::string& id) {
   return impl_->tell(impl_->actors.directory, delete_atom::value, id);
+}
+
+status runtime::set_title(const std::string& id, const std::string& title, manifest* out) {
+  SKEIN_TRY(validate_id(id, "thread id"));
+  if (title.empty()) return status::invalid_input("title: empty (a thread without a title gets a generated one)");
+  if (title.size() > title_bytes_max)
+    return status::invalid_input("title: " + std::to_string(title.size()) + " bytes exceed title_bytes_max (" +
+                                 std::to_string(title_bytes_max) + ")")
+        .with_limit("title_bytes_max");
+  if (to_valid_utf8(title) != title) return status::invalid_input("title: not valid UTF-8");
+  for (unsigned char c : title)
+    if (c < 0x20 || c == 0x7f) return status::invalid_input("title: control characters (one line only)");
+  manifest m;
+  SKEIN_TRY(impl_->ask_thread(id, &m, title_atom::value, title));
+  if (out != nullptr) *out = std::move(m);
+  return status::ok();
 }
 
 status runtime::fork(const std::string& id, uint64_t at_seq, manifest* out) {
@@ -473,6 +498,12 @@ status runtime::stats(runtime_stats* out) {
   out->agents = d.agents;
   out->log = impl_->log->counters();
   out->host_failures = impl_->host_failures->load(std::memory_order_relaxed);
+  out->effects.clear();
+  for (const auto& fx : impl_->actors.effects) {
+    effect_stats es;
+    SKEIN_TRY(impl_->ask(fx, &es, caf::get_atom::value, stats_atom::value));
+    out->effects.push_back(std::move(es));
+  }
   return status::ok();
 }
 
@@ -486,6 +517,9 @@ status runtime::close() {
   std::lock_guard<std::mutex> lock{impl_->close_mu};
   if (impl_->closed) return status::ok();
   impl_->closed = true;
+  // Effects first: what they have half done is redone after the next open, once.
+  for (auto& fx : impl_->actors.effects) caf::anon_send_exit(fx, caf::exit_reason::user_shutdown);
+  impl_->actors.effects.clear();
   status result = impl_->tell(impl_->actors.directory, caf::close_atom::value);
   status journal = journal_close(*impl_->sys, impl_->actors.journal);
   if (result.is_ok()) result = journal;

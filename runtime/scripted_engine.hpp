@@ -1,7 +1,7 @@
 // The built-in `scripted` engine: deterministic replies from JSON rules, for the
 // demo, the tests and the benchmarks.
 //
-//   config := {"latency_ms":uint, "rules":[rule...], "default":rule}
+//   config := {"latency_ms":uint, "rules":[rule...], "default":rule, "title":rule}
 //   rule   := {"match":regex, "turn":uint,                 (both optional: match any)
 //              "reply":string, "thinking":string,
 //              "tool_calls":[{"name":string,"arguments":object,"id":string}],
@@ -15,7 +15,10 @@
 // without one the `default` rule applies, and without that the reply echoes the
 // input (a step with tool calls says nothing unless it has a reply). `error` fails the call, `stall` never answers (until cancelled),
 // `resume_fails` fails any call that resumes a session, `deltas` stream before
-// the reply. Latency runs on the runtime's timer_service.
+// the reply. Latency runs on the runtime's timer_service. A title call (engine
+// purpose title, from the titles effect) uses the `title` rule: its reply, with
+// "{n}" replaced by the engine's title call count, or its error/stall/latency;
+// without one the reply is the first user message (the effect cuts it to words).
 #pragma once
 
 #include <memory>
