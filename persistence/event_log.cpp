@@ -601,11 +601,12 @@ status event_log::erase_thread(std::string_view thread_id) {
   std::unique_ptr<rocksdb::Iterator> it{db->NewIterator(rocksdb::ReadOptions(), impl_->cf(cf_effects))};
   for (it->SeekToFirst(); it->Valid();) {
     std::string_view key = it->key().ToStringView();
-    std::string_view effect = key.substr(0, key.find('\0'));
+    // A copy: the key's bytes belong to the iterator and change at the next Seek.
+    std::string effect{key.substr(0, key.find('\0'))};
     std::string target = keys::effect_key(effect, id);
     it->Seek(target);
     if (it->Valid() && it->key().ToStringView() == target) batch.Delete(impl_->cf(cf_effects), target);
-    std::string next_effect{effect};
+    std::string next_effect = effect;
     next_effect.push_back('\1');
     it->Seek(next_effect);
   }

@@ -126,3 +126,28 @@ TEST_CASE("the catch-up listing names every thread past the effect's cursor") {
   REQUIRE(log->list_effect_lag("embeddings", &lag).is_ok());
   CHECK(lag.size() == 3);  // a, b, c
 }
+
+TEST_CASE("erasing a thread deletes its cursors of every effect, whatever other threads' cursors surround them") {
+  temp_dir dir;
+  auto log = open_log(dir.str());
+  // Cursors of several effects, some threads with only one of them: the erase
+  // walks the effect names and must find each thread's key under every name.
+  std::vector<std::string> ids = {"a", "b", "c", "d", "e"};
+  for (const auto& id : ids) {
+    tick t = make_tick(id, 1, 2);
+    REQUIRE(log->commit(t).is_ok());
+  }
+  for (const auto& [effect, id] : std::vector<std::pair<std::string, std::string>>{
+           {"embeddings", "a"}, {"titles", "b"}, {"compaction", "c"}, {"titles", "c"},
+           {"embeddings", "d"}, {"titles", "d"}, {"a", "e"}, {"zz", "b"}}) {
+    effect_write w{effect, id, 1, {}};
+    REQUIRE(log->commit_effect(w).is_ok());
+  }
+  for (const auto& id : {"b", "d", "a", "e", "c"}) {
+    INFO("erase " << id);
+    REQUIRE(log->erase_thread(id).is_ok());
+    size_t keys = 99;
+    REQUIRE(log->count_thread_keys(id, &keys).is_ok());
+    CHECK(keys == 0);
+  }
+}
