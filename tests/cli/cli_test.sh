@@ -73,6 +73,9 @@ check "thread list table" bash -c "'$SKEIN' thread list --tag cli | grep -q 'cli
 check "entries create --wait prints the reply" bash -c "[[ \$('$SKEIN' entries create $C 'hello' --wait) == echoed ]]"
 check "entries list" bash -c "'$SKEIN' entries list $C | grep -q 'assistant: echoed'"
 check "thread show" bash -c "'$SKEIN' thread show $C | grep -q 'cli thread'"
+check "thread title" bash -c "'$SKEIN' thread title $C 'Renamed by hand' | grep -q 'Renamed by hand'"
+check "thread show has the new title" bash -c "'$SKEIN' thread show $C | grep -q 'Renamed by hand'"
+check "thread title with no text is a usage error" expect_exit 64 sk thread title "$C"
 check "agent reference creates the dm thread" sk entries create echo "first dm" --wait
 check "agent reference reuses it" sk entries create echo "second dm" --wait
 check "one dm thread" bash -c "[[ \$('$SKEIN' thread list --agent echo --tag dm --json | grep -o '\"id\"' | wc -l) == 1 ]]"
