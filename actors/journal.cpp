@@ -140,13 +140,7 @@ class journal_loop {
         ++i;
         continue;
       }
-      if (std::holds_alternative<effect_request>(queue_[i])) {
-        size_t j = i;
-        while (j < queue_.size() && std::holds_alternative<effect_request>(queue_[j])) ++j;
-        write_effects(i, j);
-        i = j;
-        continue;
-      }
+
       if (auto* a = std::get_if<agent_request>(&queue_[i])) {
         answer(a->promise, log_->put_agent(a->agent));
         ++i;
@@ -157,34 +151,51 @@ class journal_loop {
         ++i;
         continue;
       }
+      // Commits and effect writes up to the next erase (or import, or agent) go
+      // out as one batch: an effect write never crosses an erase of its thread.
       size_t j = i;
-      while (j < queue_.size() && std::holds_alternative<commit_request>(queue_[j])) ++j;
+      while (j < queue_.size() && (std::holds_alternative<commit_request>(queue_[j]) ||
+                                   std::holds_alternative<effect_request>(queue_[j])))
+        ++j;
       write_commits(i, j);
       i = j;
     }
     queue_.clear();
   }
 
+  // Writes the commits and effect writes of queue_[begin, end) in one batch.
   void write_commits(size_t begin, size_t end) {
     ticks_.clear();
-    for (size_t k = begin; k < end; ++k) ticks_.push_back(&std::get<commit_request>(queue_[k]).t);
+    effects_.clear();
+    std::vector<commit_request*> commits;
+    std::vector<effect_request*> effect_requests;
+    for (size_t k = begin; k < end; ++k) {
+      if (auto* c = std::get_if<commit_request>(&queue_[k])) {
+        commits.push_back(c);
+        ticks_.push_back(&c->t);
+      } else {
+        auto* e = &std::get<effect_request>(queue_[k]);
+        effect_requests.push_back(e);
+        effects_.push_back(&e->w);
+      }
+    }
     results_.assign(ticks_.size(), status{});
-    log_->commit_group(ticks_, results_);
+    effect_results_.assign(effects_.size(), status{});
+    log_->commit_group(ticks_, results_, effects_, effect_results_);
     ++groups_;
     int64_t now = wall_now(options_);
-    for (size_t k = begin; k < end; ++k) {
-      const status& s = results_[k - begin];
-      if (s) feed_.push_back(committed_of(std::get<commit_request>(queue_[k]).t, now));
-    }
+    for (size_t k = 0; k < commits.size(); ++k)
+      if (results_[k]) feed_.push_back(committed_of(commits[k]->t, now));
     // The feed goes out before the acks: whatever a committer does next (a
     // reply, a stats query) reaches an effect after the feed did.
     tell_listeners(listeners_, &feed_);
-    for (size_t k = begin; k < end; ++k) {
-      auto& c = std::get<commit_request>(queue_[k]);
-      const status& s = results_[k - begin];
+    for (size_t k = 0; k < commits.size(); ++k) {
+      auto& c = *commits[k];
+      const status& s = results_[k];
       if (s) c.promise.deliver(c.t.manifest.last_seq);
       else c.promise.deliver(to_error(s));
     }
+    for (size_t k = 0; k < effect_requests.size(); ++k) answer(effect_requests[k]->promise, effect_results_[k]);
   }
 
   void write_all(commit_all_request& c) {
@@ -202,14 +213,6 @@ class journal_loop {
     c.promise.deliver(last_seqs(c.ticks));
   }
 
-  void write_effects(size_t begin, size_t end) {
-    effects_.clear();
-    for (size_t k = begin; k < end; ++k) effects_.push_back(&std::get<effect_request>(queue_[k]).w);
-    results_.assign(effects_.size(), status{});
-    log_->commit_effects(effects_, results_);
-    for (size_t k = begin; k < end; ++k)
-      answer(std::get<effect_request>(queue_[k]).promise, results_[k - begin]);
-  }
 
   caf::blocking_actor* self_;
   event_log* log_;
@@ -220,6 +223,7 @@ class journal_loop {
   std::vector<caf::actor> listeners_;
   std::vector<committed_tick> feed_;
   std::vector<status> results_;
+  std::vector<status> effect_results_;
   caf::response_promise close_promise_;
   bool closing_ = false;
   uint64_t groups_ = 0;

@@ -7,9 +7,10 @@
 //        all or nothing (a multi-thread import): written alone, in one batch;
 //        one refused tick refuses them all and nothing is written
 //   (effect_atom, effect_write) -> caf::unit             | error
-//        an effect's rows and cursor (event_log::commit_effect); effect writes
-//        queued together go out in one batch of their own, not merged with
-//        ticks: a refused or failed effect write never touches a run's commit
+//        an effect's rows and cursor (event_log::commit_effect), merged into
+//        the group's batch with the commits queued beside it (one write, one
+//        fsync); a refused effect write is refused alone, like a tick. An erase
+//        is written alone, in queue order: an effect write never crosses it
 //   (erase_atom, std::string)  -> caf::unit              | error
 //   (listen_atom, caf::actor)  -> caf::unit  registers a listener of the committed feed
 //   (put_atom, agent_config)   -> caf::unit              | error

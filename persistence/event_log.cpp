@@ -504,10 +504,17 @@ status event_log::commit(tick& t) {
 }
 
 void event_log::commit_group(std::span<tick* const> ticks, std::span<status> results) {
+  commit_group(ticks, results, {}, {});
+}
+
+void event_log::commit_group(std::span<tick* const> ticks, std::span<status> results,
+                             std::span<effect_write* const> effects, std::span<status> effect_results) {
   assert(ticks.size() == results.size());  // one result per tick
+  assert(effects.size() == effect_results.size());  // one result per effect write
   if (!writable()) {
     for (auto& r : results)
       r = refusal();
+    for (auto& r : effect_results) r = refusal();
     counters_.failed.fetch_add(ticks.size(), std::memory_order_relaxed);
     return;
   }
@@ -559,10 +566,26 @@ void event_log::commit_group(std::span<tick* const> ticks, std::span<status> res
     accepted.push_back(i);
     events += t.events.size();
   }
-  if (accepted.empty()) return;
+  // Effect writes after the ticks: a thread created or advanced by this group is
+  // known to them through `pending`.
+  std::vector<size_t> effects_accepted;
+  for (size_t i = 0; i < effects.size(); ++i) {
+    batch.SetSavePoint();
+    status s = prepare_effect(*effects[i], pending, &batch);
+    if (!s) {
+      batch.RollbackToSavePoint().PermitUncheckedError();
+      effect_results[i] = s;
+      counters_.rejected.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    batch.PopSavePoint().PermitUncheckedError();
+    effects_accepted.push_back(i);
+  }
+  if (accepted.empty() && effects_accepted.empty()) return;
 
   status s = write(&batch, accepted.size());
   for (size_t i : accepted) results[i] = s;
+  for (size_t i : effects_accepted) effect_results[i] = s;
   if (!s) {
     counters_.failed.fetch_add(accepted.size(), std::memory_order_relaxed);
     return;
@@ -617,14 +640,17 @@ status event_log::erase_thread(std::string_view thread_id) {
   return status::ok();
 }
 
-status event_log::prepare_effect(const effect_write& w, rocksdb::WriteBatch* batch) const {
+status event_log::prepare_effect(const effect_write& w, const std::unordered_map<std::string, projection>& pending,
+                                 rocksdb::WriteBatch* batch) const {
   SKEIN_TRY(validate_id(w.effect, "effect_write.effect"));
   SKEIN_TRY(validate_id(w.thread_id, "effect_write.thread_id"));
   // The journal serializes this check with erase_thread: a thread erased before
   // the write is refused here, one erased after it loses the rows with the rest.
   projection p;
   const projection* prev = nullptr;
-  if (auto it = cache_.find(w.thread_id); it != cache_.end()) {
+  if (auto it = pending.find(w.thread_id); it != pending.end()) {
+    prev = &it->second;
+  } else if (auto it = cache_.find(w.thread_id); it != cache_.end()) {
     prev = &it->second;
   } else {
     bool found = false;
@@ -664,28 +690,7 @@ status event_log::commit_effect(effect_write& w) {
 }
 
 void event_log::commit_effects(std::span<effect_write* const> writes, std::span<status> results) {
-  assert(writes.size() == results.size());  // one result per write
-  if (!writable()) {
-    for (auto& r : results) r = refusal();
-    return;
-  }
-  rocksdb::WriteBatch batch;
-  std::vector<size_t> accepted;
-  for (size_t i = 0; i < writes.size(); ++i) {
-    batch.SetSavePoint();
-    status s = prepare_effect(*writes[i], &batch);
-    if (!s) {
-      batch.RollbackToSavePoint().PermitUncheckedError();
-      results[i] = s;
-      counters_.rejected.fetch_add(1, std::memory_order_relaxed);
-      continue;
-    }
-    batch.PopSavePoint().PermitUncheckedError();
-    accepted.push_back(i);
-  }
-  if (accepted.empty()) return;
-  status s = write(&batch, 0);
-  for (size_t i : accepted) results[i] = s;
+  commit_group({}, {}, writes, results);
 }
 
 status event_log::put_agent(const agent_config& agent) {

@@ -175,6 +175,10 @@ class event_log {
   // outcome of ticks[i]: an invalid tick is refused alone; a storage failure fails
   // every tick of the batch. `results` must have ticks.size() elements.
   void commit_group(std::span<tick* const> ticks, std::span<status> results);
+  // The same, with effect writes in the same batch and write (after the ticks):
+  // effect_results[i] is the outcome of effects[i], refused alone like a tick.
+  void commit_group(std::span<tick* const> ticks, std::span<status> results,
+                    std::span<effect_write* const> effects, std::span<status> effect_results);
   // Writes every tick of `ticks` in one batch and one write, all or nothing: the
   // first tick refused fails the call with its error ("tick i of n: ...") and
   // nothing is written (a multi-thread import). On success each tick's
@@ -260,7 +264,9 @@ class event_log {
   status load_projection(const std::string& thread_id, projection* out, bool* found) const;
   // The projection of a quarantine tick (tick::quarantine).
   status salvage_projection(const std::string& thread_id, projection* out) const;
-  status prepare_effect(const effect_write& w, rocksdb::WriteBatch* batch) const;
+  // `pending`: projections of threads written earlier in the same batch.
+  status prepare_effect(const effect_write& w, const std::unordered_map<std::string, projection>& pending,
+                        rocksdb::WriteBatch* batch) const;
   status prepare(tick& t, const projection* prev, rocksdb::WriteBatch* batch,
                  projection* next) const;
   status write(rocksdb::WriteBatch* batch, size_t ticks);

@@ -81,7 +81,7 @@ struct effects_config {
   std::function<void(const std::string& thread, uint64_t seq, const embedding_record&)> on_embedded;
   std::function<void(const std::string& thread)> on_erased;
 
-  size_t jobs_in_flight_max = 8;                       // threads one effect works on at once
+  size_t jobs_in_flight_max = 64;                      // threads one effect works on at once
   size_t job_events_max = 256;                         // events one job reads
   std::chrono::milliseconds job_timeout{60000};        // an engine or embedder call that hangs fails
   std::chrono::milliseconds retry_delay_min{100};      // first retry after a failure
