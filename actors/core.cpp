@@ -14,6 +14,7 @@ status start_core(caf::actor_system& sys, event_log& log, core_config config, co
   SKEIN_TRY(repair_interrupted(log, &out->repaired, &out->quarantined));
   directory_config dc;
   SKEIN_TRY(log.list_agents(&dc.agents));
+  if (!config.journal.wall_clock) config.journal.wall_clock = config.options.wall_clock;
   out->journal = spawn_journal(sys, log, config.journal);
   out->timers = make_actor_timers(sys);
   dc.log = &log;
@@ -22,6 +23,12 @@ status start_core(caf::actor_system& sys, event_log& log, core_config config, co
   dc.reg = std::move(config.reg);
   dc.timers = out->timers.get();
   out->directory = spawn_directory(sys, std::move(dc));
+  // Effects start from the journal's feed (and their cursors), never from a run.
+  effects_config& ec = config.effects;
+  if (!ec.wall_clock) ec.wall_clock = config.options.wall_clock;
+  if (ec.titles) out->effects.push_back(spawn_effect(sys, make_titles_effect(), log, out->journal, out->directory, ec));
+  if (ec.embeddings)
+    out->effects.push_back(spawn_effect(sys, make_embeddings_effect(ec), log, out->journal, out->directory, ec));
   // Inputs accepted before a stop wait in their threads' inboxes: activating
   // those threads replays them (each thread actor loads its inbox).
   std::vector<std::string> waiting;

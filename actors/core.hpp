@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/effects/effects.hpp"
 #include "actors/journal.hpp"
 #include "actors/messages.hpp"
 #include "persistence/recovery.hpp"
@@ -17,12 +18,14 @@ struct core_config {
   core_options options;
   registry reg;
   journal_options journal;
+  effects_config effects;
 };
 
 struct core {
   caf::actor journal;
   caf::actor directory;
   std::unique_ptr<timer_service> timers;
+  std::vector<caf::actor> effects;  // one per effect kind, fed by the journal
   std::vector<std::string> repaired;  // threads recovery closed as interrupted
   std::vector<quarantined_thread> quarantined;  // threads recovery could not read
 

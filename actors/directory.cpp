@@ -62,6 +62,11 @@ class directory_actor : public caf::event_based_actor {
           if (it == agents_.end()) return to_error(status::not_found("agent " + id + " does not exist"));
           return it->second.spec->config;
         },
+        [this](agent_atom, std::string& id, caf::get_atom) -> caf::result<agent_spec_ptr> {
+          auto it = agents_.find(id);
+          if (it == agents_.end()) return to_error(status::not_found("agent " + id + " does not exist"));
+          return it->second.spec;
+        },
         [this](agent_atom) {
           std::vector<agent_config> out;
           for (const auto& [id, a] : agents_) out.push_back(a.spec->config);

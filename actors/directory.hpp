@@ -7,6 +7,7 @@
 //   (caf::put_atom, agent_config)       -> agent_config   create an agent (stored first)
 //   (agent_atom, id)                    -> agent_config
 //   (agent_atom)                        -> std::vector<agent_config>
+//   (agent_atom, id, caf::get_atom)     -> agent_spec_ptr  (its engine and embedder: for effects)
 //   (create_atom, thread_options)       -> manifest       through the thread's agent
 //   (fork_atom, thread id, at_seq)      -> manifest       through the source's agent
 //   (import_atom, manifest, events)     -> manifest       through the manifest's agent

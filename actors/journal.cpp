@@ -6,11 +6,13 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/exit_reason.hpp>
 #include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
 #include <chrono>
 #include <variant>
 #include <vector>
 
 #include "actors/error.hpp"
+#include "runtime/model/ids.hpp"
 
 namespace skein {
 namespace {
@@ -26,6 +28,11 @@ struct commit_all_request {
   caf::response_promise promise;
 };
 
+struct effect_request {
+  effect_write w;
+  caf::response_promise promise;
+};
+
 struct erase_request {
   std::string thread_id;
   caf::response_promise promise;
@@ -36,7 +43,21 @@ struct agent_request {
   caf::response_promise promise;
 };
 
-using request = std::variant<commit_request, erase_request, agent_request, commit_all_request>;
+using request = std::variant<commit_request, erase_request, agent_request, commit_all_request, effect_request>;
+
+int64_t wall_now(const journal_options& o) { return o.wall_clock ? o.wall_clock() : now_ms(); }
+
+committed_tick committed_of(const tick& t, int64_t at_ms) {
+  return committed_tick{t.thread_id, t.manifest.agent_id, t.manifest.last_seq, at_ms, false};
+}
+
+// The committed feed: sent only after the write it reports is durable.
+void tell_listeners(const std::vector<caf::actor>& listeners,
+                    std::vector<committed_tick>* feed) {
+  if (feed->empty()) return;
+  for (const auto& l : listeners) caf::anon_send(l, committed_atom::value, *feed);
+  feed->clear();
+}
 
 std::vector<uint64_t> last_seqs(const std::vector<tick>& ticks) {
   std::vector<uint64_t> out;
@@ -62,6 +83,13 @@ class journal_loop {
     auto on_commit_all = [&](commit_all_atom, std::vector<tick>& ticks) {
       queue_.push_back(commit_all_request{std::move(ticks), self_->make_response_promise()});
     };
+    auto on_effect = [&](effect_atom, effect_write& w) {
+      queue_.push_back(effect_request{std::move(w), self_->make_response_promise()});
+    };
+    auto on_listen = [&](listen_atom, caf::actor& a) {
+      listeners_.push_back(std::move(a));
+      return caf::unit;
+    };
     auto on_erase = [&](erase_atom, std::string& id) {
       queue_.push_back(erase_request{std::move(id), self_->make_response_promise()});
     };
@@ -76,11 +104,11 @@ class journal_loop {
     auto on_exit = [&](caf::exit_msg&) { closing_ = true; };
     bool drained = false;
     while (!closing_) {
-      self_->receive(on_commit, on_commit_all, on_erase, on_agent, on_close, on_stats, on_exit);  // block for work
+      self_->receive(on_commit, on_commit_all, on_erase, on_agent, on_close, on_stats, on_exit, on_effect, on_listen);  // block for work
       // Take everything that queued up while the previous write was in flight.
       drained = false;
       while (!drained && !closing_ && queue_.size() < options_.group_ticks_max) {
-        self_->receive(on_commit, on_commit_all, on_erase, on_agent, on_close, on_stats, on_exit,
+        self_->receive(on_commit, on_commit_all, on_erase, on_agent, on_close, on_stats, on_exit, on_effect, on_listen,
                        caf::after(std::chrono::seconds(0)) >> [&] { drained = true; });
       }
       flush();
@@ -105,10 +133,14 @@ class journal_loop {
     size_t i = 0;
     while (i < queue_.size()) {
       if (auto* e = std::get_if<erase_request>(&queue_[i])) {
-        answer(e->promise, log_->erase_thread(e->thread_id));
+        status s = log_->erase_thread(e->thread_id);
+        if (s) feed_.push_back(committed_tick{e->thread_id, {}, 0, wall_now(options_), true});
+        tell_listeners(listeners_, &feed_);
+        answer(e->promise, s);
         ++i;
         continue;
       }
+
       if (auto* a = std::get_if<agent_request>(&queue_[i])) {
         answer(a->promise, log_->put_agent(a->agent));
         ++i;
@@ -119,26 +151,51 @@ class journal_loop {
         ++i;
         continue;
       }
+      // Commits and effect writes up to the next erase (or import, or agent) go
+      // out as one batch: an effect write never crosses an erase of its thread.
       size_t j = i;
-      while (j < queue_.size() && std::holds_alternative<commit_request>(queue_[j])) ++j;
+      while (j < queue_.size() && (std::holds_alternative<commit_request>(queue_[j]) ||
+                                   std::holds_alternative<effect_request>(queue_[j])))
+        ++j;
       write_commits(i, j);
       i = j;
     }
     queue_.clear();
   }
 
+  // Writes the commits and effect writes of queue_[begin, end) in one batch.
   void write_commits(size_t begin, size_t end) {
     ticks_.clear();
-    for (size_t k = begin; k < end; ++k) ticks_.push_back(&std::get<commit_request>(queue_[k]).t);
-    results_.assign(ticks_.size(), status{});
-    log_->commit_group(ticks_, results_);
-    ++groups_;
+    effects_.clear();
+    std::vector<commit_request*> commits;
+    std::vector<effect_request*> effect_requests;
     for (size_t k = begin; k < end; ++k) {
-      auto& c = std::get<commit_request>(queue_[k]);
-      const status& s = results_[k - begin];
+      if (auto* c = std::get_if<commit_request>(&queue_[k])) {
+        commits.push_back(c);
+        ticks_.push_back(&c->t);
+      } else {
+        auto* e = &std::get<effect_request>(queue_[k]);
+        effect_requests.push_back(e);
+        effects_.push_back(&e->w);
+      }
+    }
+    results_.assign(ticks_.size(), status{});
+    effect_results_.assign(effects_.size(), status{});
+    log_->commit_group(ticks_, results_, effects_, effect_results_);
+    ++groups_;
+    int64_t now = wall_now(options_);
+    for (size_t k = 0; k < commits.size(); ++k)
+      if (results_[k]) feed_.push_back(committed_of(commits[k]->t, now));
+    // The feed goes out before the acks: whatever a committer does next (a
+    // reply, a stats query) reaches an effect after the feed did.
+    tell_listeners(listeners_, &feed_);
+    for (size_t k = 0; k < commits.size(); ++k) {
+      auto& c = *commits[k];
+      const status& s = results_[k];
       if (s) c.promise.deliver(c.t.manifest.last_seq);
       else c.promise.deliver(to_error(s));
     }
+    for (size_t k = 0; k < effect_requests.size(); ++k) answer(effect_requests[k]->promise, effect_results_[k]);
   }
 
   void write_all(commit_all_request& c) {
@@ -150,15 +207,23 @@ class journal_loop {
       c.promise.deliver(to_error(s));
       return;
     }
+    int64_t now = wall_now(options_);
+    for (const auto& t : c.ticks) feed_.push_back(committed_of(t, now));
+    tell_listeners(listeners_, &feed_);
     c.promise.deliver(last_seqs(c.ticks));
   }
+
 
   caf::blocking_actor* self_;
   event_log* log_;
   journal_options options_;
   std::vector<request> queue_;
   std::vector<tick*> ticks_;
+  std::vector<effect_write*> effects_;
+  std::vector<caf::actor> listeners_;
+  std::vector<committed_tick> feed_;
   std::vector<status> results_;
+  std::vector<status> effect_results_;
   caf::response_promise close_promise_;
   bool closing_ = false;
   uint64_t groups_ = 0;
@@ -175,12 +240,15 @@ status blocking_request(caf::actor_system& sys, const caf::actor& journal, Ts&&.
 }
 
 // The scheduled variant: same log calls, one request at a time.
-caf::behavior inline_journal(caf::event_based_actor* self, event_log* log) {
+caf::behavior inline_journal(caf::event_based_actor* self, event_log* log, journal_options options) {
   auto groups = std::make_shared<uint64_t>(0);
+  auto listeners = std::make_shared<std::vector<caf::actor>>();
+  auto tell = [=](std::vector<committed_tick> feed) { tell_listeners(*listeners, &feed); };
   return {
       [=](commit_atom, tick& t) -> caf::result<uint64_t> {
         ++*groups;
         if (status s = log->commit(t); !s) return to_error(s);
+        tell({committed_of(t, wall_now(options))});
         return t.manifest.last_seq;
       },
       [=](commit_all_atom, std::vector<tick>& ticks) -> caf::result<std::vector<uint64_t>> {
@@ -188,10 +256,22 @@ caf::behavior inline_journal(caf::event_based_actor* self, event_log* log) {
         std::vector<tick*> ptrs;
         for (auto& t : ticks) ptrs.push_back(&t);
         if (status s = log->commit_all(ptrs); !s) return to_error(s);
+        std::vector<committed_tick> feed;
+        for (const auto& t : ticks) feed.push_back(committed_of(t, wall_now(options)));
+        tell(std::move(feed));
         return last_seqs(ticks);
+      },
+      [=](effect_atom, effect_write& w) -> caf::result<void> {
+        if (status s = log->commit_effect(w); !s) return to_error(s);
+        return caf::unit;
+      },
+      [=](listen_atom, caf::actor& a) {
+        listeners->push_back(std::move(a));
+        return caf::unit;
       },
       [=](erase_atom, std::string& id) -> caf::result<void> {
         if (status s = log->erase_thread(id); !s) return to_error(s);
+        tell({committed_tick{id, {}, 0, wall_now(options), true}});
         return caf::unit;
       },
       [=](caf::put_atom, agent_config& a) -> caf::result<void> {
@@ -215,7 +295,7 @@ caf::behavior inline_journal(caf::event_based_actor* self, event_log* log) {
 }  // namespace
 
 caf::actor spawn_journal(caf::actor_system& sys, event_log& log, journal_options options) {
-  if (!options.detached) return sys.spawn(inline_journal, &log);
+  if (!options.detached) return sys.spawn(inline_journal, &log, options);
   return sys.spawn<caf::detached>([&log, options](caf::blocking_actor* self) {
     journal_loop loop{self, &log, options};
     loop.run();
@@ -243,6 +323,10 @@ status journal_commit_all(caf::actor_system& sys, const caf::actor& journal,
           },
           [&](caf::error& e) { result = to_status(e); });
   return result;
+}
+
+status journal_commit_effect(caf::actor_system& sys, const caf::actor& journal, effect_write& w) {
+  return blocking_request(sys, journal, effect_atom::value, w);
 }
 
 status journal_erase(caf::actor_system& sys, const caf::actor& journal, const std::string& id) {

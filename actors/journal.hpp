@@ -6,7 +6,13 @@
 //   (commit_all_atom, std::vector<tick>) -> std::vector<uint64_t> last seqs | error
 //        all or nothing (a multi-thread import): written alone, in one batch;
 //        one refused tick refuses them all and nothing is written
+//   (effect_atom, effect_write) -> caf::unit             | error
+//        an effect's rows and cursor (event_log::commit_effect), merged into
+//        the group's batch with the commits queued beside it (one write, one
+//        fsync); a refused effect write is refused alone, like a tick. An erase
+//        is written alone, in queue order: an effect write never crosses it
 //   (erase_atom, std::string)  -> caf::unit              | error
+//   (listen_atom, caf::actor)  -> caf::unit  registers a listener of the committed feed
 //   (put_atom, agent_config)   -> caf::unit              | error
 //   (close_atom)               -> caf::unit  after everything queued before it is written
 //   (get_atom, stats_atom)     -> journal_stats
@@ -14,6 +20,12 @@
 // one WriteBatch, one write, one fsync in `sync` mode. A reply comes only once its
 // commit is durable in the log's mode; a failed write fails every commit of its
 // batch, and the log then refuses all writes until reopened.
+//
+// The committed feed: after every successful write of ticks (commit groups,
+// commit_all) each listener gets (committed_atom, std::vector<committed_tick>),
+// one entry per tick, in commit order; after an erase, one entry with `erased`.
+// Never before the write is durable. Effects start from this feed only, so they
+// never delay a reply.
 //
 // The event_log is borrowed: it must outlive the journal actor. Nothing else may
 // write to it while the journal runs.
@@ -23,6 +35,8 @@
 #include <caf/atom.hpp>
 #include <caf/fwd.hpp>
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "persistence/event_log.hpp"
@@ -33,6 +47,18 @@ using commit_atom = caf::atom_constant<caf::atom("commit")>;
 using erase_atom = caf::atom_constant<caf::atom("erase")>;
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
 using commit_all_atom = caf::atom_constant<caf::atom("commitall")>;
+using effect_atom = caf::atom_constant<caf::atom("effect")>;
+using committed_atom = caf::atom_constant<caf::atom("committed")>;
+using listen_atom = caf::atom_constant<caf::atom("listen")>;
+
+// One entry of the committed feed.
+struct committed_tick {
+  std::string thread_id;
+  std::string agent_id;
+  uint64_t last_seq = 0;        // the thread's last seq after the write
+  int64_t committed_at_ms = 0;  // wall time of the write (journal_options::wall_clock)
+  bool erased = false;          // the thread was erased (the other fields but the id are empty)
+};
 
 struct journal_options {
   size_t group_ticks_max = 4096;  // ticks merged into one write at most
@@ -40,6 +66,8 @@ struct journal_options {
   // request as it comes (no grouping). For deterministic tests under CAF's test
   // coordinator, which cannot drive a detached actor's own thread.
   bool detached = true;
+  // Wall time (ms since the epoch) stamped on the committed feed; empty: the system clock.
+  std::function<int64_t()> wall_clock;
 };
 
 struct journal_stats {
@@ -56,6 +84,7 @@ status journal_commit(caf::actor_system& sys, const caf::actor& journal, tick& t
 // All or nothing; on success each tick's manifest.last_seq is set.
 status journal_commit_all(caf::actor_system& sys, const caf::actor& journal,
                           std::vector<tick>& ticks);
+status journal_commit_effect(caf::actor_system& sys, const caf::actor& journal, effect_write& w);
 status journal_erase(caf::actor_system& sys, const caf::actor& journal, const std::string& id);
 // Writes everything queued, then stops the journal.
 status journal_close(caf::actor_system& sys, const caf::actor& journal);
@@ -66,3 +95,5 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::tick)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<skein::tick>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::agent_config)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::journal_stats)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::effect_write)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<skein::committed_tick>)

@@ -16,6 +16,9 @@
 //   (retire_atom, int64_t before_ms)    -> bool              (idle and untouched since before_ms: it takes
 //                                                             no more input, the directory erases it)
 //   (compact_atom, compact_request)     -> compact_result    (between runs: waits its turn like an input)
+//   (title_atom, title, cursor)         -> bool              (the titles effect: set if the thread had
+//        none — true — and the effect's cursor recorded in the same manifest-only tick either way)
+//   (title_atom, title)                 -> manifest          (a user's title: replaces any)
 // Values are local to one node for now (CAF_ALLOW_UNSAFE_MESSAGE_TYPE): sending
 // them to another node needs `inspect` overloads, which distribution will add.
 #pragma once
@@ -77,6 +80,7 @@ struct compact_request {
   std::string effect;                // "": none
   uint64_t effect_seq = 0;
 };
+using title_atom = caf::atom_constant<caf::atom("title")>;
 
 // Engines and tools an agent may name, resolved when the agent is loaded.
 struct registry {

@@ -55,6 +55,10 @@ caf::behavior thread_actor::make_behavior() {
       [this](unsubscribe_atom, caf::actor& sink) { drop_subscriber(sink.address()); },
       [this](caf::get_atom) { return manifest_; },
       [this](mint_child_atom) -> caf::result<std::string> { return mint_child(); },
+      [this](title_atom, std::string& title, uint64_t cursor) -> caf::result<bool> {
+        return generated_title(std::move(title), cursor);
+      },
+      [this](title_atom, std::string& title) -> caf::result<manifest> { return user_title(std::move(title)); },
       [this](passivate_atom) {
         if (idle()) passivate();
       },
@@ -415,6 +419,40 @@ caf::result<std::string> thread_actor::mint_child() {
   job.on_done = [this, promise](uint64_t) mutable {
     promise.deliver(child_thread_id(manifest_.id, manifest_.children_count));
   };
+  job.on_failed = [promise](const caf::error& e) mutable { promise.deliver(e); };
+  commit(std::move(job));
+  return promise;
+}
+
+caf::result<bool> thread_actor::generated_title(std::string title, uint64_t cursor) {
+  if (stopping_) return to_error(status::not_found("thread " + manifest_.id + " is being deleted"));
+  auto promise = make_response_promise<bool>();
+  // Decided when the tick is built (pump), after every commit queued before it:
+  // a user title that lands first is kept.
+  auto set = std::make_shared<bool>(false);
+  commit_job job;
+  job.mutate = [title = std::move(title), set](manifest& m) {
+    if (!m.title.empty()) return;
+    m.title = title;
+    m.title_generated = true;
+    *set = true;
+  };
+  job.effect_cursors.emplace_back("titles", cursor);
+  job.on_done = [promise, set](uint64_t) mutable { promise.deliver(*set); };
+  job.on_failed = [promise](const caf::error& e) mutable { promise.deliver(e); };
+  commit(std::move(job));
+  return promise;
+}
+
+caf::result<manifest> thread_actor::user_title(std::string title) {
+  if (stopping_) return to_error(status::not_found("thread " + manifest_.id + " is being deleted"));
+  auto promise = make_response_promise<manifest>();
+  commit_job job;
+  job.mutate = [title = std::move(title)](manifest& m) {
+    m.title = title;
+    m.title_generated = false;
+  };
+  job.on_done = [this, promise](uint64_t) mutable { promise.deliver(manifest_); };
   job.on_failed = [promise](const caf::error& e) mutable { promise.deliver(e); };
   commit(std::move(job));
   return promise;

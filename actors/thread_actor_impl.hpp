@@ -284,6 +284,12 @@ class thread_actor : public caf::event_based_actor {
 
   caf::result<std::string> mint_child();
 
+  // (title_atom, title, cursor) from the titles effect: sets the title only if the
+  // thread has none, and records the effect's cursor in the same tick either way.
+  caf::result<bool> generated_title(std::string title, uint64_t cursor);
+  // (title_atom, title) from a user: replaces any title, generated or not.
+  caf::result<manifest> user_title(std::string title);
+
   // --- subscribers ------------------------------------------------------------
 
   caf::result<uint64_t> subscribe(uint64_t from_seq, caf::actor& sink);

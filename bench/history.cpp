@@ -226,6 +226,10 @@ status measure_cold(const std::string& path, const std::vector<length_set>& sets
   runtime_options ro;
   ro.data_dir = path;
   ro.mode = durability::sync;
+  // Effects off: the titles effect's catch-up would activate the cold threads
+  // (a title goes through the thread actor) before the measured first runs.
+  ro.effects.titles = false;
+  ro.effects.embeddings = false;
   std::unique_ptr<runtime> rt;
   SKEIN_TRY(runtime::open(std::move(ro), &rt));
   if (!rt->repaired_at_open().empty())

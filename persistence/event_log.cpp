@@ -32,6 +32,7 @@
 
 #include "persistence/event_log_internal.hpp"
 #include "persistence/keys.hpp"
+#include "runtime/model/embedding.hpp"
 #include "runtime/model/ids.hpp"
 #include "runtime/model/json_writer.hpp"
 
@@ -416,6 +417,12 @@ status event_log::prepare(tick& t, const projection* prev, rocksdb::WriteBatch* 
     if (cursor > t.manifest.last_seq)
       return status::invalid_input("tick.effect_cursors: " + effect + " cursor " + std::to_string(cursor) +
                                    " is past the thread's last seq " + std::to_string(t.manifest.last_seq));
+    // A cursor never moves back: an effect's work redone below it would repeat.
+    uint64_t stored = 0;
+    SKEIN_TRY(read_effect_cursor(effect, t.thread_id, &stored));
+    if (cursor < stored)
+      return status::conflict("tick.effect_cursors: " + effect + " cursor " + std::to_string(cursor) +
+                              " is below the stored " + std::to_string(stored));
     std::string v;
     keys::put_be64(&v, cursor);
     batch->Put(impl_->cf(cf_effects), keys::effect_key(effect, t.thread_id), v);
@@ -497,10 +504,17 @@ status event_log::commit(tick& t) {
 }
 
 void event_log::commit_group(std::span<tick* const> ticks, std::span<status> results) {
+  commit_group(ticks, results, {}, {});
+}
+
+void event_log::commit_group(std::span<tick* const> ticks, std::span<status> results,
+                             std::span<effect_write* const> effects, std::span<status> effect_results) {
   assert(ticks.size() == results.size());  // one result per tick
+  assert(effects.size() == effect_results.size());  // one result per effect write
   if (!writable()) {
     for (auto& r : results)
       r = refusal();
+    for (auto& r : effect_results) r = refusal();
     counters_.failed.fetch_add(ticks.size(), std::memory_order_relaxed);
     return;
   }
@@ -552,10 +566,26 @@ void event_log::commit_group(std::span<tick* const> ticks, std::span<status> res
     accepted.push_back(i);
     events += t.events.size();
   }
-  if (accepted.empty()) return;
+  // Effect writes after the ticks: a thread created or advanced by this group is
+  // known to them through `pending`.
+  std::vector<size_t> effects_accepted;
+  for (size_t i = 0; i < effects.size(); ++i) {
+    batch.SetSavePoint();
+    status s = prepare_effect(*effects[i], pending, &batch);
+    if (!s) {
+      batch.RollbackToSavePoint().PermitUncheckedError();
+      effect_results[i] = s;
+      counters_.rejected.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    batch.PopSavePoint().PermitUncheckedError();
+    effects_accepted.push_back(i);
+  }
+  if (accepted.empty() && effects_accepted.empty()) return;
 
   status s = write(&batch, accepted.size());
   for (size_t i : accepted) results[i] = s;
+  for (size_t i : effects_accepted) effect_results[i] = s;
   if (!s) {
     counters_.failed.fetch_add(accepted.size(), std::memory_order_relaxed);
     return;
@@ -594,11 +624,12 @@ status event_log::erase_thread(std::string_view thread_id) {
   std::unique_ptr<rocksdb::Iterator> it{db->NewIterator(rocksdb::ReadOptions(), impl_->cf(cf_effects))};
   for (it->SeekToFirst(); it->Valid();) {
     std::string_view key = it->key().ToStringView();
-    std::string_view effect = key.substr(0, key.find('\0'));
+    // A copy: the key's bytes belong to the iterator and change at the next Seek.
+    std::string effect{key.substr(0, key.find('\0'))};
     std::string target = keys::effect_key(effect, id);
     it->Seek(target);
     if (it->Valid() && it->key().ToStringView() == target) batch.Delete(impl_->cf(cf_effects), target);
-    std::string next_effect{effect};
+    std::string next_effect = effect;
     next_effect.push_back('\1');
     it->Seek(next_effect);
   }
@@ -607,6 +638,59 @@ status event_log::erase_thread(std::string_view thread_id) {
   SKEIN_TRY(write(&batch, 0));
   cache_.erase(id);
   return status::ok();
+}
+
+status event_log::prepare_effect(const effect_write& w, const std::unordered_map<std::string, projection>& pending,
+                                 rocksdb::WriteBatch* batch) const {
+  SKEIN_TRY(validate_id(w.effect, "effect_write.effect"));
+  SKEIN_TRY(validate_id(w.thread_id, "effect_write.thread_id"));
+  // The journal serializes this check with erase_thread: a thread erased before
+  // the write is refused here, one erased after it loses the rows with the rest.
+  projection p;
+  const projection* prev = nullptr;
+  if (auto it = pending.find(w.thread_id); it != pending.end()) {
+    prev = &it->second;
+  } else if (auto it = cache_.find(w.thread_id); it != cache_.end()) {
+    prev = &it->second;
+  } else {
+    bool found = false;
+    SKEIN_TRY(load_projection(w.thread_id, &p, &found));
+    if (found) prev = &p;
+  }
+  if (prev == nullptr) return status::not_found("thread " + w.thread_id + " does not exist");
+  if (w.cursor > prev->last_seq)
+    return status::invalid_input("effect_write.cursor: " + w.effect + " cursor " + std::to_string(w.cursor) +
+                                 " is past the thread's last seq " + std::to_string(prev->last_seq));
+  uint64_t stored = 0;
+  SKEIN_TRY(read_effect_cursor(w.effect, w.thread_id, &stored));
+  if (w.cursor < stored)
+    return status::conflict("effect_write.cursor: " + w.effect + " cursor " + std::to_string(w.cursor) +
+                            " of thread " + w.thread_id + " is below the stored " + std::to_string(stored));
+  for (const auto& [seq, value] : w.embeddings) {
+    if (seq <= stored || seq > w.cursor)
+      return status::conflict("effect_write.embeddings: seq " + std::to_string(seq) + " of thread " +
+                              w.thread_id + " is outside (" + std::to_string(stored) + ", " +
+                              std::to_string(w.cursor) + "]");
+    embedding_record check;
+    if (status d = decode_embedding(value, &check); !d)
+      return status::invalid_input("effect_write.embeddings: seq " + std::to_string(seq) + ": " + d.message());
+    batch->Put(impl_->cf(cf_embeddings), keys::event_key(w.thread_id, seq), value);
+  }
+  std::string v;
+  keys::put_be64(&v, w.cursor);
+  batch->Put(impl_->cf(cf_effects), keys::effect_key(w.effect, w.thread_id), v);
+  return status::ok();
+}
+
+status event_log::commit_effect(effect_write& w) {
+  effect_write* one[] = {&w};
+  status result;
+  commit_effects(one, std::span<status>(&result, 1));
+  return result;
+}
+
+void event_log::commit_effects(std::span<effect_write* const> writes, std::span<status> results) {
+  commit_group({}, {}, writes, results);
 }
 
 status event_log::put_agent(const agent_config& agent) {

@@ -94,6 +94,27 @@ struct tick {
   bool quarantine = false;
 };
 
+// One effect's output for one thread (DESIGN §4, effects): its rows and its new
+// cursor, written in one batch so that after a crash the effect neither repeats
+// nor skips what it did. An effect write with no rows only moves the cursor.
+struct effect_write {
+  std::string effect;     // the effect's name (an id): "titles", "embeddings"
+  std::string thread_id;
+  uint64_t cursor = 0;    // the last seq processed; at most the thread's last seq
+  // embeddings CF rows: (seq, value from encode_embedding), each seq in
+  // (stored cursor, cursor].
+  std::vector<std::pair<uint64_t, std::string>> embeddings;
+};
+
+// A thread an effect has not caught up with: its last seq is past the cursor.
+struct effect_lag_entry {
+  std::string thread_id;
+  std::string agent_id;
+  uint64_t last_seq = 0;
+  uint64_t cursor = 0;
+  int64_t updated_at_ms = 0;
+};
+
 struct inbox_item {
   uint64_t order = 0;  // arrival order within the thread, from 1
   run_input input;
@@ -200,6 +221,10 @@ class event_log {
   // outcome of ticks[i]: an invalid tick is refused alone; a storage failure fails
   // every tick of the batch. `results` must have ticks.size() elements.
   void commit_group(std::span<tick* const> ticks, std::span<status> results);
+  // The same, with effect writes in the same batch and write (after the ticks):
+  // effect_results[i] is the outcome of effects[i], refused alone like a tick.
+  void commit_group(std::span<tick* const> ticks, std::span<status> results,
+                    std::span<effect_write* const> effects, std::span<status> effect_results);
   // Writes every tick of `ticks` in one batch and one write, all or nothing: the
   // first tick refused fails the call with its error ("tick i of n: ...") and
   // nothing is written (a multi-thread import). On success each tick's
@@ -209,6 +234,15 @@ class event_log {
   // deletes: it reads no event. A thread whose manifest cannot be read is erased
   // too; its index entries are then found by a scan of the index. Idempotent.
   status erase_thread(std::string_view thread_id);
+  // Writes one effect's output and cursor in one batch. not_found if the thread
+  // does not exist (erased: its rows must not come back); conflict if `cursor`
+  // is below the stored one or a row's seq is outside (stored cursor, cursor];
+  // invalid_input past the thread's last seq.
+  status commit_effect(effect_write& w);
+  // commit_effect() for many writes in one batch and one write; results[i] is
+  // the outcome of writes[i] (one refused write is refused alone). At most one
+  // write per (effect, thread) in one call.
+  void commit_effects(std::span<effect_write* const> writes, std::span<status> results);
   // Stores an agent's configuration (agents column family); replaces one with the same id.
   status put_agent(const agent_config& agent);
 
@@ -240,6 +274,14 @@ class event_log {
   status list_running(std::vector<std::string>* out) const;
   // The effect's cursor for the thread: the last seq it processed, 0 if none.
   status read_effect_cursor(std::string_view effect, std::string_view thread_id, uint64_t* out) const;
+  // Every thread whose last seq is past the effect's cursor, in id order: the
+  // catch-up of an effect at open. Scans the threads column family (decoding
+  // each manifest) and the effect's cursors: O(threads), once per open.
+  // A manifest that does not decode is skipped (recovery reports those).
+  status list_effect_lag(std::string_view effect, std::vector<effect_lag_entry>* out) const;
+  // The thread's embeddings rows, in seq order (a row that does not decode fails it).
+  status read_embeddings(std::string_view thread_id,
+                         std::vector<std::pair<uint64_t, embedding_record>>* out) const;
   // The thread's inbox, oldest first.
   status read_inbox(std::string_view thread_id, std::vector<inbox_item>* out) const;
   // Ids of every thread with inputs in its inbox: they are woken at open.
@@ -294,6 +336,9 @@ class event_log {
   status load_projection(const std::string& thread_id, projection* out, bool* found) const;
   // The projection of a quarantine tick (tick::quarantine).
   status salvage_projection(const std::string& thread_id, projection* out) const;
+  // `pending`: projections of threads written earlier in the same batch.
+  status prepare_effect(const effect_write& w, const std::unordered_map<std::string, projection>& pending,
+                        rocksdb::WriteBatch* batch) const;
   status prepare(tick& t, const projection* prev, rocksdb::WriteBatch* batch,
                  projection* next) const;
   status write(rocksdb::WriteBatch* batch, size_t ticks);

@@ -80,6 +80,57 @@ status event_log::read_effect_cursor(std::string_view effect, std::string_view t
   return status::ok();
 }
 
+status event_log::read_embeddings(std::string_view thread_id,
+                                  std::vector<std::pair<uint64_t, embedding_record>>* out) const {
+  SKEIN_TRY(validate_id(thread_id, "thread id"));
+  out->clear();
+  std::string begin = keys::event_prefix(thread_id), end = keys::event_prefix_end(thread_id);
+  rocksdb::ReadOptions ro;
+  rocksdb::Slice upper{end};
+  ro.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(ro, impl_->cf(cf_embeddings))};
+  for (it->Seek(begin); it->Valid(); it->Next()) {
+    std::string_view thread;
+    uint64_t seq = 0;
+    if (!keys::parse_event_key(it->key().ToStringView(), &thread, &seq) || thread != thread_id)
+      return status::corruption("embeddings key " + printable_key(it->key().ToStringView()) + ": malformed");
+    embedding_record r;
+    if (status d = decode_embedding(it->value().ToStringView(), &r); !d)
+      return status::corruption("embeddings key " + printable_key(it->key().ToStringView()) + ": " + d.message());
+    out->emplace_back(seq, std::move(r));
+  }
+  return from_rocks(it->status(), "read embeddings");
+}
+
+status event_log::list_effect_lag(std::string_view effect, std::vector<effect_lag_entry>* out) const {
+  SKEIN_TRY(validate_id(effect, "effect"));
+  out->clear();
+  snapshot_guard snap{impl_->db.get()};
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snap.get();
+  std::unique_ptr<rocksdb::Iterator> threads{impl_->db->NewIterator(ro, impl_->cf(cf_threads))};
+  std::unique_ptr<rocksdb::Iterator> cursors{impl_->db->NewIterator(ro, impl_->cf(cf_effects))};
+  std::string prefix = keys::effect_key(effect, "");
+  cursors->Seek(prefix);
+  // Both walk in thread id order: the cursors' keys are prefix + thread id.
+  for (threads->SeekToFirst(); threads->Valid(); threads->Next()) {
+    std::string_view id = threads->key().ToStringView();
+    manifest m;
+    if (!decode_manifest(threads->value().ToStringView(), &m, options_.limits)) continue;
+    uint64_t cursor = 0;
+    while (cursors->Valid() && cursors->key().starts_with(prefix) &&
+           cursors->key().ToStringView().substr(prefix.size()) < id)
+      cursors->Next();
+    if (cursors->Valid() && cursors->key().starts_with(prefix) &&
+        cursors->key().ToStringView().substr(prefix.size()) == id && cursors->value().size() == 8)
+      cursor = keys::get_be64(cursors->value().ToStringView());
+    if (m.last_seq <= cursor) continue;
+    out->push_back(effect_lag_entry{std::string{id}, m.agent_id, m.last_seq, cursor, m.updated_at_ms});
+  }
+  SKEIN_TRY(from_rocks(threads->status(), "scan threads"));
+  return from_rocks(cursors->status(), "scan effects");
+}
+
 status event_log::read_events(std::string_view thread_id, uint64_t from_seq, size_t limit,
                               std::vector<event>* out) const {
   return read_events_lenient(thread_id, from_seq, limit, out, nullptr);

@@ -10,7 +10,8 @@
 //                   | "k/" thread-id "/" idempotency-key      value := be64(first seq) run-id
 //   usage      key := thread-id 0x00 be64(seq)                   value := usage JSON
 //   effects    key := effect-name 0x00 thread-id                 value := be64(last seq processed)
-//   embeddings key := thread-id 0x00 be64(seq)                   value := vector
+//   embeddings key := thread-id 0x00 be64(seq)                   value := embedding
+//                                                                (grammar in runtime/model/embedding.hpp)
 //   schedules  key := schedule-id                                value := schedule JSON
 //   agents     key := agent-id                                   value := agent JSON
 //   meta       key := "schema_version"                           value := decimal

@@ -17,6 +17,7 @@
 #include "runtime/model/json_reader.hpp"
 #include "actors/timers.hpp"
 #include "runtime/openai_embedder.hpp"
+#include "runtime/model/text.hpp"
 #include "runtime/scripted_engine.hpp"
 
 namespace skein {
@@ -267,6 +268,23 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   p->memory->start_searches(*p->memory_timers);
   cc.reg.tools["memory_search"] = make_memory_search_tool(p->memory);
   for (auto& t : p->options.tools) cc.reg.tools[t->spec().name] = t;
+  const runtime_effects& fx = p->options.effects;
+  cc.effects.titles = fx.titles;
+  cc.effects.embeddings = fx.embeddings;
+  // The memory index hears every durable embedding and every erasure (delete,
+  // retention) first; then the host's hooks, if any.
+  cc.effects.on_embedded = [index = p->memory, host = fx.on_embedded](const std::string& thread, uint64_t seq,
+                                                                      const embedding_record& r) {
+    (void)index->index().add(thread, seq, r);  // refused only for dims the agent's matrix does not have
+    if (host) host(thread, seq, r);
+  };
+  cc.effects.on_erased = [index = p->memory, host = fx.on_erased](const std::string& thread) {
+    index->index().remove_thread(thread);
+    if (host) host(thread);
+  };
+  cc.effects.job_timeout = std::chrono::milliseconds(fx.job_timeout_ms);
+  cc.effects.retry_delay_min = std::chrono::milliseconds(fx.retry_delay_min_ms);
+  cc.effects.retry_delay_max = std::chrono::milliseconds(fx.retry_delay_max_ms);
   SKEIN_TRY(start_core(*p->sys, *p->log, std::move(cc), &p->actors));
   size_t n = std::max<size_t>(2, p->sys->scheduler().num_workers());
   for (size_t i = 0; i < n; ++i) p->clients.push_back(p->sys->spawn(client_actor, p->actors.directory));
@@ -323,6 +341,22 @@ status runtime::memory_search(const std::string& agent_id, const std::string& qu
 }
 
 memory_index& runtime::memory() { return impl_->memory->index(); }
+
+status runtime::set_title(const std::string& id, const std::string& title, manifest* out) {
+  SKEIN_TRY(validate_id(id, "thread id"));
+  if (title.empty()) return status::invalid_input("title: empty (a thread without a title gets a generated one)");
+  if (title.size() > title_bytes_max)
+    return status::invalid_input("title: " + std::to_string(title.size()) + " bytes exceed title_bytes_max (" +
+                                 std::to_string(title_bytes_max) + ")")
+        .with_limit("title_bytes_max");
+  if (to_valid_utf8(title) != title) return status::invalid_input("title: not valid UTF-8");
+  for (unsigned char c : title)
+    if (c < 0x20 || c == 0x7f) return status::invalid_input("title: control characters (one line only)");
+  manifest m;
+  SKEIN_TRY(impl_->ask_thread(id, &m, title_atom::value, title));
+  if (out != nullptr) *out = std::move(m);
+  return status::ok();
+}
 
 status runtime::fork(const std::string& id, uint64_t at_seq, manifest* out) {
   SKEIN_TRY(validate_id(id, "thread id"));
@@ -543,6 +577,12 @@ status runtime::stats(runtime_stats* out) {
   out->compaction_tokens_after = c.tokens_after.load(std::memory_order_relaxed);
   out->memory = impl_->memory->index().stats();
   out->memory_rebuild = impl_->memory->rebuilt();
+  out->effects.clear();
+  for (const auto& fx : impl_->actors.effects) {
+    effect_stats es;
+    SKEIN_TRY(impl_->ask(fx, &es, caf::get_atom::value, stats_atom::value));
+    out->effects.push_back(std::move(es));
+  }
   return status::ok();
 }
 
@@ -559,6 +599,9 @@ status runtime::close() {
   // The retention effect first: it stops after a sweep in progress, before the threads close.
   caf::anon_send_exit(impl_->retention, caf::exit_reason::user_shutdown);
   impl_->retention = nullptr;
+  // Effects first: what they have half done is redone after the next open, once.
+  for (auto& fx : impl_->actors.effects) caf::anon_send_exit(fx, caf::exit_reason::user_shutdown);
+  impl_->actors.effects.clear();
   status result = impl_->tell(impl_->actors.directory, caf::close_atom::value);
   status journal = journal_close(*impl_->sys, impl_->actors.journal);
   if (result.is_ok()) result = journal;

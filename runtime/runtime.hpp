@@ -27,6 +27,8 @@
 #include "persistence/recovery.hpp"
 #include "runtime/model/agent.hpp"
 #include "runtime/model/compaction.hpp"
+#include "runtime/model/effect_stats.hpp"
+#include "runtime/model/embedding.hpp"
 #include "runtime/model/embedder.hpp"
 #include "runtime/model/engine.hpp"
 #include "runtime/model/run.hpp"
@@ -34,6 +36,19 @@
 #include "runtime/memory_service.hpp"
 
 namespace skein {
+
+// Effects (DESIGN §4): derived work after runs, exactly once relative to the log.
+struct runtime_effects {
+  bool titles = true;      // the titles effect (each agent opts out with effects.titles)
+  bool embeddings = true;  // the embeddings effect (each agent names its embedder)
+  // After an embeddings row is durable / after a thread's erasure: a memory
+  // index plugs in here. Called on a runtime thread, one effect at a time; must not block.
+  std::function<void(const std::string& thread, uint64_t seq, const embedding_record&)> on_embedded;
+  std::function<void(const std::string& thread)> on_erased;
+  uint64_t job_timeout_ms = 60000;      // an engine or embedder call of an effect that hangs fails
+  uint64_t retry_delay_min_ms = 100;    // a failed job is retried after this, doubling
+  uint64_t retry_delay_max_ms = 30000;  // up to this
+};
 
 struct runtime_options {
   std::string data_dir = "./skein-data";
@@ -55,6 +70,7 @@ struct runtime_options {
   // Test hook: the RocksDB environment of the event log (fault injection), passed
   // to log_options::env. Borrowed: must outlive the runtime. nullptr: the default.
   rocksdb::Env* env = nullptr;
+  runtime_effects effects;
 };
 
 enum class history_view { working, complete };
@@ -135,6 +151,7 @@ struct runtime_stats {
   memory_index_stats memory;           // rows and bytes the memory index holds now
   memory_rebuild_stats memory_rebuild;  // what the rebuild at open read and what it took
   log_counters log;
+  std::vector<effect_stats> effects;  // one per effect kind running
 };
 
 class runtime {
@@ -156,6 +173,9 @@ class runtime {
   status get_thread(const std::string& id, manifest* out);
   status list_threads(const thread_query& query, thread_page* out);
   status delete_thread(const std::string& id);  // idempotent
+  // A user's title: replaces any title, generated or not, and is never replaced
+  // by the titles effect. One line of valid UTF-8, 1..title_bytes_max bytes.
+  status set_title(const std::string& id, const std::string& title, manifest* out = nullptr);
   // A new thread of the same agent whose log starts as a copy of 1..at_seq.
   status fork(const std::string& id, uint64_t at_seq, manifest* out);
   // A thread brought from elsewhere (an export, another tool): written whole, in

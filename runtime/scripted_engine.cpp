@@ -95,11 +95,13 @@ const event* last_user_message(const std::vector<event>& conversation) {
 class scripted_engine final : public engine {
  public:
   scripted_engine(std::vector<scripted_rule> rules, std::optional<scripted_rule> fallback,
-                  uint64_t latency_ms, timer_service& timers)
-      : rules_(std::move(rules)), fallback_(std::move(fallback)), latency_ms_(latency_ms), timers_(timers) {}
+                  uint64_t latency_ms, timer_service& timers, std::optional<scripted_rule> title)
+      : rules_(std::move(rules)), fallback_(std::move(fallback)), latency_ms_(latency_ms), timers_(timers),
+        title_(std::move(title)) {}
 
   std::unique_ptr<call_handle> start(engine_request req, engine_callbacks cb) override {
     if (req.purpose == engine_purpose::summary) return start_summary(req, std::move(cb));
+    if (req.purpose == engine_purpose::title) return start_title(req, std::move(cb));
     const event* input = last_user_message(req.conversation);
     std::string text = input != nullptr ? input->text : std::string{};
     const scripted_rule* rule = pick(text, req.turn);
@@ -229,10 +231,44 @@ class scripted_engine final : public engine {
     return reply;
   }
 
+  // A title call (purpose title): the `title` rule, or the first words of the
+  // first user message. "{n}" in the rule's reply becomes this engine's title
+  // call count (from 1): a test can tell one generation from another.
+  std::unique_ptr<call_handle> start_title(const engine_request& req, engine_callbacks cb) {
+    uint64_t n = title_calls_.fetch_add(1) + 1;
+    auto cancelled = std::make_shared<std::atomic<bool>>(false);
+    auto handle = std::make_unique<cancel_handle>(cancelled);
+    engine_reply reply;
+    const scripted_rule* rule = title_ ? &*title_ : nullptr;
+    if (rule != nullptr && rule->stall) return handle;
+    if (rule != nullptr && !rule->error.empty()) {
+      reply.result = status::io_error(rule->error);
+    } else if (rule != nullptr && rule->has_reply) {
+      reply.step.text = rule->reply;
+      for (size_t at = reply.step.text.find("{n}"); at != std::string::npos; at = reply.step.text.find("{n}", at))
+        reply.step.text.replace(at, 3, std::to_string(n));
+    } else {
+      for (const auto& e : req.conversation)
+        if (e.type == event_type::message && e.role == message_role::user) {
+          reply.step.text = e.text.substr(0, 200);
+          break;
+        }
+    }
+    uint64_t latency = rule != nullptr && rule->latency_ms ? *rule->latency_ms : latency_ms_;
+    auto deliver = [cancelled, on_done = cb.on_done, reply]() {
+      if (!cancelled->load()) on_done(reply);
+    };
+    if (latency == 0) deliver();
+    else timers_.after(std::chrono::milliseconds(latency), deliver);
+    return handle;
+  }
+
   std::vector<scripted_rule> rules_;
   std::optional<scripted_rule> fallback_;
   uint64_t latency_ms_;
   timer_service& timers_;
+  std::optional<scripted_rule> title_;
+  std::atomic<uint64_t> title_calls_{0};
 };
 
 // "summary": the rule answering compaction summaries (match and turn unused).
@@ -276,7 +312,16 @@ status make_scripted_engine(std::string_view config_json, timer_service& timers,
     SKEIN_TRY(parse_rule(el, "engine_config.default", false, &rule));
     fallback = std::move(rule);
   }
-  auto engine = std::make_shared<scripted_engine>(std::move(rules), std::move(fallback), latency, timers);
+  std::optional<scripted_rule> title;
+  if (r.has("title")) {
+    json::dom::element el;
+    SKEIN_TRY(r.element("title", &el));
+    scripted_rule rule;
+    SKEIN_TRY(parse_rule(el, "engine_config.title", false, &rule));
+    title = std::move(rule);
+  }
+  auto engine = std::make_shared<scripted_engine>(std::move(rules), std::move(fallback), latency, timers,
+                                                  std::move(title));
   SKEIN_TRY(parse_summary_rule(r, &engine->summary_));
   *out = std::move(engine);
   return status::ok();

@@ -1,7 +1,7 @@
 // The built-in `scripted` engine: deterministic replies from JSON rules, for the
 // demo, the tests and the benchmarks.
 //
-//   config := {"latency_ms":uint, "rules":[rule...], "default":rule, "summary":rule}
+//   config := {"latency_ms":uint, "rules":[rule...], "default":rule, "summary":rule, "title":rule}
 //   rule   := {"match":regex, "turn":uint,                 (both optional: match any)
 //              "reply":string, "thinking":string,
 //              "tool_calls":[{"name":string,"arguments":object,"id":string}],
@@ -18,7 +18,10 @@
 // the reply. Latency runs on the runtime's timer_service. A summary call
 // (engine_purpose::summary, for compaction) answers with the `summary` rule's
 // reply, error, stall or latency; without a reply, with a deterministic one:
-// "(scripted summary of N events) | <first 40 bytes of each user message>...".
+// "(scripted summary of N events) | <first 40 bytes of each user message>...". A title call (engine
+// purpose title, from the titles effect) uses the `title` rule: its reply, with
+// "{n}" replaced by the engine's title call count, or its error/stall/latency;
+// without one the reply is the first user message (the effect cuts it to words).
 #pragma once
 
 #include <memory>

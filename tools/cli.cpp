@@ -318,6 +318,24 @@ int thread_show(cli& c, const args& a) {
   return ok;
 }
 
+// thread title <id> <text>: a user's title (the titles effect never replaces it).
+int thread_title(cli& c, const args& a) {
+  if (a.positional.size() != 4) return misuse(a);
+  std::string body;
+  json_writer w{&body};
+  w.begin_object();
+  w.field("title", a.positional[3]);
+  w.end_object();
+  http::response r;
+  int code = ok;
+  if (!c.call("PATCH", "/v1/threads/" + q(a.positional[2]), body, &r, &code)) return code;
+  manifest m;
+  if (status s = decode_manifest(r.body, &m); !s) return c.unreadable_response(s);
+  if (c.json) return c.print_json(r);
+  std::printf("%s %s\n", m.id.c_str(), m.title.c_str());
+  return ok;
+}
+
 int thread_delete(cli& c, const args& a) {
   if (a.positional.size() != 3) return misuse(a);
   http::response r;
@@ -776,6 +794,7 @@ const command commands[] = {
     {"thread", "list", "thread list [--agent A] [--status S] [--tag T] [--parent ID] [--limit N] [--archived]", thread_list},
     {"thread", "show", "thread show <id>", thread_show},
     {"thread", "delete", "thread delete <id>", thread_delete},
+    {"thread", "title", "thread title <id> <text>     set the title (never replaced by a generated one)", thread_title},
     {"thread", "reconcile", "thread reconcile <id>", thread_reconcile},
     {"thread", "compact", "thread compact <id> [--stages a,b] [--keep-turns N] [--tool-result-bytes-max N]  exit 1 failed",
      thread_compact},

@@ -77,6 +77,9 @@ check "thread list table" bash -c "'$SKEIN' thread list --tag cli | grep -q 'cli
 check "entries create --wait prints the reply" bash -c "[[ \$('$SKEIN' entries create $C 'hello' --wait) == echoed ]]"
 check "entries list" bash -c "'$SKEIN' entries list $C | grep -q 'assistant: echoed'"
 check "thread show" bash -c "'$SKEIN' thread show $C | grep -q 'cli thread'"
+check "thread title" bash -c "'$SKEIN' thread title $C 'Renamed by hand' | grep -q 'Renamed by hand'"
+check "thread show has the new title" bash -c "'$SKEIN' thread show $C | grep -q 'Renamed by hand'"
+check "thread title with no text is a usage error" expect_exit 64 sk thread title "$C"
 check "agent reference creates the dm thread" sk entries create echo "first dm" --wait
 check "agent reference reuses it" sk entries create echo "second dm" --wait
 check "one dm thread" bash -c "[[ \$('$SKEIN' thread list --agent echo --tag dm --json | grep -o '\"id\"' | wc -l) == 1 ]]"
@@ -109,10 +112,13 @@ check "delete" sk thread delete "$C"
 check "deleted is gone" expect_exit 4 sk thread show "$C"
 check "import restores it" bash -c "'$SKEIN' thread import '$WORK/export.jsonl' | grep -q '$C'"
 check "imported log equals the export" bash -c "'$SKEIN' thread export $C | cmp -s - '$WORK/export.jsonl'"
-# memory search: nothing is embedded in this server (no embeddings effect here), so no hits, but the
-# command, its exit codes and its output forms.
+# memory search: the embeddings effect embeds every message in the background; the thread's
+# "hello" (sent above) is found once its row is durable (bounded wait on the real outcome).
+mem_found() { "$SKEIN" memory search echo hello --json | grep -q '"snippet":"hello"'; }
+for _ in $(seq 200); do mem_found && break; sleep 0.1; done
+check "memory search finds an embedded message" mem_found
 check "memory search prints a table" bash -c "'$SKEIN' memory search echo where is the key -k 3 | grep -q '^SCORE '"
-check "memory search --json" bash -c "[[ \$('$SKEIN' memory search echo key --json) == '{\"hits\":[]}' ]]"
+check "memory search --json" bash -c "'$SKEIN' memory search echo hello --json -k 1 | grep -q '^{\"hits\":\\[{'"
 check "memory search of an unknown agent exits 4" expect_exit 4 sk memory search ghost key
 check "memory search without a query exits 64" expect_exit 64 sk memory search echo
 check "memory search -k past the limit names it" bash -c "'$SKEIN' memory search echo key -k 101 2>&1 | grep -q memory_search_k_max"

@@ -129,7 +129,7 @@ TEST_CASE("usage: a row that does not decode is skipped and counted, never fails
   o.data_dir = dir.str();
   std::string thread;
   {
-    runtime_fixture f{o, false};
+    runtime_fixture f{without_effects(o), false};
     make_agent(f, "a");
     thread = f.thread("a").id;
     f.run(thread, "1");
@@ -138,7 +138,7 @@ TEST_CASE("usage: a row that does not decode is skipped and counted, never fails
     raw_db raw{dir.str()};
     raw.put("usage", keys::usage_key(thread, 999), "{not json");
   }
-  runtime_fixture f{o, false};
+  runtime_fixture f{without_effects(o), false};
   usage_query q;
   q.thread_id = thread;
   usage_report r = query(f, q);
@@ -156,7 +156,7 @@ TEST_CASE("budget: a run past the agent's daily tokens is refused before it star
   o.clock = [&] { return now.load(); };
   std::string t1, t2;
   {
-    runtime_fixture f{o, false};
+    runtime_fixture f{without_effects(o), false};
     make_agent(f, "a", /*tokens_per_day_max=*/250);
     make_agent(f, "free");  // no budget: never refused
     t1 = f.thread("a").id;
@@ -200,7 +200,7 @@ TEST_CASE("budget: a run past the agent's daily tokens is refused before it star
     CHECK(try_run(f, t2).code() == errc::budget_exceeded);
   }
   // Reopened: the ledger is rebuilt from the day's usage rows, still refused.
-  runtime_fixture f{o, false};
+  runtime_fixture f{without_effects(o), false};
   size_t before = f.events(t1).size();
   status s = try_run(f, t1);
   CHECK(s.code() == errc::budget_exceeded);
@@ -236,7 +236,7 @@ TEST_CASE("budget: inputs waiting in the inbox when the budget runs out leave it
   o.clock = [&] { return now.load(); };
   std::string thread, third;
   {
-    runtime_fixture f{o, false};
+    runtime_fixture f{without_effects(o), false};
     const char* slow = R"({"default": {"reply": "ok", "latency_ms": 300, "usage": {"input_tokens": 100, "output_tokens": 10}}})";
     make_agent(f, "a", /*tokens_per_day_max=*/150, 0, slow);
     thread = f.thread("a").id;

@@ -84,6 +84,16 @@ TEST_CASE("every endpoint answers its happy path") {
   auto metrics = f.call("GET", "/metrics");
   CHECK(metrics.body.find("skein_log_commits_total") != std::string::npos);
   CHECK(metrics.body.find("skein_http_requests_total") != std::string::npos);
+  CHECK(metrics.body.find("skein_effect_backlog{effect=\"titles\"}") != std::string::npos);
+  CHECK(metrics.body.find("skein_effect_lag_seconds{effect=\"embeddings\",quantile=\"0.99\"}") != std::string::npos);
+  CHECK(metrics.body.find("skein_effect_done_total{effect=\"embeddings\"}") != std::string::npos);
+  CHECK(metrics.body.find("skein_effect_failed_total{effect=\"titles\"}") != std::string::npos);
+  auto titled = f.call("PATCH", "/v1/threads/" + id, R"({"title":"Set by hand"})");
+  REQUIRE(titled.status == 200);
+  CHECK(field(titled.body, "title") == "Set by hand");
+  CHECK(field(f.call("GET", "/v1/threads/" + id).body, "title") == "Set by hand");
+  CHECK(f.call("PATCH", "/v1/threads/" + id, R"({"title":""})").status == 400);
+  CHECK(f.call("PATCH", "/v1/threads/" + id, R"({"name":"x"})").status == 400);
   CHECK(f.call("DELETE", "/v1/threads/" + id).status == 204);
   CHECK(f.call("DELETE", "/v1/threads/" + id).status == 204);
   CHECK(f.call("GET", "/v1/threads/" + id).status == 404);

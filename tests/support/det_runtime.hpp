@@ -102,6 +102,11 @@ struct det_runtime {
     lo.path = dir.str();
     lo.mode = durability::flush;
     core_config cc;
+    // Effects are off unless a test turns them on: they call engines, which
+    // tests count. Readers are scheduled actors, so the coordinator drives them.
+    cc.effects.titles = false;
+    cc.effects.embeddings = false;
+    cc.effects.detached_readers = false;
     if (setup) setup(cc, lo);
     REQUIRE(event_log::open(lo, &log).is_ok());
     register_skein_types(cfg);
@@ -127,6 +132,7 @@ struct det_runtime {
     (*self)->send(actors.directory, caf::close_atom::value);
     run();
     drain();
+    for (auto& fx : actors.effects) (*self)->send_exit(fx, caf::exit_reason::user_shutdown);
     (*self)->send_exit(actors.directory, caf::exit_reason::user_shutdown);
     (*self)->send_exit(actors.journal, caf::exit_reason::user_shutdown);
     actors.timers.reset();

@@ -10,6 +10,14 @@
 
 namespace skein::test {
 
+// Options with the effects off: for tests that count the log's writes, which
+// effects would add to in the background.
+inline runtime_options without_effects(runtime_options o = {}) {
+  o.effects.titles = false;
+  o.effects.embeddings = false;
+  return o;
+}
+
 struct runtime_fixture {
   temp_dir dir;
   std::unique_ptr<runtime> rt;

@@ -66,7 +66,7 @@ TEST_CASE("an import whose second thread is refused leaves no trace of the first
   temp_dir dir;
   std::string path;
   {
-    runtime_options o;
+    runtime_options o = without_effects();  // the test counts the log's writes
     o.data_dir = dir.str();
     runtime_fixture f{o, false};
     f.agent("importer", R"({"default": {"reply": "ok"}})");

@@ -503,6 +503,20 @@ void delete_thread(ctx& c, const std::string& id) {
   c.reply(response{204, "application/json", "", {}});
 }
 
+// PATCH /v1/threads/{id} {"title":string}: a user's title, never replaced by the titles effect.
+void patch_thread(ctx& c, const std::string& id, const json_limits& limits) {
+  manifest m;
+  if (!c.thread_allowed(id, &m)) return;
+  json::document body;
+  json::object_reader r;
+  std::string title;
+  status s = body_object(c.req, limits, &body, &r);
+  if (s) s = r.string("title", &title);
+  if (!s) return c.fail(s);
+  if (s = c.rt().set_title(id, title, &m); !s) return c.fail(s);
+  c.reply(json_response(200, manifest_json(m)));
+}
+
 void post_entry(ctx& c, const std::string& id, const json_limits& limits) {
   manifest m;
   if (!c.thread_allowed(id, &m)) return;
@@ -803,6 +817,39 @@ void metric(std::string& out, const char* name, const char* type, const char* he
   out += std::string(name) + labels + " " + std::to_string(value) + "\n";
 }
 
+// Per effect (labels effect="titles"|"embeddings"): backlog, lag quantiles, done and failed counts.
+void effect_metrics(std::string& out, const std::vector<effect_stats>& effects) {
+  if (effects.empty()) return;
+  auto family = [&](const char* name, const char* type, const char* help) {
+    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+  };
+  family("skein_effect_backlog", "gauge", "Threads an effect has work pending for.");
+  for (const auto& e : effects)
+    out += "skein_effect_backlog{effect=\"" + e.effect + "\"} " + std::to_string(e.backlog) + "\n";
+  family("skein_effect_lag_seconds", "summary", "Seconds from commit to the effect's output, recent jobs.");
+  for (const auto& e : effects) {
+    char line[256];
+    std::snprintf(line, sizeof line, "skein_effect_lag_seconds{effect=\"%s\",quantile=\"0.5\"} %.6f\n",
+                  e.effect.c_str(), e.lag_p50_s);
+    out += line;
+    std::snprintf(line, sizeof line, "skein_effect_lag_seconds{effect=\"%s\",quantile=\"0.99\"} %.6f\n",
+                  e.effect.c_str(), e.lag_p99_s);
+    out += line;
+  }
+  family("skein_effect_done_total", "counter", "Effect jobs written (output and cursor).");
+  for (const auto& e : effects)
+    out += "skein_effect_done_total{effect=\"" + e.effect + "\"} " + std::to_string(e.done) + "\n";
+  family("skein_effect_failed_total", "counter", "Effect jobs failed (each is retried).");
+  for (const auto& e : effects)
+    out += "skein_effect_failed_total{effect=\"" + e.effect + "\"} " + std::to_string(e.failed) + "\n";
+  family("skein_effect_retries_total", "counter", "Effect retries scheduled.");
+  for (const auto& e : effects)
+    out += "skein_effect_retries_total{effect=\"" + e.effect + "\"} " + std::to_string(e.retries) + "\n";
+  family("skein_effect_discarded_total", "counter", "Titles generated but not set: the thread had one by then.");
+  for (const auto& e : effects)
+    out += "skein_effect_discarded_total{effect=\"" + e.effect + "\"} " + std::to_string(e.discarded) + "\n";
+}
+
 }  // namespace
 
 // Decided from the head alone, so that a client refused here never makes the
@@ -877,6 +924,7 @@ void api::handle(http::request& req, std::shared_ptr<http::exchange> ex) {
     metric(out, "skein_memory_bytes", "gauge", "Bytes the memory index holds.", rs.memory.bytes);
     metric(out, "skein_memory_rebuild_skipped", "gauge", "Stored embeddings the rebuild at open skipped.",
            rs.memory_rebuild.skipped);
+    effect_metrics(out, rs.effects);
     if (counters_) {
       auto hc = counters_();
       metric(out, "skein_http_requests_total", "counter", "HTTP requests read.", hc.requests);
@@ -916,6 +964,7 @@ void api::handle(http::request& req, std::shared_ptr<http::exchange> ex) {
   if (seg.size() == 3) {
     if (m == "GET") return get_thread(c, id);
     if (m == "DELETE") return delete_thread(c, id);
+    if (m == "PATCH") return patch_thread(c, id, limits);
     return not_allowed();
   }
   if (seg.size() != 4) return c.fail(status::not_found("no route " + quote_input(req.path)));

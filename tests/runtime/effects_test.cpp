@@ -1,0 +1,300 @@
+// Effects through the embedded runtime, real scheduler and RocksDB: titles,
+// user titles, embeddings with the memory hook, retries of a failing effect,
+// catch-up at open, and the erasure of everything a thread had.
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "runtime/model/hashing_embedder.hpp"
+#include "tests/support/fault_fs.hpp"
+#include "tests/support/runtime_fixture.hpp"
+
+using namespace skein;
+using namespace skein::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr const char* titled_rules =
+    R"({"default": {"reply": "ok"}, "title": {"reply": "\"Planning the garden party\" is what this is\nSecond line"}})";
+
+void add_agent(runtime_fixture& f, const std::string& id, const std::string& rules,
+               const std::string& embedder = "hashing") {
+  agent_config a;
+  a.id = id;
+  a.system_prompt = "test";
+  a.engine_config = rules;
+  a.effects.embedder = embedder;
+  auto s = f.rt->create_agent(a);
+  INFO(s.to_string());
+  REQUIRE(s.is_ok());
+}
+
+// Every effect has nothing left to do. Sound right after a run: the journal
+// tells effects before it acknowledges a commit, so their mailboxes hold the
+// news before this asks.
+bool drained(runtime_fixture& f) {
+  runtime_stats s = f.stats();
+  for (const auto& e : s.effects)
+    if (e.backlog != 0) return false;
+  return !s.effects.empty();
+}
+
+const effect_stats& stats_of(const runtime_stats& s, const std::string& name) {
+  for (const auto& e : s.effects)
+    if (e.effect == name) return e;
+  FAIL("no effect " << name);
+  return s.effects.front();
+}
+
+std::set<uint64_t> message_seqs(const std::vector<event>& log) {
+  std::set<uint64_t> out;
+  for (const auto& e : log)
+    if (e.type == event_type::message && !e.text.empty() &&
+        (e.role == message_role::user || e.role == message_role::assistant))
+      out.insert(e.seq);
+  return out;
+}
+
+// An embedder that fails its first `failures` calls, then hashes.
+struct flaky_embedder : embedder {
+  std::shared_ptr<embedder> inner;
+  std::shared_ptr<std::atomic<int>> left;
+  size_t dimensions() const override { return inner->dimensions(); }
+  void embed(std::vector<std::string> texts, std::function<void(embed_reply)> done) override {
+    if (left->fetch_sub(1) > 0) {
+      embed_reply r;
+      r.result = status::io_error("flaky: not yet");
+      done(std::move(r));
+      return;
+    }
+    inner->embed(std::move(texts), std::move(done));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("titles: a thread with 2 user messages gets one sanitized title; one with 1 gets none") {
+  runtime_fixture f;
+  add_agent(f, "a", titled_rules);
+  auto two = f.thread("a");
+  auto one = f.thread("a");
+  f.run(two.id, "we need a garden party");
+  f.run(one.id, "just one message");
+  f.run(two.id, "with lanterns");
+  REQUIRE(runtime_fixture::eventually([&] { return drained(f); }));
+  manifest m;
+  REQUIRE(f.rt->get_thread(two.id, &m).is_ok());
+  CHECK(m.title == "Planning the garden party is what");  // quotes gone, cut to 6 words, first line
+  CHECK(m.title_generated);
+  REQUIRE(f.rt->get_thread(one.id, &m).is_ok());
+  CHECK(m.title.empty());
+  auto s = f.stats();
+  CHECK(stats_of(s, "titles").failed == 0);
+  CHECK(stats_of(s, "titles").done >= 2);
+  CHECK(stats_of(s, "titles").discarded == 0);
+}
+
+TEST_CASE("titles: a user's title is never overwritten, and replaces a generated one") {
+  runtime_fixture f;
+  add_agent(f, "a", titled_rules);
+  auto t = f.thread("a");
+  f.run(t.id, "first");
+  manifest m;
+  REQUIRE(f.rt->set_title(t.id, "My own title", &m).is_ok());
+  CHECK(m.title == "My own title");
+  CHECK_FALSE(m.title_generated);
+  f.run(t.id, "second");
+  f.run(t.id, "third");
+  REQUIRE(runtime_fixture::eventually([&] { return drained(f); }));
+  REQUIRE(f.rt->get_thread(t.id, &m).is_ok());
+  CHECK(m.title == "My own title");
+  CHECK_FALSE(m.title_generated);
+
+  auto g = f.thread("a");
+  f.run(g.id, "one");
+  f.run(g.id, "two");
+  REQUIRE(runtime_fixture::eventually([&] { return drained(f); }));
+  REQUIRE(f.rt->get_thread(g.id, &m).is_ok());
+  REQUIRE(m.title_generated);
+  REQUIRE(f.rt->set_title(g.id, "Renamed by hand").is_ok());
+  f.run(g.id, "three");
+  REQUIRE(runtime_fixture::eventually([&] { return drained(f); }));
+  REQUIRE(f.rt->get_thread(g.id, &m).is_ok());
+  CHECK(m.title == "Renamed by hand");
+  CHECK_FALSE(m.title_generated);
+
+  CHECK(f.rt->set_title(g.id, "").code() == errc::invalid_input);
+  CHECK(f.rt->set_title(g.id, "two\nlines").code() == errc::invalid_input);
+  CHECK(f.rt->set_title("nope", "x").code() == errc::not_found);
+}
+
+TEST_CASE("embeddings: every user and assistant message gets exactly one row; the hook hears each once") {
+  std::mutex mu;
+  std::map<std::string, std::vector<uint64_t>> heard;  // guarded by mu
+  runtime_options o;
+  o.effects.on_embedded = [&](const std::string& thread, uint64_t seq, const embedding_record& r) {
+    CHECK(r.agent_id == "a");
+    std::lock_guard<std::mutex> lock{mu};
+    heard[thread].push_back(seq);
+  };
+  runtime_fixture f{o};
+  add_agent(f, "a", R"({"default": {"reply": "a reply to remember"}})");
+  std::vector<std::string> threads;
+  for (int i = 0; i < 5; ++i) threads.push_back(f.thread("a").id);
+  for (int run = 0; run < 3; ++run)
+    for (const auto& id : threads) f.run(id, "message " + std::to_string(run) + " of " + id);
+  REQUIRE(runtime_fixture::eventually([&] { return drained(f); }));
+  std::map<std::string, std::set<uint64_t>> expected;
+  for (const auto& id : threads) expected[id] = message_seqs(f.events(id));
+  REQUIRE(f.rt->close().is_ok());
+  auto log = open_log(f.dir.str());
+  for (const auto& id : threads) {
+    INFO("thread " << id);
+    std::vector<std::pair<uint64_t, embedding_record>> rows;
+    REQUIRE(log->read_embeddings(id, &rows).is_ok());
+    std::set<uint64_t> seqs;
+    for (const auto& [seq, rec] : rows) {
+      seqs.insert(seq);
+      CHECK(rec.vector.size() == hashing_dims_default);
+    }
+    CHECK(rows.size() == seqs.size());
+    CHECK(seqs == expected[id]);
+    CHECK(expected[id].size() == 6);
+    std::lock_guard<std::mutex> lock{mu};
+    CHECK(std::set<uint64_t>(heard[id].begin(), heard[id].end()) == expected[id]);
+    CHECK(heard[id].size() == expected[id].size());
+    uint64_t cursor = 0;
+    REQUIRE(log->read_effect_cursor("embeddings", id, &cursor).is_ok());
+    manifest m;
+    REQUIRE(log->read_manifest(id, &m).is_ok());
+    CHECK(cursor == m.last_seq);
+  }
+}
+
+TEST_CASE("a failing effect retries with backoff and is counted while titles and replies go on") {
+  auto left = std::make_shared<std::atomic<int>>(4);
+  runtime_options o;
+  o.effects.retry_delay_min_ms = 5;
+  o.effects.retry_delay_max_ms = 40;
+  o.embedders["flaky"] = [left](std::string_view, timer_service& timers, std::shared_ptr<embedder>* out) -> status {
+    auto e = std::make_shared<flaky_embedder>();
+    SKEIN_TRY(make_hashing_embedder("", timers, &e->inner));
+    e->left = left;
+    *out = e;
+    return status::ok();
+  };
+  runtime_fixture f{o};
+  add_agent(f, "a", titled_rules, "flaky");
+  auto t = f.thread("a");
+  // Replies come while the embeddings effect fails.
+  CHECK(f.run(t.id, "first").outcome == run_outcome::completed);
+  CHECK(f.run(t.id, "second").outcome == run_outcome::completed);
+  REQUIRE(runtime_fixture::eventually([&] {
+    manifest m;
+    return f.rt->get_thread(t.id, &m).is_ok() && !m.title.empty();
+  }));
+  REQUIRE(runtime_fixture::eventually([&] { return drained(f); }));
+  auto s = f.stats();
+  const auto& fx = stats_of(s, "embeddings");
+  CHECK(fx.failed >= 4);
+  CHECK(fx.retries >= 4);
+  CHECK(fx.done >= 1);
+  CHECK(fx.last_error.find("flaky") != std::string::npos);
+  CHECK(stats_of(s, "titles").failed == 0);
+  std::set<uint64_t> expected = message_seqs(f.events(t.id));
+  REQUIRE(f.rt->close().is_ok());
+  auto log = open_log(f.dir.str());
+  std::vector<std::pair<uint64_t, embedding_record>> rows;
+  REQUIRE(log->read_embeddings(t.id, &rows).is_ok());
+  CHECK(rows.size() == expected.size());
+}
+
+TEST_CASE("effects catch up at open with what was committed before a close") {
+  temp_dir dir;
+  std::string id;
+  std::set<uint64_t> expected;
+  {
+    runtime_options o;
+    o.data_dir = dir.str();
+    o.effects.titles = false;
+    o.effects.embeddings = false;
+    runtime_fixture f{o, false};
+    add_agent(f, "a", titled_rules);
+    id = f.thread("a").id;
+    f.run(id, "first");
+    f.run(id, "second");
+    expected = message_seqs(f.events(id));
+    CHECK(f.stats().effects.empty());
+  }
+  {
+    runtime_options o;
+    o.data_dir = dir.str();
+    runtime_fixture f{o, false};
+    REQUIRE(runtime_fixture::eventually([&] {
+      manifest m;
+      auto s = f.stats();
+      return f.rt->get_thread(id, &m).is_ok() && !m.title.empty() && stats_of(s, "embeddings").done > 0 &&
+             drained(f);
+    }));
+    manifest m;
+    REQUIRE(f.rt->get_thread(id, &m).is_ok());
+    CHECK(m.title == "Planning the garden party is what");
+  }
+  auto log = open_log(dir.str());
+  std::vector<std::pair<uint64_t, embedding_record>> rows;
+  REQUIRE(log->read_embeddings(id, &rows).is_ok());
+  CHECK(rows.size() == expected.size());
+}
+
+TEST_CASE("deleting a thread leaves no key of it in any column family") {
+  runtime_options o;
+  runtime_fixture f{o};
+  add_agent(f, "a", R"({"latency_ms": 300, "default": {"reply": "ok"}, "title": {"reply": "A thread to erase"}})");
+  auto t = f.thread("a");
+  auto keep = f.thread("a");
+  for (const auto& id : {t.id, keep.id}) {
+    run_input in;
+    in.text = "first";
+    in.idempotency_key = "key-1";
+    run_result r;
+    REQUIRE(f.rt->send(id, in).wait(&r, 60s).is_ok());
+    f.run(id, "second");
+  }
+  REQUIRE(runtime_fixture::eventually([&] { return drained(f); }));
+  manifest m;
+  REQUIRE(f.rt->get_thread(t.id, &m).is_ok());
+  REQUIRE(m.title == "A thread to erase");
+  // An input waiting in the inbox behind a run in flight.
+  run_input busy;
+  busy.text = "busy";
+  auto running = f.rt->send(t.id, busy);
+  std::string queued;
+  run_input later;
+  later.text = "later";
+  REQUIRE(f.rt->submit(t.id, later, &queued).is_ok());
+  REQUIRE(f.rt->delete_thread(t.id).is_ok());
+  run_result ignored;
+  running.wait(&ignored, 60s).ignore();
+  REQUIRE(f.rt->close().is_ok());
+
+  auto log = open_log(f.dir.str());
+  size_t keys = 99;
+  REQUIRE(log->count_thread_keys(t.id, &keys).is_ok());
+  CHECK(keys == 0);
+  // The twin that was not deleted shows what there was to erase.
+  REQUIRE(log->count_thread_keys(keep.id, &keys).is_ok());
+  CHECK(keys > 0);
+  uint64_t cursor = 0;
+  REQUIRE(log->read_effect_cursor("titles", keep.id, &cursor).is_ok());
+  CHECK(cursor > 0);
+  REQUIRE(log->read_effect_cursor("embeddings", keep.id, &cursor).is_ok());
+  CHECK(cursor > 0);
+  std::vector<std::pair<uint64_t, embedding_record>> rows;
+  REQUIRE(log->read_embeddings(keep.id, &rows).is_ok());
+  CHECK(rows.size() == 4);
+  idempotent_run found;
+  CHECK(log->find_idempotent(keep.id, "key-1", &found).is_ok());
+}
