@@ -58,6 +58,8 @@ constexpr workload workloads[] = {
      run_compaction},
     {"memory", "memory search over 100,000 and 1,000,000 random 384-dim vectors vs a naive "
                "scan, and the index rebuild at open", run_memory},
+    {"effects", "the runs of 'runs' (1 KB messages) with effects off and on (titles, embeddings, "
+                "automatic compaction): runs/s, effect lag, drain", run_effects},
 };
 
 struct command_line {

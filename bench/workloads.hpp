@@ -67,6 +67,9 @@ status run_usage(const bench_options& options, std::string* json);
 status run_compaction(const bench_options& options, std::string* json);
 // Memory search over 100k and 1M vectors against a naive scan, and the rebuild at open.
 status run_memory(const bench_options& options, std::string* json);
+// The runs of `runs` with the effects off and on (titles, embeddings, automatic
+// compaction): runs/s of both, effect lag and jobs, the drain after the last reply.
+status run_effects(const bench_options& options, std::string* json);
 
 // --- What the workloads over skein::runtime share (runs.cpp defines it) ---------
 

@@ -1,0 +1,294 @@
+// effects: what the effect actors (titles, embeddings, automatic compaction) cost
+// the runs. The load of `runs` — N threads x R runs, scripted engine at 0 ms,
+// durability sync, two host threads keeping every thread busy — measured twice in
+// one process on fresh databases: effects off, then effects on. Then, from the
+// last reply, the time until every effect's backlog is empty, and each effect's
+// lag and jobs from runtime_stats::effects.
+//
+// Each user message carries message_bytes of text in both passes, so that a
+// thread's working conversation passes auto_compaction_tokens during its runs and
+// the automatic compaction effect has work; the two passes send the same bytes.
+#include <algorithm>
+#include <deque>
+#include <thread>
+
+#include "bench/progress.hpp"
+#include "bench/report_format.hpp"
+#include "bench/workloads.hpp"
+
+namespace skein::bench {
+namespace {
+
+using namespace detail;
+
+constexpr size_t threads_at_scale_1 = 1000;
+// Fixed, not scaled, as in `runs`: one thread's queue stays under thread_queue_max.
+constexpr size_t runs_per_thread = 10;
+constexpr size_t host_threads = 2;
+constexpr size_t window_per_thread = 2;  // one run executing, one queued behind it
+constexpr const char* engine_config = R"({"default":{"reply":"ok","latency_ms":0}})";
+// About 250 estimated tokens per user message (compaction.hpp: 4 bytes a token):
+// ten runs make some 2,600 tokens, past auto_compaction_tokens after the eighth run.
+constexpr size_t message_bytes = 1000;
+constexpr uint64_t auto_compaction_tokens = 2000;
+// From the last reply, how long the effects may take to empty their backlogs
+// before the workload fails: a backlog that never drains is a defect, not a figure.
+constexpr auto drain_timeout = std::chrono::seconds(120);
+constexpr auto drain_poll = std::chrono::milliseconds(2);
+// Effects on must keep this share of the runs/s with effects off.
+constexpr double on_over_off_min = 0.90;
+
+struct pass_figures {
+  bool effects = false;
+  uint64_t runs = 0;
+  uint64_t failures = 0;
+  double seconds = 0;  // first send to last completion
+  double p50_us = 0;   // send to completion
+  double p99_us = 0;
+  double drain_ms = -1;  // last reply to every backlog empty; -1: effects off
+  uint64_t compactions = 0;
+  std::vector<effect_stats> effects_after;  // at the end of the drain
+
+  double runs_per_s() const { return seconds > 0 ? static_cast<double>(runs) / seconds : 0; }
+};
+
+struct effects_figures {
+  size_t threads = 0;
+  pass_figures off;
+  pass_figures on;
+
+  double ratio() const {
+    double off_rate = off.runs_per_s();
+    return off_rate > 0 ? on.runs_per_s() / off_rate : 0;
+  }
+};
+
+status check_run(const run_handle& h, const status& waited, const run_result& r) {
+  std::string where = "thread " + h.thread_id() + " run " + h.run_id() + ": ";
+  if (!waited) return status{waited.code(), where + waited.message()};
+  return check_scripted_run(where, r);
+}
+
+struct in_flight {
+  size_t thread = 0;
+  run_handle handle;
+  bench_clock::time_point sent;
+};
+
+// As runs.cpp's host: R runs to each of `threads`, window_per_thread at a time,
+// waited on in send order.
+void drive_host(runtime& rt, const std::vector<std::string>& threads, const std::string& padding,
+                progress& bar, host_outcome* out) {
+  std::deque<in_flight> window;
+  std::vector<size_t> sent(threads.size(), 0);
+  auto send_next = [&](size_t i) {
+    run_input in;
+    in.text = "run " + std::to_string(sent[i]++) + " " + padding;
+    auto at = bench_clock::now();
+    window.push_back({i, rt.send(threads[i], std::move(in)), at});
+  };
+  out->latencies_ns.reserve(threads.size() * runs_per_thread);
+  out->first_send = bench_clock::now();
+  out->last_done = out->first_send;
+  for (size_t k = 0; k < window_per_thread; ++k) {
+    for (size_t i = 0; i < threads.size(); ++i) {
+      if (sent[i] < runs_per_thread) send_next(i);
+    }
+  }
+  while (!window.empty()) {
+    in_flight f = std::move(window.front());
+    window.pop_front();
+    run_result r;
+    status waited = f.handle.wait(&r);
+    out->last_done = bench_clock::now();
+    out->latencies_ns.push_back((out->last_done - f.sent).count());
+    bar.advance();
+    if (status s = check_run(f.handle, waited, r); !s) {
+      if (out->failures++ == 0) out->first_error = s.to_string();
+    } else {
+      ++out->completed;
+    }
+    if (sent[f.thread] < runs_per_thread) send_next(f.thread);
+  }
+}
+
+bool drained(const runtime_stats& st) {
+  for (const auto& e : st.effects)
+    if (e.backlog != 0) return false;
+  return true;
+}
+
+// Polls stats until every effect's backlog is empty; *ms from `last_reply`.
+status wait_drained(runtime& rt, bench_clock::time_point last_reply, double* ms,
+                    runtime_stats* out) {
+  auto deadline = bench_clock::now() + drain_timeout;
+  for (;;) {
+    SKEIN_TRY(rt.stats(out));
+    auto now = bench_clock::now();
+    if (drained(*out)) {
+      *ms = seconds_since(last_reply, now) * 1000;
+      return status::ok();
+    }
+    if (now >= deadline) {
+      std::string pending;
+      for (const auto& e : out->effects)
+        if (e.backlog != 0)
+          pending += " " + e.effect + " backlog " + std::to_string(e.backlog) + " (last error '" +
+                     e.last_error + "')";
+      return status::overloaded("effects not drained within drain_timeout (" +
+                                std::to_string(drain_timeout.count()) + " s):" + pending);
+    }
+    std::this_thread::sleep_for(drain_poll);
+  }
+}
+
+status run_pass(const bench_options& options, bool effects, pass_figures* p) {
+  runtime_options ro;
+  ro.mode = durability::sync;
+  ro.effects.titles = effects;
+  ro.effects.embeddings = effects;
+  agent_config agent;
+  agent.id = bench_agent_id;
+  agent.system_prompt = "Be brief.";
+  agent.engine_config = engine_config;
+  agent.effects.titles = effects;
+  agent.effects.embedder = effects ? "hashing" : "";
+  agent.compaction.auto_tokens = effects ? auto_compaction_tokens : 0;
+  std::unique_ptr<runtime> rt;
+  SKEIN_TRY(open_bench_runtime(options, effects ? "effects-on" : "effects-off", ro, agent, &rt));
+  std::vector<std::string> ids;
+  SKEIN_TRY(create_bench_threads(*rt, agent.id, scaled_count(threads_at_scale_1, options.scale),
+                                 options.quiet, &ids));
+  p->effects = effects;
+  std::string padding(message_bytes, 'x');
+  for (size_t i = 0; i < padding.size(); i += 8) padding[i] = ' ';  // words, for the embedder
+  merged_outcome m;
+  {
+    progress bar{effects ? "runs, effects on" : "runs, effects off", ids.size() * runs_per_thread,
+                 progress_wanted(options.quiet)};
+    m = drive_round_robin(ids, host_threads, [&](const std::vector<std::string>& mine, host_outcome* out) {
+      drive_host(*rt, mine, padding, bar, out);
+    });
+  }
+  // The last reply: the hosts have all seen their last run end (joined just now).
+  auto last_reply = bench_clock::now();
+  p->runs = m.completed;
+  p->failures = m.failures;
+  p->seconds = m.seconds;
+  p->p50_us = quantile_us(m.latencies_ns, 0.50);
+  p->p99_us = quantile_us(m.latencies_ns, 0.99);
+  uint64_t expected = ids.size() * runs_per_thread;
+  if (p->failures > 0)
+    return status::io_error(std::to_string(p->failures) + " of " + std::to_string(expected) +
+                            " runs failed; first: " + m.first_error);
+  if (p->runs != expected)
+    return status::corruption(std::to_string(p->runs) + " runs completed, expected " +
+                              std::to_string(expected));
+  runtime_stats st;
+  if (effects) {
+    SKEIN_TRY(wait_drained(*rt, last_reply, &p->drain_ms, &st));
+    p->effects_after = st.effects;
+  } else {
+    SKEIN_TRY(rt->stats(&st));
+    // Nothing derived with effects off: the log holds exactly what the runs wrote.
+    log_expectation want{1 + (scripted_events_per_run * runs_per_thread), runs_per_thread};
+    SKEIN_TRY(check_thread_logs(*rt, ids, ids.size(), want));
+  }
+  p->compactions = st.compactions;
+  if (st.log.failed != 0 || st.log.rejected != 0)
+    return status::corruption("event log counted " + std::to_string(st.log.failed) + " failed and " +
+                              std::to_string(st.log.rejected) + " rejected ticks");
+  return rt->close();
+}
+
+void print_effects(const effects_figures& f, std::FILE* out) {
+  std::fprintf(out,
+               "effects: %s threads x %zu runs (scripted engine at 0 ms, durability sync, %zu host "
+               "threads, %zu-byte messages), effects off vs on\n\n",
+               with_commas(f.threads).c_str(), runs_per_thread, host_threads, message_bytes);
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"effects", "runs", "seconds", "runs/s", "p50 ms", "p99 ms", "compactions", "drain ms"});
+  for (const auto* p : {&f.off, &f.on})
+    rows.push_back({p->effects ? "on" : "off", with_commas(p->runs), fixed(p->seconds, 2),
+                    with_commas(static_cast<uint64_t>(p->runs_per_s())), ms(p->p50_us), ms(p->p99_us),
+                    with_commas(p->compactions), p->effects ? fixed(p->drain_ms, 1) : "-"});
+  print_table(rows, out, 1);
+  std::fprintf(out, "\n");
+  rows.clear();
+  rows.push_back({"effect", "lag p50 ms", "lag p99 ms", "done", "failed", "retries", "discarded"});
+  for (const auto& e : f.on.effects_after)
+    rows.push_back({e.effect, fixed(e.lag_p50_s * 1000, 1), fixed(e.lag_p99_s * 1000, 1),
+                    with_commas(e.done), with_commas(e.failed), with_commas(e.retries),
+                    with_commas(e.discarded)});
+  print_table(rows, out, 1);
+  std::fprintf(out,
+               "\non: titles, embeddings (hashing), automatic compaction past %s tokens. drain: from the\n"
+               "last reply until every effect's backlog is 0 (runtime::stats polled every %lld ms).\n"
+               "runs/s on / off: %s  (target >= %s: %s)\n",
+               with_commas(auto_compaction_tokens).c_str(),
+               static_cast<long long>(drain_poll.count()), fixed(f.ratio(), 3).c_str(),
+               fixed(on_over_off_min, 2).c_str(), verdict(f.ratio() >= on_over_off_min));
+}
+
+void write_pass(json_writer& w, const pass_figures& p) {
+  w.begin_object();
+  w.field_uint("runs", p.runs);
+  write_number(w, "seconds", p.seconds);
+  write_number(w, "runs_per_s", p.runs_per_s());
+  write_number(w, "p50_us", p.p50_us);
+  write_number(w, "p99_us", p.p99_us);
+  w.field_uint("compactions", p.compactions);
+  if (p.effects) {
+    write_number(w, "drain_ms", p.drain_ms);
+    w.key("effects");
+    w.begin_array();
+    for (const auto& e : p.effects_after) {
+      w.begin_object();
+      w.field("effect", e.effect);
+      write_number(w, "lag_p50_s", e.lag_p50_s);
+      write_number(w, "lag_p99_s", e.lag_p99_s);
+      w.field_uint("done", e.done);
+      w.field_uint("failed", e.failed);
+      w.field_uint("retries", e.retries);
+      w.field_uint("discarded", e.discarded);
+      w.end_object();
+    }
+    w.end_array();
+  }
+  w.end_object();
+}
+
+void write_effects_json(const effects_figures& f, json_writer& w) {
+  w.begin_object();
+  w.field_uint("threads", f.threads);
+  w.field_uint("runs_per_thread", runs_per_thread);
+  w.field_uint("host_threads", host_threads);
+  w.field_uint("message_bytes", message_bytes);
+  w.field_uint("auto_compaction_tokens", auto_compaction_tokens);
+  w.key("off");
+  write_pass(w, f.off);
+  w.key("on");
+  write_pass(w, f.on);
+  write_number(w, "on_over_off", f.ratio());
+  w.key("targets");
+  w.begin_object();
+  write_target(w, "on_over_off", f.ratio(), on_over_off_min, f.ratio() >= on_over_off_min);
+  w.end_object();
+  w.end_object();
+}
+
+}  // namespace
+
+status run_effects(const bench_options& options, std::string* json) {
+  effects_figures f;
+  f.threads = scaled_count(threads_at_scale_1, options.scale);
+  SKEIN_TRY(run_pass(options, false, &f.off));
+  SKEIN_TRY(run_pass(options, true, &f.on));
+  print_effects(f, stdout);
+  std::fflush(stdout);
+  json_writer w{json};
+  write_effects_json(f, w);
+  return status::ok();
+}
+
+}  // namespace skein::bench
