@@ -48,6 +48,7 @@ struct pass_figures {
   double drain_ms = -1;  // last reply to every backlog empty; -1: effects off
   uint64_t compactions = 0;
   std::vector<effect_stats> effects_after;  // at the end of the drain
+  std::vector<uint64_t> backlog_at_last_reply;  // per effect, in effects_after's order
 
   double runs_per_s() const { return seconds > 0 ? static_cast<double>(runs) / seconds : 0; }
 };
@@ -186,8 +187,17 @@ status run_pass(const bench_options& options, bool effects, pass_figures* p) {
                               std::to_string(expected));
   runtime_stats st;
   if (effects) {
+    // How far behind the effects are when the runs end: what the drain works off.
+    runtime_stats at_reply;
+    SKEIN_TRY(rt->stats(&at_reply));
     SKEIN_TRY(wait_drained(*rt, last_reply, &p->drain_ms, &st));
     p->effects_after = st.effects;
+    for (const auto& e : st.effects) {
+      uint64_t backlog = 0;
+      for (const auto& r : at_reply.effects)
+        if (r.effect == e.effect) backlog = r.backlog;
+      p->backlog_at_last_reply.push_back(backlog);
+    }
   } else {
     SKEIN_TRY(rt->stats(&st));
     // Nothing derived with effects off: the log holds exactly what the runs wrote.
@@ -215,11 +225,15 @@ void print_effects(const effects_figures& f, std::FILE* out) {
   print_table(rows, out, 1);
   std::fprintf(out, "\n");
   rows.clear();
-  rows.push_back({"effect", "lag p50 ms", "lag p99 ms", "done", "failed", "retries", "discarded"});
-  for (const auto& e : f.on.effects_after)
-    rows.push_back({e.effect, fixed(e.lag_p50_s * 1000, 1), fixed(e.lag_p99_s * 1000, 1),
+  rows.push_back({"effect", "backlog at last reply", "lag p50 ms", "lag p99 ms", "done", "failed",
+                  "retries", "discarded"});
+  for (size_t i = 0; i < f.on.effects_after.size(); ++i) {
+    const auto& e = f.on.effects_after[i];
+    rows.push_back({e.effect, with_commas(f.on.backlog_at_last_reply[i]), fixed(e.lag_p50_s * 1000, 1),
+                    fixed(e.lag_p99_s * 1000, 1),
                     with_commas(e.done), with_commas(e.failed), with_commas(e.retries),
                     with_commas(e.discarded)});
+  }
   print_table(rows, out, 1);
   std::fprintf(out,
                "\non: titles, embeddings (hashing), automatic compaction past %s tokens. drain: from the\n"
@@ -242,9 +256,11 @@ void write_pass(json_writer& w, const pass_figures& p) {
     write_number(w, "drain_ms", p.drain_ms);
     w.key("effects");
     w.begin_array();
-    for (const auto& e : p.effects_after) {
+    for (size_t i = 0; i < p.effects_after.size(); ++i) {
+      const auto& e = p.effects_after[i];
       w.begin_object();
       w.field("effect", e.effect);
+      w.field_uint("backlog_at_last_reply", p.backlog_at_last_reply[i]);
       write_number(w, "lag_p50_s", e.lag_p50_s);
       write_number(w, "lag_p99_s", e.lag_p99_s);
       w.field_uint("done", e.done);
