@@ -29,6 +29,8 @@ status start_core(caf::actor_system& sys, event_log& log, core_config config, co
   if (ec.titles) out->effects.push_back(spawn_effect(sys, make_titles_effect(), log, out->journal, out->directory, ec));
   if (ec.embeddings)
     out->effects.push_back(spawn_effect(sys, make_embeddings_effect(ec), log, out->journal, out->directory, ec));
+  if (ec.compaction)
+    out->effects.push_back(spawn_effect(sys, make_compaction_effect(), log, out->journal, out->directory, ec));
   // Inputs accepted before a stop wait in their threads' inboxes: activating
   // those threads replays them (each thread actor loads its inbox).
   std::vector<std::string> waiting;

@@ -121,6 +121,17 @@ void thread_actor::start_compaction(pending_input p) {
   }
   compacting_->tokens_before = estimate_tokens(compacting_->events);
   compacting_->events_before = compacting_->events.size();
+  // The compaction effect asked when the view passed the threshold; a run or an
+  // earlier request may have changed that by this turn. Under it, nothing is
+  // written: the effect moves its cursor itself, and nothing is compacted twice.
+  if (compacting_->request.automatic && (agent.auto_tokens == 0 || estimate_tokens(view) <= agent.auto_tokens)) {
+    compact_result r;
+    r.reason = "the working view's estimated tokens are under compaction.auto_tokens (" +
+               std::to_string(agent.auto_tokens) + ")";
+    r.tokens_before = r.tokens_after = estimate_tokens(view);
+    end_compaction(std::move(r));
+    return;
+  }
   compaction_next();
 }
 

@@ -230,6 +230,7 @@ status measure_cold(const std::string& path, const std::vector<length_set>& sets
   // (a title goes through the thread actor) before the measured first runs.
   ro.effects.titles = false;
   ro.effects.embeddings = false;
+  ro.effects.compaction = false;
   std::unique_ptr<runtime> rt;
   SKEIN_TRY(runtime::open(std::move(ro), &rt));
   if (!rt->repaired_at_open().empty())

@@ -271,6 +271,7 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   const runtime_effects& fx = p->options.effects;
   cc.effects.titles = fx.titles;
   cc.effects.embeddings = fx.embeddings;
+  cc.effects.compaction = fx.compaction;
   // The memory index hears every durable embedding and every erasure (delete,
   // retention) first; then the host's hooks, if any.
   cc.effects.on_embedded = [index = p->memory, host = fx.on_embedded](const std::string& thread, uint64_t seq,

@@ -41,6 +41,7 @@ namespace skein {
 struct runtime_effects {
   bool titles = true;      // the titles effect (each agent opts out with effects.titles)
   bool embeddings = true;  // the embeddings effect (each agent names its embedder)
+  bool compaction = true;  // the compaction effect (each agent opts in with compaction.auto_tokens)
   // After an embeddings row is durable / after a thread's erasure: a memory
   // index plugs in here. Called on a runtime thread, one effect at a time; must not block.
   std::function<void(const std::string& thread, uint64_t seq, const embedding_record&)> on_embedded;

@@ -259,6 +259,10 @@ class effect_actor : public caf::event_based_actor {
       write_title(id, gen, std::move(r));
       return;
     }
+    if (r.compaction) {
+      write_compaction(id, gen, std::move(r));
+      return;
+    }
     effect_write w = r.write;
     request(journal_, caf::infinite, effect_atom::value, std::move(w))
         .then([this, id, gen, r]() mutable { written(id, gen, std::move(r)); },
@@ -277,6 +281,36 @@ class effect_actor : public caf::event_based_actor {
                       [this, id, gen, r](bool set) mutable {
                         if (!set) ++discarded_;  // a title landed first (a user's): it stays
                         written(id, gen, std::move(r));
+                      },
+                      [this, id, gen](caf::error& err) { failed(id, gen, to_status(err)); });
+            },
+            [this, id, gen](caf::error& err) { failed(id, gen, to_status(err)); });
+  }
+
+  // A compaction is the thread's own tick, made by its actor between runs. When
+  // it wrote nothing (under the threshold by its turn) the cursor goes through
+  // the journal like any effect write.
+  void write_compaction(const std::string& id, uint64_t gen, effect_result r) {
+    request(directory_, caf::infinite, resolve_atom::value, id)
+        .then(
+            [this, id, gen, r](caf::actor& thread) mutable {
+              compact_request req = *r.compaction;
+              request(thread, caf::infinite, compact_atom::value, std::move(req))
+                  .then(
+                      [this, id, gen, r](compact_result& c) mutable {
+                        if (c.compacted || c.failed) {  // its tick carried the cursor
+                          if (c.failed) {  // visible, not retried: the thread has its signal
+                            ++failed_;
+                            last_error_ = "thread " + id + ": compaction: " + c.reason;
+                          }
+                          written(id, gen, std::move(r));
+                          return;
+                        }
+                        r.compaction.reset();
+                        effect_write w = r.write;
+                        request(journal_, caf::infinite, effect_atom::value, std::move(w))
+                            .then([this, id, gen, r]() mutable { written(id, gen, std::move(r)); },
+                                  [this, id, gen](caf::error& err) { failed(id, gen, to_status(err)); });
                       },
                       [this, id, gen](caf::error& err) { failed(id, gen, to_status(err)); });
             },

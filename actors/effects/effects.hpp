@@ -55,6 +55,9 @@ struct effect_result {
   effect_write write;
   std::optional<std::string> title;
   std::vector<std::pair<uint64_t, embedding_record>> embedded;  // seq, record: for on_embedded
+  // A compaction for the thread actor to make between runs; the compaction's
+  // tick (or, when it finds nothing to do, an effect write) carries the cursor.
+  std::optional<compact_request> compaction;
 };
 
 // The work of one effect kind. Implementations are stateless (or thread-safe):
@@ -76,6 +79,7 @@ class effect_kind {
 struct effects_config {
   bool titles = true;      // run the titles effect (agents still opt out one by one)
   bool embeddings = true;  // run the embeddings effect
+  bool compaction = true;  // run the compaction effect (agents opt in with compaction.auto_tokens)
   // Called after an embeddings row is durable, and after a thread's erasure:
   // the memory index plugs in here. On the effect's actor; must not block.
   std::function<void(const std::string& thread, uint64_t seq, const embedding_record&)> on_embedded;
@@ -96,6 +100,8 @@ struct effects_config {
 // Effect kinds built in.
 std::shared_ptr<const effect_kind> make_titles_effect();
 std::shared_ptr<const effect_kind> make_embeddings_effect(effects_config hooks);
+inline constexpr const char* compaction_effect_name = "compaction";
+std::shared_ptr<const effect_kind> make_compaction_effect();
 
 // A title as the effect stores it: one line, trimmed, quotes stripped, at most
 // generated_title_words_max words and generated_title_bytes_max bytes, valid UTF-8. "" if nothing is left.

@@ -95,7 +95,7 @@ bool scrape(uint16_t port, std::string* out) {
 
 }  // namespace
 
-TEST_CASE("effects kill loop: titles and embeddings exactly once across SIGKILLs of skein serve") {
+TEST_CASE("effects kill loop: titles, embeddings and compactions exactly once across SIGKILLs of skein serve") {
   const size_t kills = kills_wanted();
   const uint64_t seed = seed_wanted();
   std::printf("effects kill loop: %zu SIGKILLs, seed %llu (SKEIN_SEED replays the kill moments)\n", kills,
@@ -110,7 +110,9 @@ TEST_CASE("effects kill loop: titles and embeddings exactly once across SIGKILLs
     http::response r;
     REQUIRE(c.call("POST", "/v1/agents",
                    R"({"id":"a","engine_config":{"default":{"reply":"noted, the garden it is","latency_ms":2},)"
-                   R"("title":{"reply":"Garden notes number {n}","latency_ms":3}}})",
+                   R"("title":{"reply":"Garden notes number {n}","latency_ms":3}},)"
+                   // A few runs pass the threshold: automatic compactions happen all along.
+                   R"("compaction":{"auto_tokens":150,"keep_turns":1}})",
                    &r)
                 .is_ok());
     INFO(r.body);
@@ -175,7 +177,7 @@ TEST_CASE("effects kill loop: titles and embeddings exactly once across SIGKILLs
   lo.path = data;
   std::unique_ptr<event_log> log;
   REQUIRE(event_log::open(lo, &log).is_ok());
-  size_t titled = 0, rows_total = 0;
+  size_t titled = 0, rows_total = 0, compactions = 0;
   for (const auto& t : threads) {
     INFO("thread " << t);
     const auto& events = logs[t];
@@ -202,16 +204,30 @@ TEST_CASE("effects kill loop: titles and embeddings exactly once across SIGKILLs
     CHECK(seqs.size() == rows.size());
     CHECK(seqs == messages);
     rows_total += rows.size();
-    for (const char* effect : {"titles", "embeddings"}) {
+    // No compaction applied twice: a compaction is asked for when new events
+    // pushed the view past the threshold, so between two compactions of a
+    // thread there is always a run's input; two in a row would be one applied twice.
+    bool input_since_compaction = true;
+    for (const auto& e : events) {
+      if (e.type == event_type::message && e.role == message_role::user) input_since_compaction = true;
+      if (e.type != event_type::compaction) continue;
+      CHECK(input_since_compaction);
+      CHECK(e.tokens_after < e.tokens_before);
+      input_since_compaction = false;
+      ++compactions;
+    }
+    for (const char* effect : {"titles", "embeddings", "compaction"}) {
       uint64_t cursor = 0;
       REQUIRE(log->read_effect_cursor(effect, t, &cursor).is_ok());
       CHECK(cursor == m.last_seq);
     }
   }
-  std::printf("effects kill loop: %zu threads titled, %zu embeddings rows; %zu scrapes saw %lld discarded titles "
-              "and %lld failed effect jobs\n",
-              titled, rows_total, scrapes, static_cast<long long>(discarded), static_cast<long long>(failed));
+  std::printf("effects kill loop: %zu threads titled, %zu embeddings rows, %zu compactions; %zu scrapes saw %lld "
+              "discarded titles and %lld failed effect jobs\n",
+              titled, rows_total, compactions, scrapes, static_cast<long long>(discarded),
+              static_cast<long long>(failed));
   CHECK(titled > 0);
+  CHECK(compactions > 0);
   CHECK(discarded == 0);
   CHECK(failed == 0);
 }

@@ -1,13 +1,16 @@
 // Effects through the embedded runtime, real scheduler and RocksDB: titles,
 // user titles, embeddings with the memory hook, retries of a failing effect,
 // catch-up at open, and the erasure of everything a thread had.
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <map>
 #include <mutex>
 #include <set>
 
+#include "runtime/model/compaction.hpp"
 #include "runtime/model/hashing_embedder.hpp"
+#include "tests/support/temp_dir.hpp"
 #include "tests/support/fault_fs.hpp"
 #include "tests/support/runtime_fixture.hpp"
 
@@ -297,4 +300,101 @@ TEST_CASE("deleting a thread leaves no key of it in any column family") {
   CHECK(rows.size() == 4);
   idempotent_run found;
   CHECK(log->find_idempotent(keep.id, "key-1", &found).is_ok());
+}
+
+namespace {
+
+size_t compactions_in(const std::vector<event>& log) {
+  return static_cast<size_t>(std::count_if(log.begin(), log.end(),
+                                           [](const event& e) { return e.type == event_type::compaction; }));
+}
+
+void add_compacting_agent(runtime_fixture& f, const std::string& id, uint64_t auto_tokens) {
+  agent_config a;
+  a.id = id;
+  a.system_prompt = "test";
+  a.engine_config = R"({"default": {"reply": "noted"}})";
+  a.effects.titles = false;
+  a.compaction.auto_tokens = auto_tokens;
+  a.compaction.keep_turns = 1;
+  auto s = f.rt->create_agent(a);
+  INFO(s.to_string());
+  REQUIRE(s.is_ok());
+}
+
+}  // namespace
+
+TEST_CASE("compaction effect: past auto_tokens a thread is compacted once, between runs, and stays so") {
+  temp_dir dir;
+  runtime_options o;
+  o.data_dir = dir.str();
+  std::string id;
+  std::vector<event> before_reopen;
+  {
+    runtime_fixture f{o, false};
+    add_compacting_agent(f, "c", 600);
+    add_compacting_agent(f, "never", 0);
+    auto t = f.thread("c");
+    auto quiet = f.thread("never");
+    id = t.id;
+    std::string big(800, 'x');  // ~200 estimated tokens a message
+    for (int i = 0; i < 4; ++i) {
+      f.run(t.id, "turn " + std::to_string(i) + " " + big);
+      f.run(quiet.id, "turn " + std::to_string(i) + " " + big);
+    }
+    REQUIRE(runtime_fixture::eventually([&] { return drained(f); }));
+    std::vector<event> log;
+    REQUIRE(f.rt->read(t.id, history_view::complete, 1, 0, &log).is_ok());
+    CHECK(compactions_in(log) >= 1);
+    // The complete history keeps every input; the working view starts at the latest compaction.
+    size_t inputs = static_cast<size_t>(std::count_if(log.begin(), log.end(), [](const event& e) {
+      return e.type == event_type::message && e.role == message_role::user;
+    }));
+    CHECK(inputs == 4);
+    std::vector<event> view;
+    REQUIRE(f.rt->read(t.id, history_view::working, 1, 0, &view).is_ok());
+    CHECK(std::any_of(view.begin(), view.end(), [](const event& e) { return e.type == event_type::compaction; }));
+    CHECK(estimate_tokens(view) < estimate_tokens(log));
+    // A compaction tick is never inside a run: it lands after a thread.stop, before the next start.
+    bool in_run = false;
+    for (const auto& e : log) {
+      if (e.type == event_type::signal && e.name == "thread.start") in_run = true;
+      if (e.type == event_type::signal && e.name == "thread.stop") in_run = false;
+      if (e.type == event_type::compaction) CHECK_FALSE(in_run);
+    }
+    std::vector<event> quiet_log;
+    REQUIRE(f.rt->read(quiet.id, history_view::complete, 1, 0, &quiet_log).is_ok());
+    CHECK(compactions_in(quiet_log) == 0);  // auto_tokens 0: only on request
+    CHECK(f.stats().compactions == compactions_in(log));
+    before_reopen = log;
+  }
+  // Reopened, the effect catches up from its cursor: nothing is compacted again.
+  runtime_fixture f{o, false};
+  REQUIRE(runtime_fixture::eventually([&] { return drained(f); }));
+  std::vector<event> log;
+  REQUIRE(f.rt->read(id, history_view::complete, 1, 0, &log).is_ok());
+  CHECK(log.size() == before_reopen.size());
+  CHECK(f.stats().compactions == 0);
+}
+
+TEST_CASE("memory search finds a message the embeddings effect embedded live, first among many") {
+  runtime_fixture f;
+  add_agent(f, "m", R"({"default": {"reply": "ok"}})");
+  auto t = f.thread("m");
+  for (int i = 0; i < 40; ++i) f.run(t.id, "routine status update number " + std::to_string(i) + " all quiet");
+  auto planted = f.thread("m");
+  f.run(planted.id, "the spare key to the lighthouse hides under the blue anchor");
+  REQUIRE(runtime_fixture::eventually([&] { return drained(f); }));
+  std::vector<memory_hit> hits;
+  REQUIRE(f.rt->memory_search("m", "where is the lighthouse key", 5, &hits).is_ok());
+  REQUIRE_FALSE(hits.empty());
+  CHECK(hits.front().thread_id == planted.id);
+  CHECK(hits.front().snippet.find("lighthouse") != std::string::npos);
+  // Deleting the thread takes its rows out of the index (the erasure hook).
+  REQUIRE(f.rt->delete_thread(planted.id).is_ok());
+  REQUIRE(runtime_fixture::eventually([&] {
+    std::vector<memory_hit> again;
+    return f.rt->memory_search("m", "where is the lighthouse key", 5, &again).is_ok() &&
+           std::none_of(again.begin(), again.end(), [&](const memory_hit& h) { return h.thread_id == planted.id; });
+  }));
 }

@@ -106,6 +106,7 @@ struct det_runtime {
     // tests count. Readers are scheduled actors, so the coordinator drives them.
     cc.effects.titles = false;
     cc.effects.embeddings = false;
+    cc.effects.compaction = false;
     cc.effects.detached_readers = false;
     if (setup) setup(cc, lo);
     REQUIRE(event_log::open(lo, &log).is_ok());

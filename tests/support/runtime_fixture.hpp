@@ -15,6 +15,7 @@ namespace skein::test {
 inline runtime_options without_effects(runtime_options o = {}) {
   o.effects.titles = false;
   o.effects.embeddings = false;
+  o.effects.compaction = false;
   return o;
 }
 
