@@ -289,7 +289,6 @@ TEST_CASE("an effect's cursor lands in the compaction's tick") {
   auto t = rt.add_thread("a");
   run_turns(rt, t.id, 3);
   compact_request req;
-  req.automatic = true;
   req.effect = "compaction";
   req.effect_seq = rt.read_manifest(t.id).last_seq;
   auto r = compact_now(rt, t.id, req);
@@ -297,6 +296,28 @@ TEST_CASE("an effect's cursor lands in the compaction's tick") {
   uint64_t cursor = 0;
   REQUIRE(rt.log->read_effect_cursor("compaction", t.id, &cursor).is_ok());
   CHECK(cursor == req.effect_seq);
+}
+
+TEST_CASE("an automatic compaction whose view is under the threshold by its turn writes nothing") {
+  det_runtime rt;
+  auto agent = compacting_agent("a", chatty);
+  agent.compaction.auto_tokens = 1000000;  // far above this thread's view
+  rt.add_agent(agent);
+  auto t = rt.add_thread("a");
+  run_turns(rt, t.id, 3);
+  uint64_t last = rt.read_manifest(t.id).last_seq;
+  compact_request req;
+  req.automatic = true;  // as the compaction effect asks: a repeated or late request
+  req.effect = "compaction";
+  req.effect_seq = last;
+  auto r = compact_now(rt, t.id, req);
+  CHECK_FALSE(r.compacted);
+  CHECK_FALSE(r.failed);
+  CHECK_THAT(r.reason, Catch::Contains("auto_tokens"));
+  CHECK(rt.read_manifest(t.id).last_seq == last);  // no event, no signal
+  uint64_t cursor = 0;
+  REQUIRE(rt.log->read_effect_cursor("compaction", t.id, &cursor).is_ok());
+  CHECK(cursor == 0);  // the effect writes its own cursor then
 }
 
 TEST_CASE("compaction options override the agent's and bad ones are refused") {

@@ -224,6 +224,7 @@ TEST_CASE("effects catch up at open with what was committed before a close") {
     o.data_dir = dir.str();
     o.effects.titles = false;
     o.effects.embeddings = false;
+    o.effects.compaction = false;
     runtime_fixture f{o, false};
     add_agent(f, "a", titled_rules);
     id = f.thread("a").id;
