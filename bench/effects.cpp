@@ -64,54 +64,6 @@ struct effects_figures {
   }
 };
 
-status check_run(const run_handle& h, const status& waited, const run_result& r) {
-  std::string where = "thread " + h.thread_id() + " run " + h.run_id() + ": ";
-  if (!waited) return status{waited.code(), where + waited.message()};
-  return check_scripted_run(where, r);
-}
-
-struct in_flight {
-  size_t thread = 0;
-  run_handle handle;
-  bench_clock::time_point sent;
-};
-
-// As runs.cpp's host: R runs to each of `threads`, window_per_thread at a time,
-// waited on in send order.
-void drive_host(runtime& rt, const std::vector<std::string>& threads, const std::string& padding,
-                progress& bar, host_outcome* out) {
-  std::deque<in_flight> window;
-  std::vector<size_t> sent(threads.size(), 0);
-  auto send_next = [&](size_t i) {
-    run_input in;
-    in.text = "run " + std::to_string(sent[i]++) + " " + padding;
-    auto at = bench_clock::now();
-    window.push_back({i, rt.send(threads[i], std::move(in)), at});
-  };
-  out->latencies_ns.reserve(threads.size() * runs_per_thread);
-  out->first_send = bench_clock::now();
-  out->last_done = out->first_send;
-  for (size_t k = 0; k < window_per_thread; ++k) {
-    for (size_t i = 0; i < threads.size(); ++i) {
-      if (sent[i] < runs_per_thread) send_next(i);
-    }
-  }
-  while (!window.empty()) {
-    in_flight f = std::move(window.front());
-    window.pop_front();
-    run_result r;
-    status waited = f.handle.wait(&r);
-    out->last_done = bench_clock::now();
-    out->latencies_ns.push_back((out->last_done - f.sent).count());
-    bar.advance();
-    if (status s = check_run(f.handle, waited, r); !s) {
-      if (out->failures++ == 0) out->first_error = s.to_string();
-    } else {
-      ++out->completed;
-    }
-    if (sent[f.thread] < runs_per_thread) send_next(f.thread);
-  }
-}
 
 bool drained(const runtime_stats& st) {
   for (const auto& e : st.effects)
@@ -168,7 +120,7 @@ status run_pass(const bench_options& options, bool effects, pass_figures* p) {
     progress bar{effects ? "runs, effects on" : "runs, effects off", ids.size() * runs_per_thread,
                  progress_wanted(options.quiet)};
     m = drive_round_robin(ids, host_threads, [&](const std::vector<std::string>& mine, host_outcome* out) {
-      drive_host(*rt, mine, padding, bar, out);
+      drive_runs_host(*rt, mine, runs_per_thread, window_per_thread, padding, bar, out);
     });
   }
   // The last reply: the hosts have all seen their last run end (joined just now).

@@ -197,20 +197,8 @@ status check_scripted_run(const std::string& where, const run_result& r) {
   return status::ok();
 }
 
-// --- the runs workload -----------------------------------------------------------
-
 namespace {
 
-constexpr size_t threads_at_scale_1 = 1000;
-// Fixed, not scaled: the queue of one thread must stay under thread_queue_max.
-constexpr size_t runs_per_thread = 10;
-constexpr size_t host_threads = 2;
-// One run executing and one queued behind it: a thread never idles while its host
-// thread is busy waiting on another thread's run. Far below thread_queue_max (64).
-constexpr size_t window_per_thread = 2;
-constexpr const char* runs_engine_config = R"({"default":{"reply":"ok","latency_ms":0}})";
-
-// What one host thread measured.
 // A run that did not complete as scripted is a failure, whatever wait() said.
 status check_run(const run_handle& h, const status& waited, const run_result& r) {
   std::string where = "thread " + h.thread_id() + " run " + h.run_id() + ": ";
@@ -228,13 +216,14 @@ struct in_flight {
 // them in send order. A run that finished before the one waited on is recorded
 // late, which overstates its latency by at most the wait for its predecessors;
 // with two runs in flight per thread and runs of equal cost that stays small.
-void drive_host(runtime& rt, const std::vector<std::string>& threads, progress& bar,
-                host_outcome* out) {
+void drive_host(runtime& rt, const std::vector<std::string>& threads, size_t runs_per_thread,
+                size_t window_per_thread, const std::string& padding, progress& bar, host_outcome* out) {
   std::deque<in_flight> window;
   std::vector<size_t> sent(threads.size(), 0);
   auto send_next = [&](size_t i) {
     run_input in;
     in.text = "run " + std::to_string(sent[i]++);
+    if (!padding.empty()) in.text += " " + padding;
     auto at = bench_clock::now();
     window.push_back({i, rt.send(threads[i], std::move(in)), at});
   };
@@ -263,6 +252,27 @@ void drive_host(runtime& rt, const std::vector<std::string>& threads, progress& 
   }
 }
 
+}  // namespace
+
+void drive_runs_host(runtime& rt, const std::vector<std::string>& threads, size_t runs, size_t window,
+                     const std::string& padding, progress& bar, host_outcome* out) {
+  drive_host(rt, threads, runs, window, padding, bar, out);
+}
+
+// --- the runs workload -----------------------------------------------------------
+
+namespace {
+
+constexpr size_t threads_at_scale_1 = 1000;
+// Fixed, not scaled: the queue of one thread must stay under thread_queue_max.
+constexpr size_t runs_per_thread = 10;
+constexpr size_t host_threads = 2;
+// One run executing and one queued behind it: a thread never idles while its host
+// thread is busy waiting on another thread's run. Far below thread_queue_max (64).
+constexpr size_t window_per_thread = 2;
+constexpr const char* runs_engine_config = R"({"default":{"reply":"ok","latency_ms":0}})";
+
+
 // Runs every host thread over its half of the threads and merges what they saw.
 void drive(runtime& rt, const std::vector<std::string>& ids, bool quiet, runs_figures* f,
            std::vector<int64_t>* latencies_ns, std::string* first_error) {
@@ -270,7 +280,7 @@ void drive(runtime& rt, const std::vector<std::string>& ids, bool quiet, runs_fi
   {
     progress bar{"runs", ids.size() * runs_per_thread, progress_wanted(quiet)};
     m = drive_round_robin(ids, host_threads,
-                          [&](const std::vector<std::string>& mine, host_outcome* out) { drive_host(rt, mine, bar, out); });
+                          [&](const std::vector<std::string>& mine, host_outcome* out) { drive_host(rt, mine, runs_per_thread, window_per_thread, "", bar, out); });
   }
   f->runs += m.completed;
   f->failures += m.failures;

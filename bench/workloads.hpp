@@ -134,6 +134,14 @@ struct host_outcome {
   std::string first_error;
 };
 
+class progress;
+
+// The closed loop of the `runs` shape (runs.cpp): `runs` runs to each of `threads`,
+// `window` at a time per thread, waited on in send order; each input is
+// "run N" followed by `padding`. A run that did not complete as scripted is a failure.
+void drive_runs_host(runtime& rt, const std::vector<std::string>& threads, size_t runs, size_t window,
+                     const std::string& padding, progress& bar, host_outcome* out);
+
 // All hosts together: wall time from the first send to the last completion.
 struct merged_outcome {
   double seconds = 0;

@@ -46,6 +46,7 @@ struct effect_job {
   uint64_t target = 0;        // process up to this seq (load may lower it)
   manifest thread;            // as stored when the job was loaded
   std::vector<event> events;  // what load() read
+  std::string hint;           // kind-specific, from load(): the titles effect's fallback title
 };
 
 // What a job produced: rows and cursor for the journal, or a title for the

@@ -41,6 +41,9 @@ class titles_effect final : public effect_kind {
     if (!all.empty()) job.target = std::min(job.target, all.back().seq);
     if (user_messages(all) < title_user_messages_min) return status::ok();
     job.events = working_conversation(all);
+    // From the whole log: after a compaction the view's first user message may
+    // be inside the compaction's events, or gone into its summary.
+    job.hint = fallback_title(all);
     return status::ok();
   }
 
@@ -60,15 +63,17 @@ class titles_effect final : public effect_kind {
     req.purpose = engine_purpose::title;
     req.thread_id = job.thread_id;
     req.conversation = job.events;
-    std::string fallback = fallback_title(job.events);
+    std::string fallback = job.hint;
     engine_callbacks cb;
     cb.on_done = [r, fallback, done](engine_reply reply) mutable {
       if (!reply.result) {
         r.result = reply.result;
       } else {
         std::string title = sanitize_title(reply.step.text);
-        r.title = title.empty() ? fallback : title;
-        if (r.title->empty()) r.result = status::invalid_input("titles: the engine's title was empty");
+        // Neither the engine nor the messages give a word (empty inputs): the
+        // thread stays untitled and the cursor moves on — retrying would not help.
+        if (title.empty()) title = fallback;
+        if (!title.empty()) r.title = std::move(title);
       }
       done(std::move(r));
     };

@@ -399,3 +399,32 @@ TEST_CASE("memory search finds a message the embeddings effect embedded live, fi
            std::none_of(again.begin(), again.end(), [&](const memory_hit& h) { return h.thread_id == planted.id; });
   }));
 }
+
+TEST_CASE("titles: a thread compacted before its title is generated still gets one from its messages") {
+  temp_dir dir;
+  runtime_options o;
+  o.data_dir = dir.str();
+  std::string id;
+  {
+    runtime_options off = without_effects(o);
+    runtime_fixture f{off, false};
+    add_agent(f, "a", R"({"default": {"reply": "ok"}})");  // no title rule: the engine echoes the view's first input
+    id = f.thread("a").id;
+    std::string long_tail(800, 'x');  // so that the summary shrinks the view
+    f.run(id, "plan the harvest festival " + long_tail);
+    f.run(id, "with a long table " + long_tail);
+    compact_options c;
+    c.stages = {"summarize"};
+    c.keep_turns = 0;
+    compact_result r;
+    REQUIRE(f.rt->compact(id, c, &r).is_ok());
+    REQUIRE(r.compacted);  // the working view now holds no user message of its own
+  }
+  runtime_fixture f{o, false};  // titles on: the catch-up finds the untitled, compacted thread
+  manifest m;
+  // A bounded wait on the outcome itself: right after open a drained backlog may
+  // only mean that the catch-up scan has not reported yet.
+  REQUIRE(runtime_fixture::eventually([&] { return f.rt->get_thread(id, &m).is_ok() && !m.title.empty(); }));
+  CHECK(m.title == "plan the harvest festival");
+  CHECK(stats_of(f.stats(), "titles").failed == 0);
+}
