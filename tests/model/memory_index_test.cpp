@@ -1,4 +1,6 @@
 #include <catch2/catch.hpp>
+
+#include "tests/support/generated_messages.hpp"
 #include <cmath>
 #include <map>
 #include <random>
@@ -8,6 +10,7 @@
 #include "runtime/model/memory_index.hpp"
 
 using namespace skein;
+using namespace skein::test;
 
 namespace {
 
@@ -22,22 +25,6 @@ embedding_record rec(std::string agent, std::vector<float> v, bool assistant = f
   return embedding_record{std::move(agent), assistant, unit(std::move(v))};
 }
 
-// Everyday words the generated messages are made of; the planted message's key
-// words are not among them.
-const char* const vocabulary[] = {
-    "the", "a", "we", "you", "meeting", "deploy", "service", "billing", "report", "weekly", "team",
-    "review", "budget", "customer", "ticket", "server", "error", "fixed", "update", "schedule",
-    "monday", "friday", "lunch", "project", "deadline", "draft", "email", "call", "notes", "plan",
-    "database", "backup", "release", "branch", "merge", "test", "failed", "passed", "invoice",
-    "contract", "design", "mockup", "feedback", "sprint", "goal", "metric", "dashboard", "alert",
-    "on", "at", "for", "with", "about", "please", "can", "send", "check", "move", "cancel", "book"};
-
-std::string generated_message(std::mt19937_64& rng) {
-  std::uniform_int_distribution<size_t> word(0, std::size(vocabulary) - 1), len(6, 18);
-  std::string s;
-  for (size_t i = 0, n = len(rng); i < n; ++i) s += std::string(i ? " " : "") + vocabulary[word(rng)];
-  return s;
-}
 
 }  // namespace
 

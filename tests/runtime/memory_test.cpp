@@ -1,6 +1,8 @@
 // Memory search through the runtime: rows rebuilt from the embeddings column
 // family at open, rows fed live through memory(), the tool, limits and erasure.
 #include <catch2/catch.hpp>
+
+#include "tests/support/generated_messages.hpp"
 #include <random>
 
 #include "persistence/keys.hpp"
@@ -14,20 +16,6 @@ using namespace skein::test;
 
 namespace {
 
-const char* const vocabulary[] = {
-    "the", "a", "we", "you", "meeting", "deploy", "service", "billing", "report", "weekly", "team",
-    "review", "budget", "customer", "ticket", "server", "error", "fixed", "update", "schedule",
-    "monday", "friday", "lunch", "project", "deadline", "draft", "email", "call", "notes", "plan",
-    "database", "backup", "release", "branch", "merge", "test", "failed", "passed", "invoice",
-    "contract", "design", "mockup", "feedback", "sprint", "goal", "metric", "dashboard", "alert",
-    "on", "at", "for", "with", "about", "please", "can", "send", "check", "move", "cancel", "book"};
-
-std::string generated_message(std::mt19937_64& rng) {
-  std::uniform_int_distribution<size_t> word(0, std::size(vocabulary) - 1), len(6, 18);
-  std::string s;
-  for (size_t i = 0, n = len(rng); i < n; ++i) s += std::string(i ? " " : "") + vocabulary[word(rng)];
-  return s;
-}
 
 const std::string planted = "Remember: the spare key to the lighthouse is hidden under the blue ceramic frog";
 
