@@ -68,7 +68,9 @@ test-tsan: setup
 	@$(TSAN_ENV) cmake --build build-tsan -j $(JOBS) --target actors_test runtime_test
 	@cd build-tsan && $(TSAN_ENV) SKEIN_UNDER_SANITIZER=tsan ctest --output-on-failure -j $(JOBS) -R '^($(TSAN_TESTS)):'
 
-# libFuzzer targets (tests/fuzz): clang 14 in build-fuzz. `make fuzz` runs each
+# libFuzzer targets (tests/fuzz): clang 14 in build-fuzz. UBSan's `function`
+# check is left out: clang 14 cannot emit its prologue data for some Asio code
+# ("Cannot represent a difference across sections"). `make fuzz` runs each
 # target for FUZZ_RUNS executions; `make fuzz-ci` runs each for FUZZ_SECONDS.
 FUZZ_RUNS ?= 1000000
 FUZZ_SECONDS ?= 60
@@ -77,7 +79,7 @@ FUZZ_DIR := build-fuzz
 fuzz-build: setup
 	@cmake -S . -B $(FUZZ_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSKEIN_FUZZ=ON \
 	  -DCMAKE_CXX_COMPILER=clang++-14 \
-	  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined $(SAN_FLAGS)" >/dev/null
+	  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize=function $(SAN_FLAGS)" >/dev/null
 	@cmake --build $(FUZZ_DIR) -j $(JOBS) --target skein_fuzz
 
 fuzz: fuzz-build
