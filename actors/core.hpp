@@ -10,6 +10,7 @@
 #include "actors/effects/effects.hpp"
 #include "actors/journal.hpp"
 #include "actors/messages.hpp"
+#include "actors/timers.hpp"
 #include "persistence/recovery.hpp"
 
 namespace skein {
@@ -24,7 +25,7 @@ struct core_config {
 struct core {
   caf::actor journal;
   caf::actor directory;
-  std::unique_ptr<timer_service> timers;
+  std::unique_ptr<actor_timer_service> timers;  // destroy after the actor system
   std::vector<caf::actor> effects;  // one per effect kind, fed by the journal
   std::vector<std::string> repaired;  // threads recovery closed as interrupted
   std::vector<quarantined_thread> quarantined;  // threads recovery could not read

@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "actors/caller.hpp"
 #include "actors/error.hpp"
 #include "runtime/model/ids.hpp"
 
@@ -232,7 +233,7 @@ class journal_loop {
 
 template <class... Ts>
 status blocking_request(caf::actor_system& sys, const caf::actor& journal, Ts&&... xs) {
-  caf::scoped_actor self{sys};
+  caller self{sys};
   status result;
   self->request(journal, caf::infinite, std::forward<Ts>(xs)...)
       .receive([&] {}, [&](caf::error& e) { result = to_status(e); });
@@ -303,7 +304,7 @@ caf::actor spawn_journal(caf::actor_system& sys, event_log& log, journal_options
 }
 
 status journal_commit(caf::actor_system& sys, const caf::actor& journal, tick& t) {
-  caf::scoped_actor self{sys};
+  caller self{sys};
   status result;
   self->request(journal, caf::infinite, commit_atom::value, t)
       .receive([&](uint64_t last_seq) { t.manifest.last_seq = last_seq; },
@@ -313,7 +314,7 @@ status journal_commit(caf::actor_system& sys, const caf::actor& journal, tick& t
 
 status journal_commit_all(caf::actor_system& sys, const caf::actor& journal,
                           std::vector<tick>& ticks) {
-  caf::scoped_actor self{sys};
+  caller self{sys};
   status result;
   self->request(journal, caf::infinite, commit_all_atom::value, ticks)
       .receive(

@@ -10,7 +10,15 @@
 
 namespace skein {
 
-// The service stops its actor when destroyed; pending functions then never run.
-std::unique_ptr<timer_service> make_actor_timers(caf::actor_system& sys);
+// stop() ends the actor: functions pending or scheduled later never run, yet
+// after() stays safe to call. Engines hold the service by reference, so destroy
+// it only once nothing can call after() — after the actor system is gone. A
+// service destroyed without stop() stops its actor then.
+class actor_timer_service : public timer_service {
+ public:
+  virtual void stop() = 0;
+};
+
+std::unique_ptr<actor_timer_service> make_actor_timers(caf::actor_system& sys);
 
 }  // namespace skein

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <thread>
 
+#include "actors/caller.hpp"
 #include "actors/agent_actor.hpp"
 #include "actors/core.hpp"
 #include "actors/effects/retention.hpp"
@@ -173,7 +174,7 @@ struct runtime::impl {
   bool closed = false;
   core_options core_opts;
   std::shared_ptr<memory_service> memory;  // shared with the memory_search tool
-  std::unique_ptr<timer_service> memory_timers;  // for the embedders memory search builds
+  std::unique_ptr<actor_timer_service> memory_timers;  // for the embedders memory search builds
 
   // Asks `dest` and waits for a T (or caf::unit when T is void-like).
   status check_open() const {
@@ -184,7 +185,7 @@ struct runtime::impl {
   template <class T, class... Ts>
   status ask(const caf::actor& dest, T* out, Ts&&... xs) {
     SKEIN_TRY(check_open());
-    caf::scoped_actor self{*sys};
+    caller self{*sys};
     status result;
     self->request(dest, caf::infinite, std::forward<Ts>(xs)...)
         .receive([&](T& v) { *out = std::move(v); }, [&](caf::error& e) { result = to_status(e); });
@@ -194,7 +195,7 @@ struct runtime::impl {
   template <class... Ts>
   status tell(const caf::actor& dest, Ts&&... xs) {
     SKEIN_TRY(check_open());
-    caf::scoped_actor self{*sys};
+    caller self{*sys};
     status result;
     self->request(dest, caf::infinite, std::forward<Ts>(xs)...)
         .receive([] {}, [&](caf::error& e) { result = to_status(e); });
@@ -207,7 +208,7 @@ struct runtime::impl {
     for (int attempt = 0;; ++attempt) {
       caf::actor target;
       SKEIN_TRY(ask(actors.directory, &target, resolve_atom::value, thread));
-      caf::scoped_actor self{*sys};
+      caller self{*sys};
       status result;
       bool down = false;
       self->request<P>(target, caf::infinite, xs...)
@@ -248,6 +249,7 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
                                                  : std::max<size_t>(2, std::thread::hardware_concurrency());
   p->cfg.set("scheduler.max-threads", workers);
   p->sys = std::make_unique<caf::actor_system>(p->cfg);
+  release_logger();  // this thread may not be the one that closes (actors/caller.hpp)
 
   core_config cc;
   cc.options.active_threads_max = p->options.active_threads_max;
@@ -615,12 +617,15 @@ status runtime::close() {
 
   caf::anon_send_exit(impl_->actors.directory, caf::exit_reason::user_shutdown);
   impl_->memory->close();  // a late embedder answer now finds no log
-  impl_->actors.timers.reset();
-  impl_->memory_timers.reset();
+  impl_->actors.timers->stop();
+  impl_->memory_timers->stop();
   impl_->clients.clear();
   impl_->actors.directory = nullptr;
   impl_->actors.journal = nullptr;
   impl_->sys.reset();  // waits for every actor; they borrow the log
+  // Engines and memory searches hold the timers by reference until their actors end.
+  impl_->actors.timers.reset();
+  impl_->memory_timers.reset();
   impl_->log.reset();
   return result;
 }

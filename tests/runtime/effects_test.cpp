@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include "runtime/model/compaction.hpp"
 #include "runtime/model/hashing_embedder.hpp"
@@ -427,4 +429,78 @@ TEST_CASE("titles: a thread compacted before its title is generated still gets o
   REQUIRE(runtime_fixture::eventually([&] { return f.rt->get_thread(id, &m).is_ok() && !m.title.empty(); }));
   CHECK(m.title == "plan the harvest festival");
   CHECK(stats_of(f.stats(), "titles").failed == 0);
+}
+
+namespace {
+
+// An engine whose title calls wait at a gate, then use the timers hard: a call
+// still in flight while the runtime closes. Run steps answer at once.
+struct gated_titles {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool entered = false;
+  bool released = false;
+  std::atomic<uint64_t> timer_calls{0};
+};
+
+class gated_engine final : public engine {
+ public:
+  gated_engine(std::shared_ptr<gated_titles> gate, timer_service& timers) : gate_(std::move(gate)), timers_(timers) {}
+
+  std::unique_ptr<call_handle> start(engine_request request, engine_callbacks callbacks) override {
+    engine_reply reply;
+    reply.step.text = "fine";
+    if (request.purpose == engine_purpose::title) {
+      std::unique_lock<std::mutex> lock{gate_->mu};
+      gate_->entered = true;
+      gate_->cv.notify_all();
+      gate_->cv.wait_for(lock, std::chrono::seconds(30), [&] { return gate_->released; });
+      lock.unlock();
+      // close() runs meanwhile on another thread. For a second the call keeps
+      // scheduling timers, as a slow engine would: the service must outlive it.
+      auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+      while (std::chrono::steady_clock::now() < until) {
+        timers_.after(std::chrono::milliseconds(0), [] {});
+        gate_->timer_calls.fetch_add(1, std::memory_order_relaxed);
+      }
+      reply.step.text = "Gated title";
+    }
+    timers_.after(std::chrono::milliseconds(0), [cb = std::move(callbacks), reply]() mutable { cb.on_done(reply); });
+    return nullptr;
+  }
+
+ private:
+  std::shared_ptr<gated_titles> gate_;
+  timer_service& timers_;
+};
+
+}  // namespace
+
+TEST_CASE("close while an effect's engine call is in flight: the call may still use the timers") {
+  auto gate = std::make_shared<gated_titles>();
+  runtime_options o;
+  o.engines["gated"] = [gate](std::string_view, timer_service& timers, std::shared_ptr<engine>* out) -> status {
+    *out = std::make_shared<gated_engine>(gate, timers);
+    return status::ok();
+  };
+  runtime_fixture f{o};
+  agent_config a;
+  a.id = "g";
+  a.engine = "gated";
+  REQUIRE(f.rt->create_agent(a).is_ok());
+  auto t = f.thread("g");
+  f.run(t.id, "first");
+  f.run(t.id, "second");  // two user messages: the titles effect calls the engine
+  {
+    std::unique_lock<std::mutex> lock{gate->mu};
+    REQUIRE(gate->cv.wait_for(lock, std::chrono::seconds(30), [&] { return gate->entered; }));
+  }
+  std::thread closer{[&] { CHECK(f.rt->close().is_ok()); }};
+  {
+    std::lock_guard<std::mutex> lock{gate->mu};
+    gate->released = true;
+  }
+  gate->cv.notify_all();
+  closer.join();
+  CHECK(gate->timer_calls.load() > 0);
 }

@@ -3,6 +3,8 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 
@@ -431,4 +433,33 @@ TEST_CASE("a subscription from a seq beyond the log starts exactly there") {
   REQUIRE(cv.wait_for(lock, 30s, [&] { return !seen.empty() && seen.back() == second.last_seq; }));
   REQUIRE(seen.front() == from);
   for (size_t i = 0; i < seen.size(); ++i) CHECK(seen[i] == from + i);
+}
+
+TEST_CASE("a runtime opened and used on one thread closes from another without waiting for the first") {
+  // CAF 0.17 keeps a reference to the system's logger in each thread that made a
+  // scoped_actor or the system; ~actor_system waits for all of them. The opening
+  // thread here stays alive, blocked on the close, so a reference it kept would hang.
+  runtime_fixture f;
+  f.agent("a", R"({"default": {"reply": "ok"}})");
+  auto t = f.thread("a");
+  f.run(t.id, "hello");
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  status closed;
+  std::thread closer{[&] {
+    status s = f.rt->close();
+    std::lock_guard<std::mutex> lock{mu};
+    closed = s;
+    done = true;
+    cv.notify_all();
+  }};
+  std::unique_lock<std::mutex> lock{mu};
+  if (!cv.wait_for(lock, std::chrono::seconds(60), [&] { return done; })) {
+    std::fprintf(stderr, "close() on another thread did not return within 60 s\n");
+    std::_Exit(1);  // the close is stuck in ~actor_system; nothing else can end
+  }
+  lock.unlock();
+  closer.join();
+  CHECK(closed.is_ok());
 }

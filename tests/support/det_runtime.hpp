@@ -136,10 +136,11 @@ struct det_runtime {
     for (auto& fx : actors.effects) (*self)->send_exit(fx, caf::exit_reason::user_shutdown);
     (*self)->send_exit(actors.directory, caf::exit_reason::user_shutdown);
     (*self)->send_exit(actors.journal, caf::exit_reason::user_shutdown);
-    actors.timers.reset();
+    actors.timers->stop();
     run();
     self.reset();
     sys.reset();
+    actors.timers.reset();
   }
 
   void run() { sched->run(); }
