@@ -56,7 +56,7 @@ constexpr workload workloads[] = {
     {"compaction", "runtime::compact on 10,000-event threads (pure stages, scripted summary), and the "
                    "first run after activation on 100,000-event threads with and without a compaction",
      run_compaction},
-    {"memory", "memory search over 100,000 and 1,000,000 random 384-dim vectors vs a naive "
+    {"memory", "memory search over 100,000 and 1,000,000 384-dim vectors (hashing and random) vs a naive "
                "scan, and the index rebuild at open", run_memory},
     {"effects", "the runs of 'runs' (1 KB messages) with effects off and on (titles, embeddings, "
                 "automatic compaction): runs/s, effect lag, drain", run_effects},

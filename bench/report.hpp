@@ -296,7 +296,14 @@ void print_history(const history_figures& f, std::FILE* out);
 void write_history_json(const history_figures& f, json_writer& w);
 
 // One index size of the memory workload.
+// hashing: the hashing embedder's vectors of generated messages, queried with
+// short generated queries (sparse: a few non-zero dimensions). random: dense
+// random unit vectors, queried with others (every dimension non-zero).
+enum class vector_kind { hashing, random };
+const char* to_string(vector_kind k);
+
 struct memory_row {
+  vector_kind vectors = vector_kind::hashing;
   uint64_t rows = 0;
   double build_seconds = 0;     // memory_index::add of every row (vectors made beforehand)
   uint64_t index_bytes = 0;     // what the index holds (memory_index_stats::bytes)
@@ -324,7 +331,7 @@ struct memory_figures {
   double rebuild_ms_per_100k() const;
 };
 
-inline constexpr double memory_p50_ms_max = 20;  // at target_rows (1M)
+inline constexpr double memory_p50_ms_max = 20;  // at target_rows (1M), hashing vectors
 
 void print_memory(const memory_figures& f, std::FILE* out);
 void write_memory_json(const memory_figures& f, json_writer& w);

@@ -13,10 +13,10 @@ namespace {
 // Independent accumulators: the vectorizer may then use SIMD lanes without
 // reordering any one float sum (which it must not do without -ffast-math).
 constexpr size_t dot_lanes = 16;
-// Rows scored per pass before the top-k pass reads the scores (stays in L1).
-constexpr size_t score_block_rows = 512;
+// A chunk holds chunk_rows rows column by column: dimension d of rows
+// [0, chunk_rows) is one contiguous run of floats. A search keeps the chunk's
+// scores in L1 (16 KiB) and adds one column per non-zero query dimension.
 constexpr size_t chunk_rows = 4096;
-static_assert(chunk_rows % score_block_rows == 0);
 constexpr size_t chunk_align_bytes = 2 << 20;  // a huge page
 
 inline float dot_lanes_inline(const float* a, const float* b, size_t n) {
@@ -30,14 +30,15 @@ inline float dot_lanes_inline(const float* a, const float* b, size_t n) {
   return s;
 }
 
-// The scan is bound by memory bandwidth once vectorized; AVX2+FMA (x86-64-v3)
-// halves its instructions where the CPU has it, chosen at load time (ifunc), so
-// the build stays portable.
+// scores[r] += weight * column[r]. Each score is its own sum, so this vectorizes
+// without reassociating anything; the scan is then bound by memory bandwidth.
+// AVX2+FMA (x86-64-v3) halves its instructions where the CPU has it, chosen at
+// load time (ifunc), so the build stays portable.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("arch=x86-64-v3", "default")))
 #endif
-void score_rows(const float* matrix, const float* query, size_t dims, size_t rows, float* out) {
-  for (size_t r = 0; r < rows; ++r) out[r] = dot_lanes_inline(matrix + r * dims, query, dims);
+void add_column(const float* __restrict column, float weight, size_t rows, float* __restrict scores) {
+  for (size_t r = 0; r < rows; ++r) scores[r] += weight * column[r];
 }
 
 }  // namespace
@@ -80,7 +81,17 @@ struct memory_index::agent_rows {
   std::unordered_map<std::string, uint32_t> thread_slot;
   std::vector<uint32_t> free_slots;
 
-  float* row(size_t r) const { return chunks[r / chunk_rows]->data() + (r % chunk_rows) * dims; }
+  // Column d of the chunk holding row r, and r's place in it.
+  float* column(size_t r, size_t d) const { return chunks[r / chunk_rows]->data() + d * chunk_rows; }
+  float& at(size_t r, size_t d) const { return column(r, d)[r % chunk_rows]; }
+
+  void write_row(size_t r, const std::vector<float>& v) {
+    for (size_t d = 0; d < dims; ++d) at(r, d) = v[d];
+  }
+
+  void copy_row(size_t from, size_t to) {
+    for (size_t d = 0; d < dims; ++d) at(to, d) = at(from, d);
+  }
 
   size_t rows() const { return seq.size(); }
 
@@ -103,7 +114,7 @@ struct memory_index::agent_rows {
   }
 
   void set_row(size_t r, const std::vector<float>& v, bool is_assistant) {
-    std::copy(v.begin(), v.end(), row(r));
+    write_row(r, v);
     assistant[r] = is_assistant ? 1 : 0;
   }
 
@@ -115,7 +126,7 @@ struct memory_index::agent_rows {
     }
     thread_seq_max[slot] = std::max(thread_seq_max[slot], s);
     if (rows() == chunks.size() * chunk_rows) chunks.push_back(std::make_unique<float_chunk>(chunk_rows * dims));
-    std::copy(r.vector.begin(), r.vector.end(), row(rows()));
+    write_row(rows(), r.vector);
     thread_of.push_back(slot);
     seq.push_back(s);
     assistant.push_back(r.assistant ? 1 : 0);
@@ -131,7 +142,7 @@ struct memory_index::agent_rows {
       }
       size_t last = rows() - 1;
       if (i != last) {
-        std::copy_n(row(last), dims, row(i));
+        copy_row(last, i);
         thread_of[i] = thread_of[last];
         seq[i] = seq[last];
         assistant[i] = assistant[last];
@@ -198,15 +209,20 @@ status memory_index::search(std::string_view agent_id, std::span<const float> qu
     return status::invalid_input("memory search: a query of " + std::to_string(query.size()) +
                                  " dims against vectors of " + std::to_string(a.dims))
         .with_field("query");
+  // Only the query's non-zero dimensions cost a read: a hashing embedder's
+  // query of a few words touches a few columns of the matrix, a dense one all.
+  std::vector<std::pair<size_t, float>> terms;
+  for (size_t d = 0; d < a.dims; ++d)
+    if (query[d] != 0) terms.emplace_back(d, query[d]);
   // Min-heap of the best k so far: its top is the score to beat.
   using scored = std::pair<float, size_t>;
   std::priority_queue<scored, std::vector<scored>, std::greater<>> best;
-  float scores[score_block_rows];
+  alignas(64) float scores[chunk_rows];
   size_t n = a.rows();
-  // score_block_rows divides chunk_rows: a block never straddles two chunks.
-  for (size_t base = 0; base < n; base += score_block_rows) {
-    size_t count = std::min(score_block_rows, n - base);
-    score_rows(a.row(base), query.data(), a.dims, count, scores);
+  for (size_t base = 0; base < n; base += chunk_rows) {
+    size_t count = std::min(chunk_rows, n - base);
+    std::fill_n(scores, count, 0.0f);
+    for (const auto& [d, w] : terms) add_column(a.column(base, d), w, count, scores);
     for (size_t i = 0; i < count; ++i) {
       if (best.size() < k) best.emplace(scores[i], base + i);
       else if (scores[i] > best.top().first) {

@@ -1,14 +1,15 @@
 // memory_index: the in-memory side of episodic memory — every embedded message of
 // every agent, searched by brute force (DESIGN §4, effects; issue 9 point 3).
 //
-// Per agent, one row-major float32 matrix (one row per message, the agent's dims
-// fixed by its first row), contiguous in chunks of 4096 rows so that it grows
-// without copying, and parallel arrays of (thread, seq, role).
-// A search scans the agent's matrix once, dot product against the query (vectors
-// are L2-normalized, so the dot product is the cosine), and keeps the top k.
-// Memory: rows x dims x 4 bytes plus ~16 bytes per row — 1M rows of 384 dims take
-// ~1.45 GiB of floats. The scan reads all of it per query, so its latency is
-// bounded by memory bandwidth (~10 GB/s: ~150 ms at 1M x 384).
+// Per agent, one float32 matrix (one row per message, the agent's dims fixed by
+// its first row) in chunks of 4096 rows that grow without copying; inside a
+// chunk the matrix is stored column by column. Parallel arrays hold (thread,
+// seq, role). A search walks the chunks, adds query[d] x column d to the chunk's
+// 4096 scores for each non-zero query dimension d (vectors are L2-normalized, so
+// the dot product is the cosine) and keeps the top k. A dense query reads the
+// whole matrix (1M rows x 384 dims = ~1.45 GiB: ~150 ms at ~10 GB/s); a query
+// from the hashing embedder has a handful of non-zero dimensions and reads only
+// those columns, a few percent of it.
 //
 // The index is derived state: the embeddings column family is the truth; the
 // runtime rebuilds the index from it at open and feeds it as rows are written.
