@@ -1,13 +1,20 @@
 #include "runtime/openai_embedder.hpp"
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509_vfy.h>
+
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <charconv>
 #include <cmath>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
+#include <filesystem>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -22,6 +29,7 @@ namespace {
 namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 namespace net = boost::asio;
+namespace ssl = boost::asio::ssl;
 using tcp = net::ip::tcp;
 
 constexpr size_t error_text_bytes_max = 200;  // of a server's error message quoted in ours
@@ -29,12 +37,14 @@ constexpr size_t reply_bytes_max = 256 << 20;  // one response body
 constexpr size_t reply_depth_max = 8;
 
 struct openai_config {
+  bool tls = false;  // https://
   std::string host;
-  std::string port = "80";
+  std::string port;  // base_url's, else 80 (http) or 443 (https)
   std::string path_prefix;  // base_url's path, without a trailing slash
   std::string model;
   std::string api_key_env = "OPENAI_API_KEY";
   std::string api_key;  // read once, at construction
+  std::string ca_file;  // https only; empty: the system's trusted CAs
   uint64_t dims = 0;
   uint64_t batch_max = 64;
   uint64_t timeout_ms = 30000;
@@ -48,10 +58,11 @@ struct openai_config {
 status parse_base_url(const std::string& url, openai_config* c) {
   std::string rest;
   if (url.rfind("http://", 0) == 0) rest = url.substr(7);
-  else if (url.rfind("https://", 0) == 0)
-    return status::invalid_input("base_url: https:// is not supported yet; use http:// (a local proxy for TLS)")
-        .with_field("base_url");
-  else return status::invalid_input("base_url: must start with http://").with_field("base_url");
+  else if (url.rfind("https://", 0) == 0) {
+    rest = url.substr(8);
+    c->tls = true;
+  } else return status::invalid_input("base_url: must start with http:// or https://").with_field("base_url");
+  c->port = c->tls ? "443" : "80";
   size_t slash = rest.find('/');
   std::string authority = rest.substr(0, slash);
   c->path_prefix = slash == std::string::npos ? "" : rest.substr(slash);
@@ -81,6 +92,7 @@ status parse_config(std::string_view json_text, openai_config* c) {
   SKEIN_TRY(r.string("model", &c->model));
   SKEIN_TRY(r.uint("dims", &c->dims));
   SKEIN_TRY(r.string("api_key_env", &c->api_key_env, false));
+  SKEIN_TRY(r.string("ca_file", &c->ca_file, false));
   SKEIN_TRY(r.uint("batch_max", &c->batch_max, false));
   SKEIN_TRY(r.uint("timeout_ms", &c->timeout_ms, false));
   SKEIN_TRY(r.uint("retries", &c->retries, false));
@@ -97,8 +109,41 @@ status parse_config(std::string_view json_text, openai_config* c) {
   if (c->retries == 0) return status::invalid_input("config.retries: must be at least 1").with_field("retries");
   if (c->timeout_ms == 0) return status::invalid_input("config.timeout_ms: must be at least 1").with_field("timeout_ms");
   if (c->queue_max == 0) return status::invalid_input("config.queue_max: must be at least 1").with_field("queue_max");
+  // A CA file with plain http would suggest a protection the traffic does not have.
+  if (!c->ca_file.empty() && !c->tls)
+    return status::invalid_input("config.ca_file: only for an https:// base_url").with_field("ca_file");
   if (const char* key = std::getenv(c->api_key_env.c_str())) c->api_key = key;
   return status::ok();
+}
+
+// The client side of TLS, built once per embedder: TLS 1.2 or later, the peer's
+// chain verified against ca_file (else the system's trusted CAs). The host name
+// is checked per connection (exchange_https). A bad ca_file is a config error
+// now rather than a failed handshake at the first call.
+status make_tls_context(const openai_config& c, std::unique_ptr<ssl::context>* out) {
+  try {
+    auto ctx = std::make_unique<ssl::context>(ssl::context::tls_client);
+    if (SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION) != 1)
+      return status::io_error("openai embedder: cannot require TLS 1.2");
+    ctx->set_verify_mode(ssl::verify_peer);
+    beast::error_code ec;
+    if (c.ca_file.empty()) {
+      ctx->set_default_verify_paths(ec);
+      if (ec) return status::io_error("openai embedder: cannot load the system's trusted CAs: " + ec.message());
+    } else {
+      std::error_code fs_ec;
+      if (!std::filesystem::is_regular_file(c.ca_file, fs_ec))
+        return status::invalid_input("config.ca_file: '" + c.ca_file + "' is not a file").with_field("ca_file");
+      ctx->load_verify_file(c.ca_file, ec);
+      if (ec)
+        return status::invalid_input("config.ca_file: '" + c.ca_file + "' holds no PEM certificate: " + ec.message())
+            .with_field("ca_file");
+    }
+    *out = std::move(ctx);
+    return status::ok();
+  } catch (const boost::system::system_error& e) {  // SSL_CTX_new failed: OpenSSL itself is unusable
+    return status::io_error(std::string("openai embedder: cannot set up TLS: ") + e.what());
+  }
 }
 
 // One attempt's outcome: what it got, and whether trying again may help.
@@ -110,29 +155,81 @@ struct attempt {
 };
 
 // The whole exchange under one deadline: tcp_stream's timeout covers connect,
-// write and read alike (it applies to asynchronous operations only, hence the
-// coroutine on a private io_context). The name lookup before it is not bounded.
-net::awaitable<beast::error_code> exchange(tcp::resolver::results_type endpoints, std::chrono::milliseconds timeout,
-                                           bhttp::request<bhttp::string_body>& req,
-                                           bhttp::response_parser<bhttp::string_body>& parser) {
-  auto ex = co_await net::this_coro::executor;
-  beast::tcp_stream stream{ex};
-  stream.expires_after(timeout);
+// TLS handshake, write and read alike (it applies to asynchronous operations
+// only, hence the coroutines on a private io_context). The name lookup before
+// it is not bounded.
+//
+// Writes the request and reads the reply on a connected (for https: handshaken) stream.
+template <class stream_type>
+net::awaitable<beast::error_code> write_read(stream_type& stream, bhttp::request<bhttp::string_body>& req,
+                                             bhttp::response_parser<bhttp::string_body>& parser) {
   auto tok = net::as_tuple(net::use_awaitable);
-  auto [ec_c, ep] = co_await stream.async_connect(endpoints, tok);
-  if (ec_c) co_return ec_c;
   auto [ec_w, written] = co_await bhttp::async_write(stream, req, tok);
   if (ec_w) co_return ec_w;
   beast::flat_buffer buffer;
   auto [ec_r, read] = co_await bhttp::async_read(stream, buffer, parser, tok);
+  co_return ec_r;
+}
+
+net::awaitable<beast::error_code> exchange_http(tcp::resolver::results_type endpoints, std::chrono::milliseconds timeout,
+                                                bhttp::request<bhttp::string_body>& req,
+                                                bhttp::response_parser<bhttp::string_body>& parser) {
+  beast::tcp_stream stream{co_await net::this_coro::executor};
+  stream.expires_after(timeout);
+  auto [ec, ep] = co_await stream.async_connect(endpoints, net::as_tuple(net::use_awaitable));
+  if (!ec) ec = co_await write_read(stream, req, parser);
   beast::error_code ignored;
   stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
-  co_return ec_r;
+  co_return ec;
+}
+
+// As exchange_http, with a TLS handshake after connect. A certificate that fails
+// verification leaves OpenSSL's reason in *verify_failure (else it stays empty).
+net::awaitable<beast::error_code> exchange_https(tcp::resolver::results_type endpoints,
+                                                 std::chrono::milliseconds timeout, ssl::context& ctx,
+                                                 const std::string& host, bhttp::request<bhttp::string_body>& req,
+                                                 bhttp::response_parser<bhttp::string_body>& parser,
+                                                 std::string* verify_failure) {
+  beast::ssl_stream<beast::tcp_stream> stream{co_await net::this_coro::executor, ctx};
+  auto& tcp_layer = beast::get_lowest_layer(stream);
+  tcp_layer.expires_after(timeout);
+  beast::error_code addr_ec;
+  net::ip::make_address(host, addr_ec);
+  const bool host_is_ip = !addr_ec;
+  // SNI picks the certificate on shared hosts; RFC 6066 allows no IP literal in it.
+  if (!host_is_ip && SSL_set_tlsext_host_name(stream.native_handle(), host.c_str()) != 1)
+    co_return beast::error_code(static_cast<int>(::ERR_get_error()), net::error::get_ssl_category());
+  // host_name_verification only answers no; naming the mismatch in the store makes
+  // OpenSSL's verify result say why ("hostname mismatch", "IP address mismatch").
+  stream.set_verify_callback([check = ssl::host_name_verification(host), host_is_ip](bool preverified,
+                                                                                     ssl::verify_context& vc) {
+    if (!preverified) return false;
+    if (check(preverified, vc)) return true;
+    X509_STORE_CTX_set_error(vc.native_handle(),
+                             host_is_ip ? X509_V_ERR_IP_ADDRESS_MISMATCH : X509_V_ERR_HOSTNAME_MISMATCH);
+    return false;
+  });
+  auto tok = net::as_tuple(net::use_awaitable);
+  auto [ec, ep] = co_await tcp_layer.async_connect(endpoints, tok);
+  if (!ec) {
+    std::tie(ec) = co_await stream.async_handshake(ssl::stream_base::client, tok);
+    if (long v = SSL_get_verify_result(stream.native_handle()); ec && v != X509_V_OK)
+      *verify_failure = X509_verify_cert_error_string(v);
+  }
+  if (!ec) ec = co_await write_read(stream, req, parser);
+  // No TLS close_notify of ours: the reply is complete by now (a peer that closed
+  // mid-reply without close_notify already failed the read as stream_truncated),
+  // and waiting for the server's close_notify could only add a stall.
+  beast::error_code ignored;
+  tcp_layer.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  co_return ec;
 }
 
 class openai_embedder final : public embedder {
  public:
-  explicit openai_embedder(openai_config c) : c_(std::move(c)), rng_(std::random_device{}()) {
+  // tls: the context for an https base_url, null for http.
+  openai_embedder(openai_config c, std::unique_ptr<ssl::context> tls)
+      : c_(std::move(c)), tls_(std::move(tls)), rng_(std::random_device{}()) {
     worker_ = std::thread([this] { work(); });
   }
 
@@ -280,10 +377,18 @@ class openai_embedder final : public embedder {
       return a;
     }
     auto timeout = std::chrono::milliseconds(c_.timeout_ms);
-    net::co_spawn(ioc, exchange(endpoints, timeout, req, parser), [&](std::exception_ptr e, beast::error_code r) {
-      ec = e ? beast::error_code(net::error::fault) : r;
-    });
+    std::string verify_failure;
+    auto on_end = [&](std::exception_ptr e, beast::error_code r) { ec = e ? beast::error_code(net::error::fault) : r; };
+    if (tls_)
+      net::co_spawn(ioc, exchange_https(endpoints, timeout, *tls_, c_.host, req, parser, &verify_failure), on_end);
+    else
+      net::co_spawn(ioc, exchange_http(endpoints, timeout, req, parser), on_end);
     ioc.run();
+    if (!verify_failure.empty()) {  // the same certificate will come back: not retried
+      a.result = status::io_error("openai embedder: the TLS certificate of " + c_.host + ":" + c_.port +
+                                  " failed verification: " + verify_failure);
+      return a;
+    }
     if (ec) {
       a.retryable = true;
       a.result = ec == beast::error::timeout
@@ -385,6 +490,7 @@ class openai_embedder final : public embedder {
   }
 
   const openai_config c_;
+  const std::unique_ptr<ssl::context> tls_;  // used by the worker alone
   std::mt19937_64 rng_;  // the worker's alone
   std::mutex mu_;        // guards queue_ and stopping_
   std::condition_variable cv_;
@@ -398,7 +504,9 @@ class openai_embedder final : public embedder {
 status make_openai_embedder(std::string_view config_json, timer_service&, std::shared_ptr<embedder>* out) {
   openai_config c;
   SKEIN_TRY(parse_config(config_json, &c));
-  *out = std::make_shared<openai_embedder>(std::move(c));
+  std::unique_ptr<ssl::context> tls;
+  if (c.tls) SKEIN_TRY(make_tls_context(c, &tls));
+  *out = std::make_shared<openai_embedder>(std::move(c), std::move(tls));
   return status::ok();
 }
 

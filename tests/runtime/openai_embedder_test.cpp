@@ -1,6 +1,10 @@
 // The openai embedder against a local fake server (Beast, 127.0.0.1, an
-// ephemeral port): replies, batching, retries, timeouts, bad replies, the key.
+// ephemeral port): replies, batching, retries, timeouts, bad replies, the key;
+// and over https, with certificates made for the test (tests/support/tls_cert.hpp).
+#include <openssl/ssl.h>
+
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <catch2/catch.hpp>
@@ -13,6 +17,8 @@
 
 #include "runtime/model/engine.hpp"
 #include "runtime/openai_embedder.hpp"
+#include "tests/support/temp_dir.hpp"
+#include "tests/support/tls_cert.hpp"
 
 using namespace skein;
 
@@ -21,6 +27,7 @@ namespace {
 namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 namespace net = boost::asio;
+namespace ssl = boost::asio::ssl;
 using tcp = net::ip::tcp;
 using request = bhttp::request<bhttp::string_body>;
 using response = bhttp::response<bhttp::string_body>;
@@ -29,13 +36,29 @@ using clock_type = std::chrono::steady_clock;
 constexpr const char* test_key = "sk-test-SECRET-0123456789";
 constexpr auto wait_max = std::chrono::seconds(20);
 
+// The https side of a fake_server: its certificate chain and key (PEM), and
+// whether it completes handshakes at all (false: it accepts the TCP connection
+// and never reads the ClientHello, holding the socket until the server stops).
+struct tls_setup {
+  std::string cert_pem;
+  std::string key_pem;
+  bool handshake = true;
+};
+
 // Serves one connection at a time; the handler's nullopt means "never answer"
-// (the connection is held open until the server stops).
+// (the connection is held open until the server stops). With a tls_setup it
+// speaks https.
 class fake_server {
  public:
   using handler = std::function<std::optional<response>(const request&, int n)>;
 
-  explicit fake_server(handler h) : handler_(std::move(h)), acceptor_(ioc_, {net::ip::make_address("127.0.0.1"), 0}) {
+  explicit fake_server(handler h, std::optional<tls_setup> tls = {})
+      : handler_(std::move(h)), tls_(std::move(tls)), acceptor_(ioc_, {net::ip::make_address("127.0.0.1"), 0}) {
+    if (tls_) {
+      ssl_.emplace(ssl::context::tls_server);
+      ssl_->use_certificate_chain(net::buffer(tls_->cert_pem));
+      ssl_->use_private_key(net::buffer(tls_->key_pem), ssl::context::pem);
+    }
     thread_ = std::thread([this] { loop(); });
   }
   ~fake_server() {
@@ -47,48 +70,84 @@ class fake_server {
   }
 
   uint16_t port() const { return acceptor_.local_endpoint().port(); }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port()); }
+  std::string url(const std::string& host = "127.0.0.1") const {
+    return (tls_ ? "https://" : "http://") + host + ":" + std::to_string(port());
+  }
   std::vector<request> seen() {
     std::lock_guard lock{mu_};
     return seen_;
   }
+  // TCP connections accepted, whatever came of them.
+  int accepted() const { return accepted_; }
+  // The SNI host name of each completed handshake ("" when none was sent).
+  std::vector<std::string> server_names() {
+    std::lock_guard lock{mu_};
+    return server_names_;
+  }
 
  private:
   void loop() {
-    std::vector<tcp::socket> held;
+    std::vector<std::shared_ptr<void>> held;
     for (;;) {
       tcp::socket s{ioc_};
       beast::error_code ec;
       acceptor_.accept(s, ec);
       if (stopping_ || ec) return;
-      beast::flat_buffer buf;
-      request req;
-      bhttp::read(s, buf, req, ec);
-      if (ec) continue;
-      int n;
-      {
-        std::lock_guard lock{mu_};
-        seen_.push_back(req);
-        n = static_cast<int>(seen_.size());
-      }
-      auto res = handler_(req, n);
-      if (!res) {
-        held.push_back(std::move(s));
+      ++accepted_;
+      if (!tls_) {
+        auto plain = std::make_shared<tcp::socket>(std::move(s));
+        if (!serve(*plain)) held.push_back(plain);
         continue;
       }
-      res->version(11);
-      res->prepare_payload();
-      bhttp::write(s, *res, ec);
-      s.shutdown(tcp::socket::shutdown_both, ec);
+      auto secure = std::make_shared<ssl::stream<tcp::socket>>(std::move(s), *ssl_);
+      if (!tls_->handshake) {
+        held.push_back(secure);
+        continue;
+      }
+      secure->handshake(ssl::stream_base::server, ec);
+      if (ec) continue;  // the client refused our certificate, or went away
+      {
+        const char* name = SSL_get_servername(secure->native_handle(), TLSEXT_NAMETYPE_host_name);
+        std::lock_guard lock{mu_};
+        server_names_.emplace_back(name ? name : "");
+      }
+      if (!serve(*secure)) held.push_back(secure);
     }
   }
 
+  // One request and its answer; false: the handler said never answer, hold the stream.
+  template <class stream_type>
+  bool serve(stream_type& s) {
+    beast::error_code ec;
+    beast::flat_buffer buf;
+    request req;
+    bhttp::read(s, buf, req, ec);
+    if (ec) return true;
+    int n;
+    {
+      std::lock_guard lock{mu_};
+      seen_.push_back(req);
+      n = static_cast<int>(seen_.size());
+    }
+    auto res = handler_(req, n);
+    if (!res) return false;
+    res->version(11);
+    res->prepare_payload();
+    bhttp::write(s, *res, ec);
+    beast::get_lowest_layer(s).shutdown(tcp::socket::shutdown_both, ec);
+    return true;
+  }
+
   handler handler_;
+  std::optional<tls_setup> tls_;
+  std::optional<ssl::context> ssl_;
   net::io_context ioc_;
   tcp::acceptor acceptor_;
   std::atomic<bool> stopping_{false};
-  std::mutex mu_;  // guards seen_
+  std::atomic<int> accepted_{0};
+  std::mutex mu_;  // guards seen_ and server_names_
   std::vector<request> seen_;
+  std::vector<std::string> server_names_;
   std::thread thread_;
 };
 
@@ -134,9 +193,12 @@ std::shared_ptr<embedder> make(const std::string& config) {
   return e;
 }
 
+// `extra` may set timeout_ms itself: the default is left out then, since the
+// config reader takes the first of two equal keys.
 std::string config(const fake_server& srv, const std::string& extra = "") {
+  std::string timeout = extra.find("\"timeout_ms\"") == std::string::npos ? R"(,"timeout_ms":2000)" : "";
   return R"({"base_url":")" + srv.url() + R"(","model":"m","dims":4,"api_key_env":"SKEIN_TEST_EMBED_KEY",)"
-         R"("backoff_ms":1,"timeout_ms":2000)" + (extra.empty() ? "" : "," + extra) + "}";
+         R"("backoff_ms":1)" + timeout + (extra.empty() ? "" : "," + extra) + "}";
 }
 
 embed_reply embed_wait(embedder& e, std::vector<std::string> texts) {
@@ -248,7 +310,7 @@ TEST_CASE("openai embedder: a server that never answers times out, and is retrie
   auto r = embed_wait(*e, {"a"});
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t0).count();
   CHECK_FALSE(r.result.is_ok());
-  CHECK_THAT(r.result.message(), Catch::Contains("timeout_ms 200"));
+  CHECK_THAT(r.result.message(), Catch::Contains("timeout_ms 200 "));
   CHECK(srv.seen().size() == 2);
   CHECK(ms >= 400);
   CHECK(ms < 5000);
@@ -286,13 +348,14 @@ TEST_CASE("openai embedder: the key never appears in an error, even when the ser
   CHECK(r.result.to_string().find(test_key) == std::string::npos);
 }
 
-TEST_CASE("openai embedder: config errors name the field; https and a closed port are clear") {
+TEST_CASE("openai embedder: config errors name the field; a bad scheme and a closed port are clear") {
   no_timers timers;
   std::shared_ptr<embedder> e;
   status s = make_openai_embedder(R"({"model":"m","dims":4})", timers, &e);
   CHECK_THAT(s.message(), Catch::Contains("base_url"));
-  s = make_openai_embedder(R"({"base_url":"https://api.openai.com","model":"m","dims":4})", timers, &e);
-  CHECK_THAT(s.message(), Catch::Contains("https:// is not supported"));
+  s = make_openai_embedder(R"({"base_url":"ftp://api.openai.com","model":"m","dims":4})", timers, &e);
+  CHECK(s.field() == "base_url");
+  CHECK_THAT(s.message(), Catch::Contains("http:// or https://"));
   s = make_openai_embedder(R"({"base_url":"http://127.0.0.1:1","model":"m"})", timers, &e);
   CHECK_THAT(s.message(), Catch::Contains("dims"));
   s = make_openai_embedder(R"({"base_url":"http://127.0.0.1:1","model":"m","dims":4,"retries":1})", timers, &e);
@@ -300,4 +363,130 @@ TEST_CASE("openai embedder: config errors name the field; https and a closed por
   auto r = embed_wait(*e, {"a"});
   CHECK(r.result.code() == errc::io_error);
   CHECK_THAT(r.result.message(), Catch::Contains("127.0.0.1:1"));
+}
+
+namespace {
+
+// A test CA (its certificate in ca.pem in a temp dir) and server certificates it signs.
+struct test_pki {
+  test::temp_dir dir;
+  test::pem_pair ca = test::make_test_ca();
+  std::string ca_file = dir.str("ca.pem");
+
+  test_pki() { test::write_text_file(ca_file, ca.cert); }
+
+  // An https server whose certificate names `alt_names` (subjectAltName syntax).
+  tls_setup server(const std::string& alt_names = "IP:127.0.0.1,DNS:localhost", bool handshake = true) const {
+    test::pem_pair cert = test::make_server_cert(ca, alt_names);
+    return {cert.cert, cert.key, handshake};
+  }
+  std::string ca_field() const { return R"("ca_file":")" + ca_file + R"(")"; }
+};
+
+response embeddings_reply(const request& r, int) { return reply(200, embeddings_body(inputs_in(r), 4)); }
+
+}  // namespace
+
+TEST_CASE("openai embedder https: vectors come back over TLS with ca_file; key and body sent; SNI for a name") {
+  test_pki pki;
+  fake_server srv{embeddings_reply, pki.server()};
+  auto e = make(config(srv, pki.ca_field()));
+  auto r = embed_wait(*e, {"alpha", "beta"});
+  INFO(r.result.to_string());
+  REQUIRE(r.result.is_ok());
+  REQUIRE(r.vectors.size() == 2);
+  double norm = std::sqrt(2.0 * 2.0 + 1);
+  CHECK(r.vectors[1][0] == Approx(2 / norm));
+  CHECK(r.vectors[1][1] == Approx(1 / norm));
+  auto seen = srv.seen();
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0].target() == "/v1/embeddings");
+  CHECK(seen[0][bhttp::field::authorization] == std::string("Bearer ") + test_key);
+  CHECK(seen[0].body() == R"({"model":"m","input":["alpha","beta"]})");
+  CHECK(srv.server_names() == std::vector<std::string>{""});  // no SNI for an IP address
+
+  // By name: the certificate's DNS:localhost matches, and the name goes out as SNI.
+  std::string by_name = R"({"base_url":")" + srv.url("localhost") +
+                        R"(","model":"m","dims":4,"api_key_env":"SKEIN_TEST_EMBED_KEY","timeout_ms":2000,)" +
+                        pki.ca_field() + "}";
+  auto named = make(by_name);
+  r = embed_wait(*named, {"gamma"});
+  INFO(r.result.to_string());
+  REQUIRE(r.result.is_ok());
+  CHECK(srv.server_names() == std::vector<std::string>{"", "localhost"});
+}
+
+TEST_CASE("openai embedder https: an untrusted certificate fails at once, names the host, not retried") {
+  test_pki pki;
+  fake_server srv{embeddings_reply, pki.server()};
+  auto e = make(config(srv, R"("retries":3)"));  // no ca_file: the system's CAs know nothing of the test CA
+  auto r = embed_wait(*e, {"a"});
+  CHECK(r.result.code() == errc::io_error);
+  CHECK_THAT(r.result.message(),
+             Catch::Contains("failed verification") && Catch::Contains("127.0.0.1:" + std::to_string(srv.port())));
+  CHECK(r.result.limit() != "retries");
+  CHECK(r.result.to_string().find(test_key) == std::string::npos);
+  CHECK(srv.accepted() == 1);
+  CHECK(srv.seen().empty());  // the request, and the key with it, never left the client
+}
+
+TEST_CASE("openai embedder https: a certificate for another name fails host-name verification, not retried") {
+  test_pki pki;
+  fake_server srv{embeddings_reply, pki.server("DNS:other.example")};
+  auto e = make(config(srv, pki.ca_field() + R"(,"retries":3)"));
+  auto r = embed_wait(*e, {"a"});
+  CHECK(r.result.code() == errc::io_error);
+  CHECK_THAT(r.result.message(), Catch::Contains("failed verification") && Catch::Contains("IP address mismatch"));
+  CHECK(r.result.to_string().find(test_key) == std::string::npos);
+  CHECK(srv.accepted() == 1);
+  CHECK(srv.seen().empty());
+}
+
+TEST_CASE("openai embedder https: a handshake that never completes ends at timeout_ms and is retried") {
+  test_pki pki;
+  fake_server srv{embeddings_reply, pki.server("IP:127.0.0.1", /*handshake=*/false)};
+  auto e = make(config(srv, pki.ca_field() + R"(,"timeout_ms":200,"retries":2)"));
+  auto t0 = clock_type::now();
+  auto r = embed_wait(*e, {"a"});
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t0).count();
+  CHECK(r.result.code() == errc::io_error);
+  CHECK_THAT(r.result.message(), Catch::Contains("timeout_ms 200 ") && Catch::Contains("2 attempts"));
+  CHECK(r.result.limit() == "retries");
+  CHECK(srv.accepted() == 2);
+  CHECK(ms >= 400);
+  CHECK(ms < 2000);  // two deadlines of 200 ms and a 1 ms backoff, with room for a slow machine
+}
+
+TEST_CASE("openai embedder https: a missing or non-PEM ca_file is refused at construction, naming ca_file") {
+  test_pki pki;
+  no_timers timers;
+  std::shared_ptr<embedder> e;
+  auto with_ca = [&](const std::string& scheme, const std::string& path) {
+    return R"({"base_url":")" + scheme + R"(://127.0.0.1:1","model":"m","dims":4,"ca_file":")" + path + R"("})";
+  };
+  status s = make_openai_embedder(with_ca("https", pki.dir.str("absent.pem")), timers, &e);
+  CHECK(s.code() == errc::invalid_input);
+  CHECK(s.field() == "ca_file");
+  CHECK_THAT(s.message(), Catch::Contains("absent.pem"));
+  CHECK(e == nullptr);
+
+  std::string garbage = pki.dir.str("garbage.pem");
+  test::write_text_file(garbage, "this is not a certificate\n");
+  s = make_openai_embedder(with_ca("https", garbage), timers, &e);
+  CHECK(s.code() == errc::invalid_input);
+  CHECK(s.field() == "ca_file");
+  CHECK_THAT(s.message(), Catch::Contains("no PEM certificate"));
+
+  std::string key_only = pki.dir.str("key.pem");  // PEM, but no certificate in it
+  test::write_text_file(key_only, pki.ca.key);
+  s = make_openai_embedder(with_ca("https", key_only), timers, &e);
+  CHECK(s.field() == "ca_file");
+
+  s = make_openai_embedder(with_ca("http", pki.ca_file), timers, &e);  // TLS options on plain http
+  CHECK(s.field() == "ca_file");
+  CHECK(e == nullptr);
+
+  s = make_openai_embedder(with_ca("https", pki.ca_file), timers, &e);
+  INFO(s.to_string());
+  CHECK(s.is_ok());
 }
