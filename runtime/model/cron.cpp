@@ -1,6 +1,6 @@
-// Cron expression grammar (ABNF-like; cron.hpp gives the meaning). The
-// scheduler stores the expression text as written and re-parses it on load, so
-// this grammar is the stored format of a schedule's `cron` field, version 1.
+// Cron expression grammar, version 1 (ABNF-like; cron.hpp gives the meaning).
+// Cron text is kept as written wherever it is stored or sent; this grammar is
+// its format, and to_string writes a subset of it (numbers, no macros).
 //
 //   cron      = *blank ( fields / macro ) *blank          ; at most cron_expr_bytes_max bytes
 //   fields    = minute 1*blank hour 1*blank dom 1*blank month 1*blank dow
@@ -48,6 +48,7 @@ struct field_spec {
   const std::string_view* names = nullptr;
   int name_count = 0;
   int first_name_value = 0;  // the value of names[0]
+  bool seven_is_sunday = false;  // day of week: value 7 is stored as bit 0
 };
 
 enum field_index { minute_field, hour_field, dom_field, month_field, dow_field, field_count };
@@ -57,7 +58,7 @@ constexpr std::array<field_spec, field_count> specs = {{
     {"hour", 0, 23},
     {"day of month", 1, 31},
     {"month", 1, 12, month_names.data(), 12, 1},
-    {"day of week", 0, 7, day_names.data(), 7, 0},
+    {"day of week", 0, 7, day_names.data(), 7, 0, true},
 }};
 
 constexpr int minutes_per_day = 24 * 60;
@@ -96,7 +97,7 @@ uint64_t expand(const field_spec& f, int lo, int hi, int step) {
   assert(step >= 1);  // the parser refuses step 0: this loop would not end
   uint64_t bits = 0;
   for (int v = lo; v <= hi; v += step) bits |= uint64_t{1} << v;
-  if (&f == &specs[dow_field] && (bits >> 7 & 1)) bits = (bits & ~(uint64_t{1} << 7)) | 1;
+  if (f.seven_is_sunday && (bits >> 7 & 1)) bits = (bits & ~(uint64_t{1} << 7)) | 1;
   return bits;
 }
 
@@ -484,11 +485,21 @@ status find_zone(std::string_view iana_name, zone_handle* out) {
   } catch (const std::exception& ex) {
     return status::io_error(std::string{"time zones: the system zoneinfo could not be read: "} + ex.what());
   }
+  const date::time_zone* zone = nullptr;
   try {
-    out->zone_ = date::locate_zone(iana_name);
+    zone = date::locate_zone(iana_name);
   } catch (const std::exception&) {
     return bad("not an IANA time zone known to the system zoneinfo");
   }
+  try {
+    // The library reads a zone's file on its first conversion and throws if it
+    // cannot: do that here, so next_fire never meets an exception.
+    zone->get_info(date::sys_seconds{});
+  } catch (const std::exception& ex) {
+    return status::io_error("time zone \"" + std::string{iana_name} +
+                            "\": its zoneinfo could not be read: " + ex.what());
+  }
+  out->zone_ = zone;
   return status::ok();
 }
 

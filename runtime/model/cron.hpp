@@ -78,8 +78,9 @@ struct cron_expr {
 // names that limit. `*out` is written only on success.
 status parse_cron(std::string_view expr, cron_expr* out);
 
-// Canonical text of `e`: numbers only, `*`, `*/n`, ranges and lists, in value
-// order. parse_cron(to_string(e)) gives back `e`, including the day flags.
+// Canonical text of `e`, which parse_cron made (every field has a value):
+// numbers only, `*`, `*/n`, ranges and lists, in value order.
+// parse_cron(to_string(e)) gives back `e`, including the day flags.
 std::string to_string(const cron_expr& e);
 
 // A resolved IANA time zone. Cheap to copy. Default-constructed, it is UTC
@@ -104,11 +105,12 @@ class zone_handle {
 status find_zone(std::string_view iana_name, zone_handle* out);
 
 // The first firing of `e` in `zone` strictly after `after_ms_utc` (ms since the
-// Unix epoch), as ms since the epoch (a whole minute). Walks the calendar by
-// month, day, hour and minute, never minute by minute over years. An expression
-// that cannot fire within cron_search_years_max (`0 0 30 2 *`) is not_found,
-// with the limit named. `after_ms_utc` outside [cron_after_ms_min,
-// cron_after_ms_max] is invalid_input.
+// Unix epoch), as ms since the epoch (a whole local minute). Walks the calendar
+// by month, day, hour and minute, never minute by minute over years. An
+// expression whose days never occur (`0 0 30 2 *`) is not_found at once, its
+// message saying why; one with no firing within cron_search_years_max is
+// not_found naming that limit. `after_ms_utc` outside [cron_after_ms_min,
+// cron_after_ms_max] is invalid_input. Never throws: find_zone has read the zone.
 status next_fire(const cron_expr& e, const zone_handle& zone, int64_t after_ms_utc, int64_t* out_ms_utc);
 
 // The first `n` firings strictly after `after_ms_utc`, increasing, for previews.

@@ -372,6 +372,12 @@ TEST_CASE("cron: arguments out of range are refused with their limits", "[cron]"
   s = next_fire(e, utc, cron_after_ms_max + 1, &out);
   CHECK(s.code() == errc::invalid_input);
   CHECK(s.limit() == "cron_after_ms_max");
+  // At the epoch, a zone west of UTC is still in 1969 locally: New York's
+  // first midnight is 1970-01-01 00:00 EST, 05:00 UTC.
+  REQUIRE(next_fire(parse_ok("0 0 * * *"), zone("America/New_York"), 0, &out).is_ok());
+  CHECK(out == utc_ms(1970, 1, 1, 5, 0));
+  REQUIRE(next_fire(parse_ok("0 0 * * *"), zone("Asia/Tokyo"), 0, &out).is_ok());
+  CHECK(out == utc_ms(1970, 1, 1, 15, 0));  // JST is UTC+9: 1970-01-02 00:00 local
   REQUIRE(next_fire(e, utc, cron_after_ms_max, &out).is_ok());
   CHECK(out == cron_after_ms_max + 1);  // 10000-01-01 00:00 UTC
 
@@ -556,7 +562,8 @@ std::vector<int64_t> reference_fires(const cron_expr& e, const date::time_zone* 
 
 std::string random_element(std::mt19937_64& rng, int lo, int hi, bool names, bool day_of_week) {
   auto pick = [&](int a, int b) { return std::uniform_int_distribution<int>(a, b)(rng); };
-  static const char* month_names[] = {"jan", "FEB", "Mar", "apr", "MAY", "jun", "Jul", "AUG", "sep", "oct", "Nov", "dec"};
+  static const char* month_names[] = {"jan", "FEB", "Mar", "apr", "MAY", "jun",
+                                      "Jul", "AUG", "sep", "oct", "Nov", "dec"};
   static const char* day_names[] = {"SUN", "mon", "Tue", "wed", "THU", "fri", "Sat"};
   auto value = [&](int v) -> std::string {
     if (names && pick(0, 2) == 0) {
