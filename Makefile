@@ -20,6 +20,7 @@ run: configure
 	$(BUILD_DIR)/tools/skein serve --demo
 
 test: build
+	@scripts/check-registered.sh $(BUILD_DIR)
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
 # The kernl baseline's packages; without node and npm, skein-bench skips that baseline.
@@ -57,6 +58,7 @@ test-asan: setup
 	  -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined $(SAN_FLAGS)" \
 	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" >/dev/null
 	@$(SAN_ENV) cmake --build build-asan -j $(JOBS)
+	@scripts/check-registered.sh build-asan
 	@cd build-asan && $(SAN_ENV) SKEIN_UNDER_SANITIZER=asan ctest --output-on-failure -j $(JOBS) -E '^bench: '
 
 CAF_TSAN := $(CURDIR)/build-caf-tsan/inst
@@ -66,6 +68,7 @@ test-tsan: setup
 	  -DCMAKE_CXX_FLAGS="-fsanitize=thread $(SAN_FLAGS)" -DCAF_INCLUDE_DIR=$(CAF_TSAN)/include \
 	  -DCAF_CORE_LIBRARY=$(CAF_TSAN)/lib/libcaf_core.so -DCAF_IO_LIBRARY=$(CAF_TSAN)/lib/libcaf_io.so >/dev/null
 	@$(TSAN_ENV) cmake --build build-tsan -j $(JOBS) --target actors_test runtime_test
+	@scripts/check-registered.sh build-tsan $(subst |, ,$(TSAN_TESTS))
 	@cd build-tsan && $(TSAN_ENV) SKEIN_UNDER_SANITIZER=tsan ctest --output-on-failure -j $(JOBS) -R '^($(TSAN_TESTS)):'
 
 # libFuzzer targets (tests/fuzz): clang 14 in build-fuzz. UBSan's `function`

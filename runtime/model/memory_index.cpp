@@ -33,8 +33,10 @@ inline float dot_lanes_inline(const float* a, const float* b, size_t n) {
 // scores[r] += weight * column[r]. Each score is its own sum, so this vectorizes
 // without reassociating anything; the scan is then bound by memory bandwidth.
 // AVX2+FMA (x86-64-v3) halves its instructions where the CPU has it, chosen at
-// load time (ifunc), so the build stays portable.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// load time (ifunc), so the build stays portable. Not under TSan: the ifunc
+// resolver runs while the dynamic loader relocates, before TSan's runtime is up,
+// and its instrumented prologue crashes the process.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 __attribute__((target_clones("arch=x86-64-v3", "default")))
 #endif
 void add_column(const float* __restrict column, float weight, size_t rows, float* __restrict scores) {
