@@ -178,12 +178,18 @@ TEST_CASE("kill loop: SIGKILLs of skein serve under load lose no acknowledged en
     CHECK(log[a.last_seq - 1].run_id == a.run_id);
   }
 
-  // Every 202 becomes exactly one run: wait (bounded) for the last ones to finish.
+  // Every 202 becomes exactly one run: wait (bounded) for the last ones to finish,
+  // and for every run going on in the logs read to have stopped — inputs whose
+  // answer a kill cut off (a wait:true entry, a 202 never received) are durable
+  // too and replayed, so runs the ledger does not know of may still be going on.
   auto all_ran = [&] {
     for (const auto& a : book.accepts) {
       const auto& m = marks[a.thread][a.run_id];
       if (m.starts != 1 || m.stops != 1) return false;
     }
+    for (const auto& [t, runs] : marks)
+      for (const auto& [id, m] : runs)
+        if (m.starts != m.stops) return false;
     return true;
   };
   auto events_now = [&] {
