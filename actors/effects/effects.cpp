@@ -23,6 +23,7 @@ using scan_atom = caf::atom_constant<caf::atom("effscan")>;
 using job_done_atom = caf::atom_constant<caf::atom("effdone")>;
 using retry_atom = caf::atom_constant<caf::atom("effretry")>;
 using job_timeout_atom = caf::atom_constant<caf::atom("efftime")>;
+using unbusy_atom = caf::atom_constant<caf::atom("effunbusy")>;
 
 // Host code and effect kinds never throw into an actor: an exception becomes a status.
 template <class F>
@@ -95,6 +96,7 @@ class effect_actor : public caf::event_based_actor {
         .then([this] { catch_up(); }, [this](caf::error& e) { last_error_ = to_status(e).to_string(); });
     return {
         [this](committed_atom, std::vector<committed_tick>& feed) {
+          if (feed.size() >= config_.busy_group_ticks) busy_since_last_ = true;
           for (auto& c : feed) {
             if (c.erased) erased(c.thread_id);
             else note(c.thread_id, c.agent_id, c.last_seq, c.committed_at_ms);
@@ -117,6 +119,14 @@ class effect_actor : public caf::event_based_actor {
                  status::overloaded(name_ + " effect: thread " + id + " took longer than job_timeout (" +
                                     std::to_string(config_.job_timeout.count()) + " ms)")
                      .with_limit("job_timeout"));
+        },
+        [this](unbusy_atom) {
+          // One busy_hold with no saturated journal write ends the busy mode.
+          busy_ = busy_since_last_;
+          busy_since_last_ = false;
+          if (busy_) delayed_send(this, config_.busy_hold, unbusy_atom::value);
+          else busy_timer_ = false;
+          pump();
         },
         [this](caf::get_atom, stats_atom) { return stats(); },
     };
@@ -161,7 +171,13 @@ class effect_actor : public caf::event_based_actor {
   }
 
   void pump() {
-    while (in_flight_ < config_.jobs_in_flight_max && !ready_.empty()) {
+    if (busy_since_last_ && !busy_timer_) {
+      busy_ = busy_timer_ = true;
+      busy_since_last_ = false;
+      delayed_send(this, config_.busy_hold, unbusy_atom::value);
+    }
+    size_t width = busy_ ? config_.busy_jobs_in_flight_max : config_.jobs_in_flight_max;
+    while (in_flight_ < std::max<size_t>(1, width) && !ready_.empty()) {
       std::string id = std::move(ready_.front());
       ready_.pop_front();
       auto it = backlog_.find(id);
@@ -445,6 +461,9 @@ class effect_actor : public caf::event_based_actor {
   std::deque<std::string> ready_;
   std::unordered_map<std::string, agent_spec_ptr> agents_;
   size_t in_flight_ = 0;
+  // Foreground first (effects_config::busy_group_ticks): busy_ narrows pump();
+  // busy_since_last_ records a saturated write since the unbusy timer last fired.
+  bool busy_ = false, busy_since_last_ = false, busy_timer_ = false;
   uint64_t gens_ = 0;
   uint64_t done_ = 0, failed_ = 0, retries_ = 0, discarded_ = 0;
   std::string last_error_;

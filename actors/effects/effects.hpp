@@ -87,6 +87,15 @@ struct effects_config {
   std::function<void(const std::string& thread)> on_erased;
 
   size_t jobs_in_flight_max = 64;                      // threads one effect works on at once
+  // Foreground first: a journal write of at least busy_group_ticks threads' ticks
+  // means runs keep the journal saturated; until busy_hold passes without such a
+  // write, an effect works on at most busy_jobs_in_flight_max threads at once, so
+  // that its reads and writes do not take the journal's time from replies. It
+  // never stops: each job then takes a thread's whole backlog, and the rest is
+  // worked off at full width once the load drops (lag and backlog show it).
+  size_t busy_group_ticks = 16;
+  size_t busy_jobs_in_flight_max = 1;
+  std::chrono::milliseconds busy_hold{200};
   size_t job_events_max = 256;                         // events one job reads
   std::chrono::milliseconds job_timeout{60000};        // an engine or embedder call that hangs fails
   std::chrono::milliseconds retry_delay_min{100};      // first retry after a failure

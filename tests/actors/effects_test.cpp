@@ -145,3 +145,133 @@ TEST_CASE("an effect write racing a delete leaves no key of the thread, in eithe
   REQUIRE(log->count_thread_keys("t1", &keys).is_ok());
   CHECK(keys == 0);
 }
+
+namespace {
+
+// An effect whose jobs end when the test says: it counts the jobs in flight.
+struct probe_effect final : effect_kind {
+  struct state {
+    std::vector<std::function<void(effect_result)>> pending;  // jobs processing, in start order
+    size_t started = 0;
+  };
+  std::shared_ptr<state> st = std::make_shared<state>();
+  std::string name() const override { return "probe"; }
+  status load(const event_log&, effect_job&) const override { return status::ok(); }
+  std::unique_ptr<call_handle> process(effect_job job, std::function<void(effect_result)> done) const override {
+    ++st->started;
+    st->pending.push_back([cursor = job.target, done](effect_result r) {
+      r.write.cursor = cursor;
+      done(std::move(r));
+    });
+    return nullptr;
+  }
+  // Ends the oldest job in flight.
+  void finish_one() const {
+    REQUIRE_FALSE(st->pending.empty());
+    auto fn = std::move(st->pending.front());
+    st->pending.erase(st->pending.begin());
+    fn(effect_result{});
+  }
+};
+
+std::vector<committed_tick> feed_of(size_t from, size_t n) {
+  std::vector<committed_tick> feed;
+  for (size_t i = from; i < from + n; ++i) feed.push_back(committed_tick{"t" + std::to_string(i), "agent", 1, 1000, false});
+  return feed;
+}
+
+}  // namespace
+
+TEST_CASE("while the journal's writes are saturated an effect works one thread at a time, and catches up after") {
+  temp_dir dir;
+  auto log = open_log(dir.str());
+  constexpr size_t threads = 60;
+  for (size_t i = 0; i < threads; ++i) {
+    tick t = make_tick("t" + std::to_string(i), 1, 1);
+    REQUIRE(log->commit(t).is_ok());
+  }
+  caf::actor_system_config cfg;
+  register_skein_types(cfg);
+  cfg.set("scheduler.policy", caf::atom("testing"));
+  caf::actor_system sys{cfg};
+  auto& sched = dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler());
+  // A journal that only answers, and a directory that knows one agent.
+  size_t writes = 0;
+  auto journal = sys.spawn([&](caf::event_based_actor*) -> caf::behavior {
+    return {[](listen_atom, caf::actor&) {}, [&](effect_atom, effect_write&) { ++writes; }};
+  });
+  auto spec = std::make_shared<agent_spec>();
+  spec->config.id = "agent";
+  agent_spec_ptr shared_spec = spec;
+  auto directory = sys.spawn([=](caf::event_based_actor*) -> caf::behavior {
+    return {[=](agent_atom, std::string&, caf::get_atom) { return shared_spec; }};
+  });
+  auto probe = std::make_shared<probe_effect>();
+  effects_config config;
+  config.detached_readers = false;
+  REQUIRE(config.busy_group_ticks == 16);
+  REQUIRE(config.busy_jobs_in_flight_max == 1);
+  auto fx = spawn_effect(sys, probe, *log, journal, directory, config);
+  sched.run();  // registered; the catch-up scan finds every thread behind its (absent) cursor
+  while (!probe->st->pending.empty()) {
+    probe->finish_one();
+    sched.run();
+  }
+  size_t caught_up = probe->st->started;
+  CHECK(caught_up == threads);  // the scan at start: full width, all at once
+  probe->st->started = 0;
+  writes = 0;
+
+  // The journal's feed after one write of n threads' ticks (committed by the test first).
+  auto bump = [&](size_t from, size_t n) {
+    caf::anon_send(fx, committed_atom::value, feed_of(from, n));
+    sched.run();
+  };
+
+  SECTION("a feed below busy_group_ticks starts every thread at once") {
+    for (size_t i = 0; i < 15; ++i) {
+      tick t = make_tick("t" + std::to_string(i), 2, 1);
+      t.create = false;
+      REQUIRE(log->commit(t).is_ok());
+    }
+    bump(0, 15);
+    CHECK(probe->st->pending.size() == 15);
+  }
+
+  SECTION("a saturated write narrows the effect to one job until busy_hold passes without another") {
+    for (size_t i = 0; i < 40; ++i) {
+      tick t = make_tick("t" + std::to_string(i), 2, 1);
+      t.create = false;
+      REQUIRE(log->commit(t).is_ok());
+    }
+    bump(0, 20);  // one journal write of 20 threads' ticks: busy
+    CHECK(probe->st->pending.size() == 1);
+    probe->finish_one();
+    sched.run();
+    CHECK(probe->st->pending.size() == 1);  // the next thread, never two
+    CHECK(writes == 1);                     // progress goes on, one thread at a time
+    sched.advance_time(config.busy_hold / 2);
+    sched.run();
+    bump(20, 20);  // saturated again within the hold: still busy past the first hold
+    sched.advance_time(config.busy_hold / 2 + std::chrono::milliseconds(1));
+    sched.run();
+    CHECK(probe->st->pending.size() == 1);
+    probe->finish_one();
+    sched.run();
+    CHECK(probe->st->pending.size() == 1);
+    // A whole hold with no saturated write: back to full width for the rest.
+    sched.advance_time(config.busy_hold + std::chrono::milliseconds(1));
+    sched.run();
+    CHECK(probe->st->pending.size() == 40 - 2);
+    while (!probe->st->pending.empty()) {
+      probe->finish_one();
+      sched.run();
+    }
+    CHECK(writes == 40);
+    CHECK(probe->st->started == 40);
+  }
+  caf::anon_send_exit(fx, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(journal, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(directory, caf::exit_reason::user_shutdown);
+  sched.run();
+}
