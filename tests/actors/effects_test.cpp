@@ -270,6 +270,7 @@ TEST_CASE("while the journal's writes are saturated an effect works one thread a
     CHECK(writes == 40);
     CHECK(probe->st->started == 40);
   }
+  probe->st->pending.clear();  // their callbacks hold the effect actor, which holds the probe
   caf::anon_send_exit(fx, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(journal, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(directory, caf::exit_reason::user_shutdown);
