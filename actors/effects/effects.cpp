@@ -96,7 +96,7 @@ class effect_actor : public caf::event_based_actor {
         .then([this] { catch_up(); }, [this](caf::error& e) { last_error_ = to_status(e).to_string(); });
     return {
         [this](committed_atom, std::vector<committed_tick>& feed) {
-          if (feed.size() >= config_.busy_group_ticks) busy_since_last_ = true;
+          if (feed.size() >= config_.busy_group_ticks) saturated();
           for (auto& c : feed) {
             if (c.erased) erased(c.thread_id);
             else note(c.thread_id, c.agent_id, c.last_seq, c.committed_at_ms);
@@ -122,10 +122,9 @@ class effect_actor : public caf::event_based_actor {
         },
         [this](unbusy_atom) {
           // One busy_hold with no saturated journal write ends the busy mode.
-          busy_ = busy_since_last_;
-          busy_since_last_ = false;
-          if (busy_) delayed_send(this, config_.busy_hold, unbusy_atom::value);
-          else busy_timer_ = false;
+          if (saturated_in_hold_) delayed_send(this, config_.busy_hold, unbusy_atom::value);
+          else busy_ = false;
+          saturated_in_hold_ = false;
           pump();
         },
         [this](caf::get_atom, stats_atom) { return stats(); },
@@ -170,12 +169,17 @@ class effect_actor : public caf::event_based_actor {
     ready_.push_back(id);
   }
 
-  void pump() {
-    if (busy_since_last_ && !busy_timer_) {
-      busy_ = busy_timer_ = true;
-      busy_since_last_ = false;
-      delayed_send(this, config_.busy_hold, unbusy_atom::value);
+  // A journal write saturated by runs: narrow to busy width for at least a busy_hold.
+  void saturated() {
+    if (busy_) {
+      saturated_in_hold_ = true;
+      return;
     }
+    busy_ = true;
+    delayed_send(this, config_.busy_hold, unbusy_atom::value);
+  }
+
+  void pump() {
     size_t width = busy_ ? config_.busy_jobs_in_flight_max : config_.jobs_in_flight_max;
     while (in_flight_ < std::max<size_t>(1, width) && !ready_.empty()) {
       std::string id = std::move(ready_.front());
@@ -461,9 +465,10 @@ class effect_actor : public caf::event_based_actor {
   std::deque<std::string> ready_;
   std::unordered_map<std::string, agent_spec_ptr> agents_;
   size_t in_flight_ = 0;
-  // Foreground first (effects_config::busy_group_ticks): busy_ narrows pump();
-  // busy_since_last_ records a saturated write since the unbusy timer last fired.
-  bool busy_ = false, busy_since_last_ = false, busy_timer_ = false;
+  // Foreground first (effects_config::busy_group_ticks): busy_ narrows pump() and
+  // has an unbusy timer pending; saturated_in_hold_ records a saturated write since
+  // that timer was set.
+  bool busy_ = false, saturated_in_hold_ = false;
   uint64_t gens_ = 0;
   uint64_t done_ = 0, failed_ = 0, retries_ = 0, discarded_ = 0;
   std::string last_error_;
