@@ -2,6 +2,7 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
+#include <caf/sec.hpp>
 #include <caf/send.hpp>
 #include <cassert>
 #include <ctime>
@@ -20,6 +21,9 @@ namespace skein {
 namespace {
 
 using wake_atom = caf::atom_constant<caf::atom("schedwake")>;
+
+// Resolves of a bound thread tried when its actor passivates in between.
+constexpr int resolve_attempts_max = 8;
 
 // "YYYY-MM-DD HH:MM UTC" of a due time, for trigger thread titles.
 std::string utc_minute(int64_t ms) {
@@ -357,7 +361,7 @@ class scheduler_actor : public caf::event_based_actor {
       return;
     }
     // A refusal still advances the schedule: the history row says failed, and why.
-    auto on_refused = [this, old, s, f, pass](const caf::error& e) mutable {
+    std::function<void(const caf::error&)> on_refused = [this, old, s, f, pass](const caf::error& e) mutable {
       status st = to_status(e);
       if (st.code() == errc::io_error || st.code() == errc::no_space || st.code() == errc::corruption) {
         done(s.id);  // storage: nothing was written; the firing is tried again later
@@ -391,18 +395,32 @@ class scheduler_actor : public caf::event_based_actor {
               on_refused);
       return;
     }
-    // A bound thread: its actor is the only writer of it; the tick taking the input carries the rows.
+    deliver_bound(std::move(s), std::move(in), std::move(rows), pass, std::move(on_refused), 0);
+  }
+
+  // A bound thread: its actor is the only writer of it; the tick taking the
+  // input carries the rows. A thread actor that passivated between the resolve
+  // and the submit never saw the input: it is resolved again.
+  void deliver_bound(schedule s, run_input in, std::vector<schedule_row> rows, pass_ptr pass,
+                     std::function<void(const caf::error&)> on_refused, int attempt) {
     request(config_.directory, caf::infinite, resolve_atom::value, s.thread_id)
         .then(
-            [this, s, in, rows, pass, on_refused](caf::actor& target) mutable {
-              request(target, caf::infinite, submit_atom::value, std::move(in), std::move(rows))
+            [this, s, in, rows, pass, on_refused, attempt](caf::actor& target) mutable {
+              request(target, caf::infinite, submit_atom::value, in, rows)
                   .then(
                       [this, s, pass](std::string&) {
                         put_memory(s);
                         done(s.id);
                         finish_one(pass, true);
                       },
-                      on_refused);
+                      [this, s, in, rows, pass, on_refused, attempt](caf::error& e) mutable {
+                        bool down = e.category() == caf::atom("system") &&
+                                    e.code() == static_cast<uint8_t>(caf::sec::request_receiver_down);
+                        if (down && attempt < resolve_attempts_max)
+                          deliver_bound(std::move(s), std::move(in), std::move(rows), pass, std::move(on_refused),
+                                        attempt + 1);
+                        else on_refused(e);
+                      });
             },
             on_refused);
   }
