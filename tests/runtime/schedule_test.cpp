@@ -420,3 +420,27 @@ TEST_CASE("schedules list by id in pages", "[scheduler]") {
   CHECK(page[0].id == "s2");
   CHECK(next.empty());
 }
+
+TEST_CASE("a bound thread that refuses the input gets a failed firing", "[scheduler]") {
+  int64_t t0 = utc_ms(2026, 5, 1);
+  sched_fixture t{t0};
+  t.f->agent("busy", R"({"default":{"stall":true}})", mid_run_policy::reject);
+  manifest th = t.f->thread("busy");
+  run_input first;
+  first.text = "hold the thread";
+  std::string first_run;
+  REQUIRE(t.rt().submit(th.id, first, &first_run).is_ok());  // its run stalls: the thread stays busy
+  schedule def = interval(60000);
+  def.agent_id = "busy";
+  def.thread_id = th.id;
+  schedule s = t.create(def);
+  t.clock.set(s.next_fire_at_ms);
+  CHECK(t.fire() == 0);
+  auto h = t.history(s.id);
+  REQUIRE(h.size() == 1);
+  CHECK(h[0].outcome == firing_outcome::failed);
+  CHECK(h[0].reason.find("reject") != std::string::npos);
+  CHECK(t.get(s.id).next_fire_at_ms == s.next_fire_at_ms + 60000);
+  bool cancelled = false;
+  REQUIRE(t.rt().cancel(th.id, &cancelled).is_ok());
+}
