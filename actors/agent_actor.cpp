@@ -88,6 +88,7 @@ class agent_actor : public caf::event_based_actor {
         [this](import_atom, std::vector<tick>& threads) -> caf::result<std::vector<manifest>> {
           return import_all(std::move(threads));
         },
+        [this](fire_atom, trigger_firing& f) -> caf::result<manifest> { return fire(std::move(f)); },
     };
   }
 
@@ -110,6 +111,32 @@ class agent_actor : public caf::event_based_actor {
               request(parent, caf::infinite, mint_child_atom::value)
                   .then([this, o, promise](std::string& id) mutable { write(new_manifest(id, *spec_, o, wall_now()), {}, promise); },
                         [promise](caf::error& e) mutable { promise.deliver(e); });
+            },
+            [promise](caf::error& e) mutable { promise.deliver(e); });
+    return promise;
+  }
+
+  // The creation tick holds the input (inbox order 1) and the schedule's rows:
+  // the firing and its thread are durable together or not at all.
+  caf::result<manifest> fire(trigger_firing f) {
+    f.options.agent_id = spec_->config.id;
+    if (status s = validate_thread_options(f.options); !s) return to_error(s);
+    if (status s = validate_id(f.thread_id, "thread id"); !s) return to_error(s);
+    manifest m = new_manifest(f.thread_id, *spec_, f.options, wall_now());
+    m.parent = parent_kind::schedule;
+    m.parent_id = f.schedule_id;
+    tick t;
+    t.thread_id = m.id;
+    t.create = true;
+    t.manifest = m;
+    t.inbox_put.emplace_back(1, std::move(f.input));
+    t.schedule_rows = std::move(f.rows);
+    auto promise = make_response_promise<manifest>();
+    request(ctx_->journal, caf::infinite, commit_atom::value, std::move(t))
+        .then(
+            [m, promise](uint64_t last_seq) mutable {
+              m.last_seq = last_seq;
+              promise.deliver(m);
             },
             [promise](caf::error& e) mutable { promise.deliver(e); });
     return promise;

@@ -4,6 +4,8 @@
 //   (import_atom, manifest, events) -> manifest  a thread brought from elsewhere, whole
 //   (import_atom, std::vector<tick>) -> std::vector<manifest>  several threads of this
 //        agent, written in one batch, all or nothing (tick: thread_id, manifest, events)
+//   (fire_atom, trigger_firing) -> manifest  a schedule's trigger thread: created with the
+//        input in its inbox and the schedule's rows in the same tick (the caller wakes it)
 // Spawned by the directory, one per agent.
 #pragma once
 
@@ -14,6 +16,17 @@
 #include "persistence/event_log.hpp"
 
 namespace skein {
+
+using fire_atom = caf::atom_constant<caf::atom("fire")>;
+
+// A schedule firing that creates a new thread (parent kind schedule).
+struct trigger_firing {
+  thread_options options;  // agent_id, title, tags of the new thread
+  std::string thread_id;   // minted by the scheduler: the history row in the same tick names it
+  std::string schedule_id;
+  run_input input;         // put in the new thread's inbox (order 1)
+  std::vector<schedule_row> rows;  // the schedule's new state and history row
+};
 
 caf::actor spawn_agent_actor(caf::actor_system& sys, agent_spec_ptr spec,
                              std::shared_ptr<const thread_context> ctx);
@@ -27,3 +40,4 @@ agent_spec_ptr unavailable_agent_spec(const agent_config& config, const std::str
 }  // namespace skein
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<skein::manifest>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::trigger_firing)

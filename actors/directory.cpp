@@ -79,6 +79,13 @@ class directory_actor : public caf::event_based_actor {
           delegate(it->second.actor, create_atom::value, std::move(o));
           return caf::delegated<manifest>{};
         },
+        [this](fire_atom, trigger_firing& f) -> caf::result<manifest> {
+          auto it = agents_.find(f.options.agent_id);
+          if (it == agents_.end())
+            return to_error(status::not_found("agent " + f.options.agent_id + " does not exist"));
+          delegate(it->second.actor, fire_atom::value, std::move(f));
+          return caf::delegated<manifest>{};
+        },
         [this](fork_atom, std::string& source, uint64_t at_seq) -> caf::result<manifest> {
           manifest m;
           if (status s = config_.log->read_manifest(source, &m); !s) return to_error(s);

@@ -92,6 +92,7 @@ status journal_close(caf::actor_system& sys, const caf::actor& journal);
 }  // namespace skein
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::tick)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<skein::schedule_row>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<skein::tick>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::agent_config)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::journal_stats)

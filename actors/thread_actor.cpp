@@ -48,6 +48,9 @@ caf::behavior thread_actor::make_behavior() {
   return {
       [this](send_atom, run_input& in) -> caf::result<run_result> { return on_send(std::move(in)); },
       [this](submit_atom, run_input& in) -> caf::result<std::string> { return on_submit(std::move(in)); },
+      [this](submit_atom, run_input& in, std::vector<schedule_row>& rows) -> caf::result<std::string> {
+        return on_submit(std::move(in), std::move(rows));
+      },
       [this](cancel_atom) { return cancel_run(); },
       [this](subscribe_atom, uint64_t from_seq, caf::actor& sink) -> caf::result<uint64_t> {
         return subscribe(from_seq, sink);
@@ -151,7 +154,15 @@ caf::result<run_result> thread_actor::on_send(run_input in) {
   return promise;
 }
 
-caf::result<std::string> thread_actor::on_submit(run_input in) {
+std::vector<schedule_row> thread_actor::take_firing_rows(const std::string& run_id) {
+  auto it = firing_rows_.find(run_id);
+  if (it == firing_rows_.end()) return {};
+  std::vector<schedule_row> rows = std::move(it->second);
+  firing_rows_.erase(it);
+  return rows;
+}
+
+caf::result<std::string> thread_actor::on_submit(run_input in, std::vector<schedule_row> rows) {
   admission a = admit(std::move(in));
   if (a.error) return a.error;
   if (a.earlier) return a.earlier->run_id;
@@ -163,6 +174,7 @@ caf::result<std::string> thread_actor::on_submit(run_input in) {
   auto promise = make_response_promise<std::string>();
   accepted_[a.run_id].push_back(promise);
   if (!a.fresh) return promise;
+  if (!rows.empty()) firing_rows_[a.run_id] = std::move(rows);
   bool starts_now = !run_ && !compacting_ && !repairing_ && !failed_ && !stopping_ && queue_.size() == 1;
   if (starts_now) start_next();
   else put_in_inbox(a.run_id);
@@ -186,6 +198,7 @@ void thread_actor::put_in_inbox(const std::string& run_id) {
   it->inbox_order = inbox_next_++;
   commit_job job;
   job.inbox_put.emplace_back(it->inbox_order, it->input);
+  job.schedule_rows = take_firing_rows(run_id);
   job.on_done = [this, run_id](uint64_t) { answer_accepted(run_id, caf::error{}); };
   job.on_failed = [this, run_id](const caf::error& e) {
     answer_accepted(run_id, e);
@@ -270,6 +283,7 @@ void thread_actor::pump() {
   t.inbox_put = job.inbox_put;
   t.inbox_take = job.inbox_take;
   t.effect_cursors = job.effect_cursors;
+  t.schedule_rows = job.schedule_rows;
   manifest after = t.manifest;
   request(ctx_->journal, caf::infinite, commit_atom::value, std::move(t))
       .then(

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "actors/thread_actor.hpp"
+#include "persistence/event_log.hpp"
 #include "runtime/model/compaction.hpp"
 #include "runtime/model/ids.hpp"
 
@@ -115,6 +116,7 @@ struct commit_job {
   // The manifest keeps its updated_at: a retention mark (archive) is no touch.
   bool keep_updated_at = false;
   std::vector<std::pair<std::string, uint64_t>> effect_cursors;  // tick::effect_cursors
+  std::vector<schedule_row> schedule_rows;  // tick::schedule_rows: a schedule's firing
 };
 
 class thread_actor : public caf::event_based_actor {
@@ -145,7 +147,10 @@ class thread_actor : public caf::event_based_actor {
   caf::result<run_result> on_send(run_input in);
 
   // (submit_atom, input): answers with the run id as soon as the input is taken.
-  caf::result<std::string> on_submit(run_input in);
+  // `rows`: a schedule's firing (tick::schedule_rows), written in the tick that
+  // takes the input — its inbox entry, or its run's first tick.
+  caf::result<std::string> on_submit(run_input in, std::vector<schedule_row> rows = {});
+  std::vector<schedule_row> take_firing_rows(const std::string& run_id);
 
   // The run or queued input that carries this idempotency key, if any.
   struct pending_ref {
@@ -330,6 +335,8 @@ class thread_actor : public caf::event_based_actor {
   // Submitters waiting for their input to be durable (in the inbox, or in the
   // log by its run's first commit), by run id.
   std::unordered_map<std::string, std::vector<caf::response_promise>> accepted_;
+  // Schedule rows of submitted inputs not yet written, by run id (on_submit).
+  std::unordered_map<std::string, std::vector<schedule_row>> firing_rows_;
   caf::response_promise stop_promise_;
   struct subscriber {
     caf::actor sink;

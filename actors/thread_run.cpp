@@ -93,6 +93,7 @@ void thread_actor::start_run(pending_input p) {
   job.idempotency_key = run_->input.idempotency_key;
   job.run_id = run_->input.run_id;
   job.inbox_take = run_->inbox_order;  // consumed in the batch that appends it
+  job.schedule_rows = take_firing_rows(run_->input.run_id);  // a schedule's firing, if this is one
   uint64_t gen = run_->gen;
   std::string run_id = run_->input.run_id;
   job.on_failed = [this, run_id](const caf::error& e) { answer_accepted(run_id, e); };
@@ -112,6 +113,7 @@ void thread_actor::start_run(pending_input p) {
 
 void thread_actor::refuse_over_budget(pending_input p, const status& why) {
   caf::error err = to_error(why);
+  take_firing_rows(p.input.run_id).clear();  // refused: the scheduler records the failure
   for (auto& w : p.waiters) w.deliver(err);
   answer_accepted(p.input.run_id, err);  // a submit that would have started now
   if (p.inbox_order != 0) {

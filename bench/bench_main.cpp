@@ -60,6 +60,8 @@ constexpr workload workloads[] = {
                "scan, and the index rebuild at open", run_memory},
     {"effects", "the runs of 'runs' (1 KB messages) with effects off and on (titles, embeddings, "
                 "automatic compaction): runs/s, effect lag, drain", run_effects},
+    {"schedules", "100,000 one-shot schedules due within one minute of test clock, each firing a new "
+                  "trigger thread: firings/s, lag p99, RSS", run_schedules},
 };
 
 struct command_line {

@@ -70,6 +70,8 @@ status run_memory(const bench_options& options, std::string* json);
 // The runs of `runs` with the effects off and on (titles, embeddings, automatic
 // compaction): runs/s of both, effect lag and jobs, the drain after the last reply.
 status run_effects(const bench_options& options, std::string* json);
+// 100,000 one-shot schedules due within one minute of test clock: firings/s, lag, RSS.
+status run_schedules(const bench_options& options, std::string* json);
 
 // --- What the workloads over skein::runtime share (runs.cpp defines it) ---------
 

@@ -412,6 +412,7 @@ status event_log::prepare(tick& t, const projection* prev, rocksdb::WriteBatch* 
     batch->Put(impl_->cf(cf_inbox), keys::inbox_key(t.thread_id, order), value);
   }
   if (t.inbox_take != 0) batch->Delete(impl_->cf(cf_inbox), keys::inbox_key(t.thread_id, t.inbox_take));
+  SKEIN_TRY(prepare_schedule_rows(t, batch));
   for (const auto& [effect, cursor] : t.effect_cursors) {
     SKEIN_TRY(validate_id(effect, "tick.effect_cursors"));
     if (cursor > t.manifest.last_seq)
@@ -526,6 +527,19 @@ void event_log::commit_group(std::span<tick* const> ticks, std::span<status> res
 
   for (size_t i = 0; i < ticks.size(); ++i) {
     tick& t = *ticks[i];
+    if (t.thread_id.empty() && !t.schedule_rows.empty()) {
+      // Schedule rows alone: no thread to check.
+      batch.SetSavePoint();
+      if (status s = prepare_schedule_rows(t, &batch); !s) {
+        batch.RollbackToSavePoint().PermitUncheckedError();
+        results[i] = s;
+        counters_.rejected.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      batch.PopSavePoint().PermitUncheckedError();
+      accepted.push_back(i);
+      continue;
+    }
     const projection* prev = nullptr;
     projection loaded;
     if (auto it = pending.find(t.thread_id); it != pending.end()) {

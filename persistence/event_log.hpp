@@ -31,6 +31,7 @@
 #include "runtime/model/json_codec.hpp"
 #include "runtime/model/manifest.hpp"
 #include "runtime/model/run.hpp"
+#include "runtime/model/schedule.hpp"
 #include "runtime/model/status.hpp"
 
 namespace rocksdb {
@@ -68,7 +69,26 @@ struct log_options {
   uint64_t wal_bytes_max = 256 << 20; // WAL kept before memtables are flushed: bounds replay at open
 };
 
+// One write to the schedules column family (keys.cpp), carried by a tick so that
+// a firing is in the batch of the thread it creates or the input it delivers.
+// Build them with schedule_rows_of(); the values are encoded (and checked) there.
+struct schedule_row {
+  enum class op : uint8_t { put, erase, erase_range };
+  op kind = op::put;
+  std::string key;
+  std::string value;  // put: the value; erase_range: the exclusive end key
+};
+
+// The rows that store `s` (definition and state) and, if given, one history row
+// `f` (f->seq must be s.history_seq), deleting the row that falls out of the
+// schedule_history_max newest in the same batch.
+status schedule_rows_of(const schedule& s, const schedule_firing* f, std::vector<schedule_row>* out);
+// The rows that erase a schedule and its whole history.
+std::vector<schedule_row> schedule_erase_rows(std::string_view schedule_id);
+
 // A thread's new events and its manifest after them: one atomic unit.
+// A tick with an empty thread_id and only schedule_rows writes those rows alone
+// (schedule CRUD, a skipped firing, a firing whose bound thread is gone).
 struct tick {
   std::string thread_id;
   bool create = false;        // true: the thread must not exist yet; false: it must
@@ -88,6 +108,8 @@ struct tick {
   // effect's cursor for the thread (the last seq it processed), written in the
   // same batch so that after a crash the effect neither repeats nor skips it.
   std::vector<std::pair<std::string, uint64_t>> effect_cursors;
+  // Schedule definitions and history rows written in the same batch (a firing).
+  std::vector<schedule_row> schedule_rows;
   // Recovery only: the thread's stored manifest or events may be unreadable. The
   // writer then takes the last seq from the event keys and the index entries from
   // a scan when the manifest does not decode, instead of from the manifest.
@@ -316,6 +338,21 @@ class event_log {
                     const std::function<void(std::string_view key, const usage_row&)>& fn,
                     uint64_t* unreadable) const;
 
+  // Schedules (schedules column family; grammar in runtime/model/schedule.cpp).
+  status read_schedule(std::string_view id, schedule* out) const;
+  // Definitions in id order after `after_id` ("" : from the first), at most
+  // `limit` (<= schedule_page_max); *next is the last id returned when more may
+  // follow, else "". A row that does not decode fails the call as corruption.
+  status list_schedules(std::string_view after_id, size_t limit, std::vector<schedule>* out,
+                        std::string* next) const;
+  // Every definition: the scheduler's load at open, one scan.
+  status scan_schedules(const std::function<void(schedule&&)>& fn) const;
+  // History rows newest first, those with seq < before_seq (0: from the newest),
+  // at most `limit` (<= schedule_page_max); *next is the seq to pass as
+  // before_seq for the next page, 0 when there is none.
+  status schedule_history(std::string_view id, uint64_t before_seq, size_t limit,
+                          std::vector<schedule_firing>* out, uint64_t* next) const;
+
   log_counters counters() const;
   durability mode() const { return options_.mode; }
   const log_options& options() const { return options_; }
@@ -342,6 +379,7 @@ class event_log {
   status prepare(tick& t, const projection* prev, rocksdb::WriteBatch* batch,
                  projection* next) const;
   status write(rocksdb::WriteBatch* batch, size_t ticks);
+  status prepare_schedule_rows(const tick& t, rocksdb::WriteBatch* batch) const;
   status refusal() const;  // what a write gets once the log is not writable
   void remember(const std::string& thread_id, projection p);
 

@@ -12,7 +12,9 @@
 //   effects    key := effect-name 0x00 thread-id                 value := be64(last seq processed)
 //   embeddings key := thread-id 0x00 be64(seq)                   value := embedding
 //                                                                (grammar in runtime/model/embedding.hpp)
-//   schedules  key := schedule-id                                value := schedule JSON
+//   schedules  key := "d/" schedule-id                           value := schedule JSON
+//                   | "h/" schedule-id 0x00 be64(history seq)   value := firing JSON
+//                                                                (both grammars in runtime/model/schedule.cpp)
 //   agents     key := agent-id                                   value := agent JSON
 //   meta       key := "schema_version"                           value := decimal
 //   inbox      key := thread-id 0x00 be64(arrival)               value := inbox input JSON
@@ -21,6 +23,12 @@
 // Version 1 differed only in the usage key, be64(ts_ms) thread-id 0x00 be64(seq):
 // erasing a thread had to read its log to find its rows. Opening a version-1
 // database rewrites its usage rows (event_log.cpp) before anything else runs.
+//
+// Schedule definitions ("d/") and history rows ("h/") never share a prefix, so a
+// listing of definitions never meets a history row; a schedule's history is the
+// range ["h/" id 0x00, "h/" id 0x01), newest last, and no other schedule's rows fall
+// in it (ids hold no 0x00). Nothing wrote the schedules family before, so the
+// schema version did not change.
 //
 // be64 is an 8-byte big-endian unsigned integer. Ids never contain 0x00 or '/'
 // (validate_id), so "t1" 0x00 sorts before "t10" and a thread's events are one
@@ -125,6 +133,32 @@ std::string effect_key(std::string_view effect, std::string_view thread) {
   std::string k{effect};
   k.push_back('\0');
   k.append(thread);
+  return k;
+}
+
+std::string schedule_key(std::string_view id) {
+  std::string k = "d/";
+  k.append(id);
+  return k;
+}
+
+std::string schedule_history_key(std::string_view id, uint64_t seq) {
+  std::string k = schedule_history_prefix(id);
+  put_be64(&k, seq);
+  return k;
+}
+
+std::string schedule_history_prefix(std::string_view id) {
+  std::string k = "h/";
+  k.append(id);
+  k.push_back('\0');
+  return k;
+}
+
+std::string schedule_history_end(std::string_view id) {
+  std::string k = "h/";
+  k.append(id);
+  k.push_back('\1');
   return k;
 }
 

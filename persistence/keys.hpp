@@ -46,4 +46,10 @@ bool parse_usage_key_v1(std::string_view key, int64_t* ts_ms, std::string_view* 
 // effects CF: effect 0x00 thread
 std::string effect_key(std::string_view effect, std::string_view thread);
 
+// schedules CF: "d/" id -> definition and state; "h/" id 0x00 be64(seq) -> one firing
+std::string schedule_key(std::string_view id);
+std::string schedule_history_key(std::string_view id, uint64_t seq);
+std::string schedule_history_prefix(std::string_view id);  // "h/" id 0x00
+std::string schedule_history_end(std::string_view id);     // "h/" id 0x01: exclusive upper bound
+
 }  // namespace skein::keys

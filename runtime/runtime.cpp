@@ -13,6 +13,7 @@
 #include "actors/thread_actor.hpp"
 #include "actors/error.hpp"
 #include "actors/messages.hpp"
+#include "actors/scheduler.hpp"
 #include "runtime/model/conversation.hpp"
 #include "runtime/model/ids.hpp"
 #include "runtime/model/json_reader.hpp"
@@ -163,6 +164,7 @@ struct runtime::impl {
   std::unique_ptr<caf::actor_system> sys;
   core actors;
   caf::actor retention;  // the retention effect (actors/effects/retention.hpp)
+  caf::actor scheduler;  // actors/scheduler.hpp
   std::vector<caf::actor> clients;
   std::atomic<size_t> next_client{0};
   std::mutex subs_mu;  // guards subs
@@ -297,6 +299,18 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   rc.wall_clock = p->core_opts.wall_clock;
   rc.interval = std::chrono::milliseconds(p->options.retention_interval_ms);
   p->retention = spawn_retention(*p->sys, std::move(rc));
+  scheduler_config sc;
+  sc.log = p->log.get();
+  sc.journal = p->actors.journal;
+  sc.directory = p->actors.directory;
+  sc.wall_clock = p->core_opts.wall_clock;
+  sc.grace_ms = p->options.schedule_grace_ms;
+  sc.wake_period = std::chrono::milliseconds(p->options.schedule_wake_ms);
+  sc.timers = p->actors.timers.get();
+  if (status s = spawn_scheduler(*p->sys, std::move(sc), &p->scheduler); !s) {
+    runtime partial{std::move(p)};  // close() stops what started
+    return s;
+  }
   out->reset(new runtime(std::move(p)));
   return status::ok();
 }
@@ -564,6 +578,65 @@ status runtime::compact(const std::string& thread_id, const compact_options& opt
   return impl_->ask_thread(thread_id, out, compact_atom::value, std::move(req));
 }
 
+status runtime::create_schedule(schedule s, schedule* out) {
+  schedule created;
+  SKEIN_TRY(impl_->ask(impl_->scheduler, &created, create_atom::value, std::move(s)));
+  if (out != nullptr) *out = std::move(created);
+  return status::ok();
+}
+
+status runtime::get_schedule(const std::string& id, schedule* out) {
+  SKEIN_TRY(impl_->check_open());
+  return impl_->log->read_schedule(id, out);
+}
+
+status runtime::list_schedules(const std::string& after_id, size_t limit, std::vector<schedule>* out,
+                               std::string* next) {
+  SKEIN_TRY(impl_->check_open());
+  return impl_->log->list_schedules(after_id, limit, out, next);
+}
+
+status runtime::pause_schedule(const std::string& id, schedule* out) {
+  SKEIN_TRY(validate_id(id, "schedule id"));
+  schedule s;
+  SKEIN_TRY(impl_->ask(impl_->scheduler, &s, pause_atom::value, id));
+  if (out != nullptr) *out = std::move(s);
+  return status::ok();
+}
+
+status runtime::resume_schedule(const std::string& id, schedule* out) {
+  SKEIN_TRY(validate_id(id, "schedule id"));
+  schedule s;
+  SKEIN_TRY(impl_->ask(impl_->scheduler, &s, resume_atom::value, id));
+  if (out != nullptr) *out = std::move(s);
+  return status::ok();
+}
+
+status runtime::delete_schedule(const std::string& id) {
+  SKEIN_TRY(validate_id(id, "schedule id"));
+  return impl_->tell(impl_->scheduler, delete_atom::value, id);
+}
+
+status runtime::schedule_history(const std::string& id, uint64_t before_seq, size_t limit,
+                                 std::vector<schedule_firing>* out, uint64_t* next) {
+  SKEIN_TRY(impl_->check_open());
+  return impl_->log->schedule_history(id, before_seq, limit, out, next);
+}
+
+status runtime::preview_schedule(const std::string& id, size_t n, std::vector<int64_t>* out) {
+  SKEIN_TRY(impl_->check_open());
+  schedule s;
+  SKEIN_TRY(impl_->log->read_schedule(id, &s));
+  return skein::schedule_preview(s, impl_->core_opts.wall_clock(), n, out);
+}
+
+status runtime::fire_due_schedules(size_t* fired) {
+  uint64_t n = 0;
+  SKEIN_TRY(impl_->ask(impl_->scheduler, &n, fire_due_atom::value));
+  if (fired != nullptr) *fired = static_cast<size_t>(n);
+  return status::ok();
+}
+
 status runtime::stats(runtime_stats* out) {
   directory_stats d;
   SKEIN_TRY(impl_->ask(impl_->actors.directory, &d, caf::get_atom::value, stats_atom::value));
@@ -602,6 +675,10 @@ status runtime::close() {
   // The retention effect first: it stops after a sweep in progress, before the threads close.
   caf::anon_send_exit(impl_->retention, caf::exit_reason::user_shutdown);
   impl_->retention = nullptr;
+  // The scheduler next: a firing it started is durable whole or not at all, and
+  // its state is in the same batch, so the next open goes on from the log.
+  if (impl_->scheduler) caf::anon_send_exit(impl_->scheduler, caf::exit_reason::user_shutdown);
+  impl_->scheduler = nullptr;
   // Effects first: what they have half done is redone after the next open, once.
   for (auto& fx : impl_->actors.effects) caf::anon_send_exit(fx, caf::exit_reason::user_shutdown);
   impl_->actors.effects.clear();

@@ -68,6 +68,12 @@ struct runtime_options {
   int64_t heartbeat_stale_ms = 90000;     // running with an older heartbeat: orphaned
   int64_t start_stale_ms = 1800000;       // running with no heartbeat at all, this old: orphaned
   uint64_t retention_interval_ms = 3600000;  // between sweeps of the retention effect
+  // Schedules: a due time further in the past than this (at open, after a long
+  // stall) is missed and follows the schedule's missed policy.
+  int64_t schedule_grace_ms = 60000;
+  // Between the scheduler's wakes; 0: no periodic wake, only fire_due_schedules()
+  // fires (tests under their own clock).
+  uint64_t schedule_wake_ms = 1000;
   // Test hook: the RocksDB environment of the event log (fault injection), passed
   // to log_options::env. Borrowed: must outlive the runtime. nullptr: the default.
   rocksdb::Env* env = nullptr;
@@ -242,6 +248,30 @@ class runtime {
   // embeddings effect feeds it: memory().add() after each durable write of an
   // embedding, memory().remove_thread() on erasure (delete_thread does this too).
   memory_index& memory();
+
+  // Schedules (runtime/model/schedule.hpp): each firing creates a trigger thread
+  // (parent kind schedule) or sends to a bound thread, exactly once across
+  // crashes. create_schedule mints the id when s.id is empty and ignores the
+  // state fields; errors name the field (not_found: the agent or bound thread;
+  // invalid_input: a bound thread of another agent; conflict: the id exists).
+  status create_schedule(schedule s, schedule* out = nullptr);
+  status get_schedule(const std::string& id, schedule* out);
+  // Paged by id: after_id "" for the first page; *next "" when none follows.
+  status list_schedules(const std::string& after_id, size_t limit, std::vector<schedule>* out,
+                        std::string* next);
+  // Pausing keeps the schedule; resuming computes the next fire from now, so the
+  // firings missed while paused are skipped, not caught up.
+  status pause_schedule(const std::string& id, schedule* out = nullptr);
+  status resume_schedule(const std::string& id, schedule* out = nullptr);
+  status delete_schedule(const std::string& id);  // idempotent; removes the history
+  // Firings newest first: before_seq 0 for the first page; *next 0 when none follows.
+  status schedule_history(const std::string& id, uint64_t before_seq, size_t limit,
+                          std::vector<schedule_firing>* out, uint64_t* next);
+  // The next n (<= schedule_preview_max) due times after now.
+  status preview_schedule(const std::string& id, size_t n, std::vector<int64_t>* out);
+  // Fires every schedule due at the runtime's clock now and returns once each
+  // firing is durable; *fired counts those that delivered their input.
+  status fire_due_schedules(size_t* fired = nullptr);
 
   status stats(runtime_stats* out);
   // Threads that recovery repaired when this runtime opened.

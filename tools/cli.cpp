@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -14,6 +15,7 @@
 #include "runtime/model/json_codec.hpp"
 #include "runtime/model/json_reader.hpp"
 #include "runtime/model/json_writer.hpp"
+#include "runtime/model/schedule.hpp"
 #include "tools/client/http_client.hpp"
 #include "tools/tool_util.hpp"
 
@@ -740,6 +742,209 @@ int agent_show(cli& c, const args& a) {
   return c.print_json(r);
 }
 
+// --- schedule ---------------------------------------------------------------
+// Responses are the stored schedule and firing JSON (runtime/model/schedule.cpp),
+// decoded before anything is printed.
+
+std::string utc_text(int64_t ms) {
+  if (ms == 0) return "-";
+  std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec);
+  return buf;
+}
+
+// A number option, or `fallback`; false (after a message) when it is not one.
+bool uint_opt(const args& a, const std::string& name, uint64_t fallback, uint64_t* out) {
+  std::string v = a.opt(name);
+  if (v.empty()) {
+    *out = fallback;
+    return true;
+  }
+  char* end = nullptr;
+  *out = std::strtoull(v.c_str(), &end, 10);
+  if (end == v.c_str() || *end != '\0' || v[0] == '-') {
+    std::fprintf(stderr, "skein: --%s: expected an unsigned integer, got '%s'\n", name.c_str(), v.c_str());
+    return false;
+  }
+  return true;
+}
+
+int print_schedule_id(cli& c, const http::response& r, const char* verb) {
+  schedule s;
+  if (status st = decode_schedule(r.body, &s); !st) return c.unreadable_response(st);
+  if (c.json) return c.print_json(r);
+  if (verb == nullptr) std::printf("%s\n", s.id.c_str());
+  else std::printf("%s %s\n", verb, s.id.c_str());
+  return ok;
+}
+
+// schedule create <agent> (--cron EXPR [--zone Z] | --every MS [--anchor MS] | --at MS) --input TEXT ...
+int schedule_create(cli& c, const args& a) {
+  if (a.positional.size() != 3 || a.opt("input").empty()) return misuse(a);
+  int kinds = !a.opt("cron").empty() + !a.opt("every").empty() + !a.opt("at").empty();
+  if (kinds != 1) {
+    std::fprintf(stderr, "skein: give exactly one of --cron, --every or --at\n");
+    return misuse(a);
+  }
+  uint64_t every = 0, anchor = 0, at = 0;
+  if (!uint_opt(a, "every", 0, &every) || !uint_opt(a, "anchor", 0, &anchor) || !uint_opt(a, "at", 0, &at))
+    return usage;
+  std::string body;
+  json_writer w{&body};
+  w.begin_object();
+  if (!a.opt("id").empty()) w.field("id", a.opt("id"));
+  w.field("agent_id", a.positional[2]);
+  if (!a.opt("cron").empty()) {
+    w.field("kind", "cron");
+    w.field("cron", a.opt("cron"));
+    w.field("time_zone", a.opt("zone", "UTC"));
+  } else if (every != 0) {
+    w.field("kind", "interval");
+    w.field_uint("interval_ms", every);
+    w.field_uint("anchor_ms", anchor);
+  } else {
+    w.field("kind", "once");
+    w.field_uint("at_ms", at);
+  }
+  w.key("input");
+  w.begin_object();
+  w.field("text", a.opt("input"));
+  w.field("role", a.opt("role", "user"));
+  w.end_object();
+  if (!a.opt("thread").empty()) w.field("thread_id", a.opt("thread"));
+  if (!a.opt("title-prefix").empty()) w.field("title_prefix", a.opt("title-prefix"));
+  if (auto it = a.options.find("tag"); it != a.options.end()) {
+    w.key("tags");
+    w.begin_array();
+    for (const auto& t : it->second) w.string(t);
+    w.end_array();
+  }
+  w.field("missed", a.opt("missed", "skip"));
+  w.end_object();
+  http::response r;
+  int code = ok;
+  if (!c.call("POST", "/v1/schedules", body, &r, &code)) return code;
+  return print_schedule_id(c, r, nullptr);
+}
+
+int schedule_list(cli& c, const args& a) {
+  if (a.positional.size() != 2) return misuse(a);
+  std::string target = "/v1/schedules?limit=" + q(a.opt("limit", "100"));
+  if (!a.opt("agent").empty()) target += "&agent=" + q(a.opt("agent"));
+  if (!a.opt("cursor").empty()) target += "&cursor=" + q(a.opt("cursor"));
+  http::response r;
+  int code = ok;
+  if (!c.call("GET", target, "", &r, &code)) return code;
+  std::vector<std::string> items;
+  if (status s = json_items(r.body, "schedules", &items); !s) return c.unreadable_response(s);
+  std::vector<schedule> all;
+  for (const auto& item : items) {
+    schedule s;
+    if (status st = decode_schedule(item, &s); !st) return c.unreadable_response(st);
+    all.push_back(std::move(s));
+  }
+  std::string next;
+  if (status s = string_field(r.body, "next_cursor", true, &next); !s) return c.unreadable_response(s);
+  if (c.json) return c.print_json(r);
+  for (const auto& s : all)
+    std::printf("%-32s %-16s %-8s %-20s %s %llu\n", s.id.c_str(), s.agent_id.c_str(),
+                std::string{to_string(s.kind)}.c_str(), utc_text(s.next_fire_at_ms).c_str(),
+                s.paused ? "paused" : "active", static_cast<unsigned long long>(s.fire_count));
+  if (!next.empty()) std::fprintf(stderr, "skein: more schedules follow: --cursor %s\n", next.c_str());
+  return ok;
+}
+
+int schedule_show(cli& c, const args& a) {
+  if (a.positional.size() != 3) return misuse(a);
+  http::response r;
+  int code = ok;
+  if (!c.call("GET", "/v1/schedules/" + q(a.positional[2]), "", &r, &code)) return code;
+  schedule s;
+  if (status st = decode_schedule(r.body, &s); !st) return c.unreadable_response(st);
+  if (c.json) return c.print_json(r);
+  std::string when = s.kind == schedule_kind::cron       ? s.cron + " (" + s.time_zone + ")"
+                     : s.kind == schedule_kind::interval ? "every " + std::to_string(s.interval_ms) + " ms"
+                                                         : "at " + utc_text(s.at_ms);
+  std::printf("id        %s\nagent     %s\nkind      %s\nwhen      %s\ntarget    %s\nmissed    %s\nstate     %s\n"
+              "next      %s\nlast      %s\nfired     %llu\n",
+              s.id.c_str(), s.agent_id.c_str(), std::string{to_string(s.kind)}.c_str(), when.c_str(),
+              s.thread_id.empty() ? "new thread per firing" : s.thread_id.c_str(),
+              std::string{to_string(s.missed)}.c_str(), s.paused ? "paused" : "active",
+              utc_text(s.next_fire_at_ms).c_str(), utc_text(s.last_fire_at_ms).c_str(),
+              static_cast<unsigned long long>(s.fire_count));
+  return ok;
+}
+
+int schedule_pause(cli& c, const args& a) {
+  if (a.positional.size() != 3) return misuse(a);
+  bool pause = a.positional[1] == "pause";
+  http::response r;
+  int code = ok;
+  if (!c.call("POST", "/v1/schedules/" + q(a.positional[2]) + (pause ? "/pause" : "/resume"), "", &r, &code))
+    return code;
+  return print_schedule_id(c, r, pause ? "paused" : "resumed");
+}
+
+int schedule_delete(cli& c, const args& a) {
+  if (a.positional.size() != 3) return misuse(a);
+  http::response r;
+  int code = ok;
+  if (!c.call("DELETE", "/v1/schedules/" + q(a.positional[2]), "", &r, &code)) return code;
+  if (!c.json) std::printf("deleted %s\n", a.positional[2].c_str());
+  return ok;
+}
+
+int schedule_history(cli& c, const args& a) {
+  if (a.positional.size() != 3) return misuse(a);
+  std::string target = "/v1/schedules/" + q(a.positional[2]) + "/history?limit=" + q(a.opt("limit", "100"));
+  if (!a.opt("before").empty()) target += "&before=" + q(a.opt("before"));
+  http::response r;
+  int code = ok;
+  if (!c.call("GET", target, "", &r, &code)) return code;
+  std::vector<std::string> items;
+  if (status s = json_items(r.body, "firings", &items); !s) return c.unreadable_response(s);
+  std::vector<schedule_firing> rows;
+  for (const auto& item : items) {
+    schedule_firing f;
+    if (status st = decode_firing(item, &f); !st) return c.unreadable_response(st);
+    rows.push_back(std::move(f));
+  }
+  if (c.json) return c.print_json(r);
+  for (const auto& f : rows)
+    std::printf("%6llu  %-20s %-8s %-32s %s\n", static_cast<unsigned long long>(f.seq),
+                utc_text(f.scheduled_at_ms).c_str(), std::string{to_string(f.outcome)}.c_str(),
+                f.thread_id.empty() ? "-" : f.thread_id.c_str(), f.reason.c_str());
+  return ok;
+}
+
+int schedule_preview(cli& c, const args& a) {
+  if (a.positional.size() != 3) return misuse(a);
+  http::response r;
+  int code = ok;
+  if (!c.call("GET", "/v1/schedules/" + q(a.positional[2]) + "/preview?n=" + q(a.opt("n", "10")), "", &r, &code))
+    return code;
+  json::document doc;
+  json::object_reader o;
+  json::dom::element el;
+  json::dom::array arr;
+  if (status s = open_response(r.body, &doc, &o); !s) return c.unreadable_response(s);
+  if (status s = o.element("fire_at_ms", &el); !s) return c.unreadable_response(s);
+  if (el.get(arr) != simdjson::SUCCESS) return c.unreadable_response(status::invalid_input("fire_at_ms: expected an array"));
+  std::vector<int64_t> times;
+  for (json::dom::element e : arr) {
+    int64_t t = 0;
+    if (e.get(t) != simdjson::SUCCESS) return c.unreadable_response(status::invalid_input("fire_at_ms: expected integers"));
+    times.push_back(t);
+  }
+  if (c.json) return c.print_json(r);
+  for (int64_t t : times) std::printf("%s  %lld\n", utc_text(t).c_str(), static_cast<long long>(t));
+  return ok;
+}
+
 // memory search <agent> <query...> [-k N]: the words after the agent are the query.
 int memory_search(cli& c, const args& a) {
   if (a.positional.size() < 4) return misuse(a);
@@ -815,6 +1020,18 @@ const command commands[] = {
     {"usage", "", "usage [--agent A] [--thread T] [--since S] [--until U] [--group-by agent|thread|day]", usage_show},
     {"memory", "search", "memory search <agent> <query> [-k N]   the agent's messages closest to the query",
      memory_search},
+    {"schedule", "create",
+     "schedule create <agent> (--cron EXPR [--zone Z] | --every MS [--anchor MS] | --at MS) --input TEXT\n"
+     "        [--role R] [--thread ID] [--title-prefix P] [--tag X]... [--missed skip|run_once] [--id ID]",
+     schedule_create},
+    {"schedule", "list", "schedule list [--agent A] [--limit N] [--cursor C]", schedule_list},
+    {"schedule", "show", "schedule show <id>", schedule_show},
+    {"schedule", "pause", "schedule pause <id>", schedule_pause},
+    {"schedule", "resume", "schedule resume <id>     the next fire counts from now: missed while paused are skipped",
+     schedule_pause},
+    {"schedule", "delete", "schedule delete <id>", schedule_delete},
+    {"schedule", "history", "schedule history <id> [--limit N] [--before SEQ]   newest first", schedule_history},
+    {"schedule", "preview", "schedule preview <id> [--n N]   the next due times", schedule_preview},
 };
 
 const command* find_command(const std::string& noun, const std::string& verb) {

@@ -144,6 +144,25 @@ check "entries list --follow of a deleted thread ends with exit 4" test "$(cat "
 check "and says so" grep -q "was deleted" "$WORK/follow.out"
 
 # --- --help: every command, usage on stdout, exit 0 ----------------------------------
+# --- schedule ---------------------------------------------------------------
+SC=$(sk schedule create echo --every 3600000 --input "hourly ping" --title-prefix Hourly --tag sched)
+check "schedule create prints the id" test -n "$SC"
+check "schedule show" bash -c "'$SKEIN' schedule show $SC | grep -q '^kind      interval'"
+check "schedule list" bash -c "'$SKEIN' schedule list --agent echo | grep -q '^$SC '"
+check "schedule preview" bash -c "[[ \$('$SKEIN' schedule preview $SC --n 3 | wc -l) -eq 3 ]]"
+check "schedule pause" bash -c "'$SKEIN' schedule pause $SC | grep -q '^paused $SC'"
+check "schedule show: paused" bash -c "'$SKEIN' schedule show $SC | grep -q '^state     paused'"
+check "schedule resume" bash -c "'$SKEIN' schedule resume $SC | grep -q '^resumed $SC'"
+check "schedule history: none yet" bash -c "[[ -z \$('$SKEIN' schedule history $SC) ]]"
+check "schedule history --json" bash -c "'$SKEIN' schedule history $SC --json | grep -q '\"firings\":\[\]'"
+check "schedule cron in a zone" bash -c "'$SKEIN' schedule create echo --cron '30 2 * * *' --zone Europe/Berlin --input x --id berlin | grep -q '^berlin$'"
+check "a bad cron exits 1 naming the field" bash -c "'$SKEIN' schedule create echo --cron '61 * * * *' --input x 2>&1 | grep -q '\"field\":\"cron\"'"
+check "an unknown agent exits 4" expect_exit 4 sk schedule create nobody --every 60000 --input x
+check "two kinds are a usage error" expect_exit 64 sk schedule create echo --every 60000 --at 5 --input x
+check "schedule delete" bash -c "'$SKEIN' schedule delete $SC | grep -q '^deleted $SC'"
+check "schedule show after delete exits 4" expect_exit 4 sk schedule show "$SC"
+check "schedule delete is idempotent" sk schedule delete "$SC"
+
 help_ok() {  # help_ok <args...>: exit 0 and a usage line on stdout
   local out
   out=$("$SKEIN" "$@" 2>/dev/null) || return 1
@@ -153,10 +172,12 @@ check "skein --help" help_ok --help
 check "serve --help" help_ok serve --help
 check "serve -h lists the settings" bash -c "'$SKEIN' serve -h | grep -q '^  body_bytes_max '"
 check "demo --help" help_ok demo --help
-for noun in thread entries agent memory; do check "$noun --help" help_ok $noun --help; done
+for noun in thread entries agent memory schedule; do check "$noun --help" help_ok $noun --help; done
 for cmd in "thread create" "thread list" "thread show" "thread delete" "thread reconcile" "thread diagnose" \
            "thread prune" "thread compact" "thread export" "thread import" "thread fork" "entries create" "entries list" \
-           "entries read" "agent create" "agent list" "agent show" "usage" "memory search"; do
+           "entries read" "agent create" "agent list" "agent show" "usage" "memory search" \
+           "schedule create" "schedule list" "schedule show" "schedule pause" "schedule resume" "schedule delete" \
+           "schedule history" "schedule preview"; do
   # shellcheck disable=SC2086
   check "$cmd --help" help_ok $cmd --help
 done
@@ -256,7 +277,9 @@ PY
     for cmd in "thread create a" "thread list" "thread show x" "thread diagnose x" "thread reconcile x" \
                "thread prune" "thread export x" "thread import $WORK/one.jsonl" "thread fork x --at 1" \
                "entries create x m" "entries create x m --wait" "entries list x" "entries read x" \
-               "agent create a" "agent list" "agent show a" "thread show x --json" "agent list --json"; do
+               "agent create a" "agent list" "agent show a" "thread show x --json" "agent list --json" \
+               "schedule create a --every 60000 --input x" "schedule list" "schedule show x" "schedule pause x" \
+               "schedule history x" "schedule preview x"; do
       # shellcheck disable=SC2086
       check "$mode response: $cmd exits 7" unreadable $cmd
     done

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <tuple>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -441,6 +442,13 @@ TEST_CASE("every route takes the longest, deepest and most malformed input and a
   std::string a_thread = f.thread("alpha", alpha);
   std::string b_thread = f.thread("beta", beta);
   REQUIRE(f.call("POST", "/v1/threads/" + a_thread + "/entries", R"({"text":"hi","wait":true})", alpha).status == 200);
+  // A schedule of each agent under the id of its thread: the same ids probe the schedule routes.
+  for (const auto& [id, agent, token] : {std::tuple{a_thread, "alpha", alpha}, std::tuple{b_thread, "beta", beta}})
+    REQUIRE(f.call("POST", "/v1/schedules",
+                   std::string(R"({"id":")") + id + R"(","agent_id":")" + agent +
+                       R"(","kind":"once","at_ms":4102444800000,"input":{"text":"later"}})",
+                   token)
+                .status == 201);
 
   auto random_bytes = [&](size_t n) {
     std::string out(n, '\0');
@@ -465,7 +473,10 @@ TEST_CASE("every route takes the longest, deepest and most malformed input and a
       {"GET", "/v1/threads/{}/stream?from_seq={}"}, {"POST", "/v1/threads/{}/cancel"},
       {"POST", "/v1/threads/{}/fork"},  {"GET", "/v1/threads/{}/diagnose"}, {"POST", "/v1/threads/{}/reconcile"},
       {"GET", "/v1/threads/{}/export"}, {"POST", "/v1/import?format=auto&agent={}"}, {"POST", "/v1/prune"},
-      {"GET", "/metrics"}};
+      {"GET", "/metrics"},             {"POST", "/v1/schedules"},          {"GET", "/v1/schedules?agent={}&cursor={}"},
+      {"GET", "/v1/schedules/{}"},     {"DELETE", "/v1/schedules/{}"},     {"POST", "/v1/schedules/{}/pause"},
+      {"POST", "/v1/schedules/{}/resume"}, {"GET", "/v1/schedules/{}/history?before={}&limit={}"},
+      {"GET", "/v1/schedules/{}/preview?n={}"}};
   size_t calls = 0;
   for (const auto& [method, pattern] : routes)
     for (const auto& id : ids) {
@@ -496,6 +507,9 @@ TEST_CASE("every route takes the longest, deepest and most malformed input and a
   manifest b;
   REQUIRE(f.rt->get_thread(b_thread, &b).is_ok());
   CHECK(b.children_count == 0);
+  schedule bs;
+  REQUIRE(f.rt->get_schedule(b_thread, &bs).is_ok());  // alpha could not delete or pause beta's schedule
+  CHECK_FALSE(bs.paused);
   CHECK(f.call("GET", "/healthz").status == 200);
   CHECK(f.srv->counters().body_bytes_buffered == 0);
 }

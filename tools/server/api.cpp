@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <ctime>
+#include <functional>
 #include <limits>
 
 #include "runtime/model/ids.hpp"
@@ -852,6 +853,197 @@ void effect_metrics(std::string& out, const std::vector<effect_stats>& effects) 
 
 }  // namespace
 
+namespace {
+
+// --- schedules (runtime/model/schedule.hpp) ----------------------------------
+// A schedule belongs to its agent: a token of another agent gets the answer an
+// unknown id gets, byte for byte, as the thread routes do.
+
+status missing_schedule(const std::string& id) {
+  return status::not_found("schedule " + quote_input(id) + ": not found");
+}
+
+std::string schedule_json(const schedule& s) {
+  std::string out;
+  encode_schedule(s, &out).ignore();  // stored schedules always encode
+  return out;
+}
+
+status visible_schedule(runtime& rt, const token_scope& scope, const std::string& id, schedule* out) {
+  SKEIN_TRY(validate_id(id, "schedule id"));
+  status s = rt.get_schedule(id, out);
+  if (s.code() == errc::not_found) return missing_schedule(id);
+  SKEIN_TRY(s);
+  if (!scope.allows(out->agent_id)) return missing_schedule(id);
+  return status::ok();
+}
+
+// POST /v1/schedules: the definition; the state is the scheduler's.
+status schedule_from_body(const request& req, const json_limits& limits, schedule* out) {
+  json::document body;
+  json::object_reader r;
+  SKEIN_TRY(body_object(req, limits, &body, &r));
+  schedule s;
+  std::string kind, missed, role = "user";
+  SKEIN_TRY(r.string("id", &s.id, false));
+  SKEIN_TRY(r.string("agent_id", &s.agent_id));
+  SKEIN_TRY(r.string("kind", &kind));
+  auto k = parse_schedule_kind(kind);
+  if (!k) return status::invalid_input("body.kind: must be cron, interval or once").with_field("kind");
+  s.kind = *k;
+  SKEIN_TRY(r.string("cron", &s.cron, false));
+  SKEIN_TRY(r.string("time_zone", &s.time_zone, false));
+  SKEIN_TRY(r.uint("interval_ms", &s.interval_ms, false));
+  SKEIN_TRY(r.int64("anchor_ms", &s.anchor_ms, false));
+  SKEIN_TRY(r.int64("at_ms", &s.at_ms, false));
+  json::dom::element el;
+  SKEIN_TRY(r.element("input", &el));
+  json::object_reader in;
+  SKEIN_TRY(json::object_reader::open(el, "body.input", &in));
+  SKEIN_TRY(in.string("text", &s.input_text));
+  SKEIN_TRY(in.string("role", &role, false));
+  auto parsed = parse_role(role);
+  if (!parsed) return status::invalid_input("body.input.role: must be user, assistant or system").with_field("input.role");
+  s.input_role = *parsed;
+  SKEIN_TRY(r.string("thread_id", &s.thread_id, false));
+  SKEIN_TRY(r.string("title_prefix", &s.title_prefix, false));
+  SKEIN_TRY(r.strings("tags", &s.tags, false));
+  missed = "skip";
+  SKEIN_TRY(r.string("missed", &missed, false));
+  auto p = parse_missed_policy(missed);
+  if (!p) return status::invalid_input("body.missed: must be skip or run_once").with_field("missed");
+  s.missed = *p;
+  SKEIN_TRY(r.boolean("paused", &s.paused, false));
+  *out = std::move(s);
+  return status::ok();
+}
+
+void create_schedule_route(ctx& c, const json_limits& limits) {
+  schedule s;
+  if (status st = schedule_from_body(c.req, limits, &s); !st) return c.fail(st);
+  if (!c.scope.allows(s.agent_id)) return c.forbidden("create schedules of agent " + quote_input(s.agent_id));
+  if (!s.thread_id.empty()) {
+    manifest m;
+    if (status st = visible_thread(c.rt(), c.scope, s.thread_id, "thread_id", &m); !st) return c.fail(st);
+  }
+  schedule out;
+  if (status st = c.rt().create_schedule(s, &out); !st) return c.fail(st);
+  c.reply(json_response(201, schedule_json(out)));
+}
+
+void list_schedules_route(ctx& c, size_t limit_max) {
+  std::string agent = query(c.req, "agent");
+  if (!agent.empty() && !c.scope.allows(agent)) return c.forbidden("list schedules of agent " + quote_input(agent));
+  uint64_t limit = 0;
+  if (status s = query_uint(c.req, "limit", 100, &limit); !s) return c.fail(s);
+  size_t max = std::min(limit_max, schedule_page_max);
+  if (limit == 0 || limit > max)
+    return c.fail(status::invalid_input("limit: must be between 1 and " + std::to_string(max))
+                      .with_limit("schedule_page_max")
+                      .with_field("limit"));
+  std::vector<schedule> page;
+  std::string next;
+  if (status s = c.rt().list_schedules(query(c.req, "cursor"), limit, &page, &next); !s) return c.fail(s);
+  std::string body;
+  json_writer w{&body};
+  w.begin_object();
+  w.key("schedules");
+  w.begin_array();
+  for (const auto& s : page)
+    if (c.scope.allows(s.agent_id) && (agent.empty() || s.agent_id == agent)) w.raw(schedule_json(s));
+  w.end_array();
+  w.field("next_cursor", next);
+  w.end_object();
+  c.reply(json_response(200, body));
+}
+
+void delete_schedule_route(ctx& c, const std::string& id) {
+  schedule s;
+  status st = visible_schedule(c.rt(), c.scope, id, &s);
+  // Missing or another agent's: 204 and nothing deleted, as for threads.
+  if (st.code() == errc::not_found) return c.reply(response{204, "application/json", "", {}});
+  if (!st) return c.fail(st);
+  if (st = c.rt().delete_schedule(id); !st) return c.fail(st);
+  c.reply(response{204, "application/json", "", {}});
+}
+
+void pause_schedule_route(ctx& c, const std::string& id, bool pause) {
+  schedule s;
+  if (status st = visible_schedule(c.rt(), c.scope, id, &s); !st) return c.fail(st);
+  status st = pause ? c.rt().pause_schedule(id, &s) : c.rt().resume_schedule(id, &s);
+  if (st.code() == errc::not_found) return c.fail(missing_schedule(id));  // deleted meanwhile
+  if (!st) return c.fail(st);
+  c.reply(json_response(200, schedule_json(s)));
+}
+
+void schedule_history_route(ctx& c, const std::string& id) {
+  schedule s;
+  if (status st = visible_schedule(c.rt(), c.scope, id, &s); !st) return c.fail(st);
+  uint64_t limit = 0, before = 0, next = 0;
+  if (status st = query_uint(c.req, "limit", 100, &limit); !st) return c.fail(st);
+  if (status st = query_uint(c.req, "before", 0, &before); !st) return c.fail(st);
+  std::vector<schedule_firing> rows;
+  if (status st = c.rt().schedule_history(id, before, limit, &rows, &next); !st) return c.fail(st);
+  std::string body, row;
+  json_writer w{&body};
+  w.begin_object();
+  w.key("firings");
+  w.begin_array();
+  for (const auto& f : rows) {
+    encode_firing(f, &row).ignore();
+    w.raw(row);
+  }
+  w.end_array();
+  w.field_uint("next_before", next);
+  w.end_object();
+  c.reply(json_response(200, body));
+}
+
+void schedule_preview_route(ctx& c, const std::string& id) {
+  schedule s;
+  if (status st = visible_schedule(c.rt(), c.scope, id, &s); !st) return c.fail(st);
+  uint64_t n = 0;
+  if (status st = query_uint(c.req, "n", 10, &n); !st) return c.fail(st);
+  std::vector<int64_t> times;
+  if (status st = c.rt().preview_schedule(id, n, &times); !st) return c.fail(st);
+  std::string body;
+  json_writer w{&body};
+  w.begin_object();
+  w.key("fire_at_ms");
+  w.begin_array();
+  for (int64_t t : times) w.int64(t);
+  w.end_array();
+  w.end_object();
+  c.reply(json_response(200, body));
+}
+
+void schedules_routes(ctx& c, const std::vector<std::string>& seg, const json_limits& limits, size_t limit_max,
+                      const std::function<void()>& not_allowed) {
+  const std::string& m = c.req.method;
+  if (seg.size() == 2) {
+    if (m == "POST") return create_schedule_route(c, limits);
+    if (m == "GET") return list_schedules_route(c, limit_max);
+    return not_allowed();
+  }
+  const std::string& id = seg[2];
+  if (seg.size() == 3) {
+    if (m == "GET") {
+      schedule s;
+      if (status st = visible_schedule(c.rt(), c.scope, id, &s); !st) return c.fail(st);
+      return c.reply(json_response(200, schedule_json(s)));
+    }
+    if (m == "DELETE") return delete_schedule_route(c, id);
+    return not_allowed();
+  }
+  if (seg.size() == 4 && seg[3] == "pause") return m == "POST" ? pause_schedule_route(c, id, true) : not_allowed();
+  if (seg.size() == 4 && seg[3] == "resume") return m == "POST" ? pause_schedule_route(c, id, false) : not_allowed();
+  if (seg.size() == 4 && seg[3] == "history") return m == "GET" ? schedule_history_route(c, id) : not_allowed();
+  if (seg.size() == 4 && seg[3] == "preview") return m == "GET" ? schedule_preview_route(c, id) : not_allowed();
+  c.fail(status::not_found("no route " + quote_input(c.req.path)));
+}
+
+}  // namespace
+
 // Decided from the head alone, so that a client refused here never makes the
 // server read (or buffer) its body: auth, admin-only routes, the import's agent
 // and, for writes to a thread, whether the token may see that thread. The
@@ -954,6 +1146,7 @@ void api::handle(http::request& req, std::shared_ptr<http::exchange> ex) {
   if (seg[1] == "prune" && seg.size() == 2) return m == "POST" ? prune(c) : not_allowed();
   if (seg[1] == "usage" && seg.size() == 2) return m == "GET" ? usage_route(c) : not_allowed();
   if (seg[1] == "import" && seg.size() == 2) return m == "POST" ? import_route(c) : not_allowed();
+  if (seg[1] == "schedules") return schedules_routes(c, seg, limits, options_.list_limit_max, not_allowed);
   if (seg[1] != "threads") return c.fail(status::not_found("no route " + quote_input(req.path)));
   if (seg.size() == 2) {
     if (m == "POST") return create_thread(c, limits);

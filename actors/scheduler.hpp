@@ -1,0 +1,65 @@
+// scheduler: the actor that owns every schedule's state and fires what is due
+// (DESIGN §4, issue 10). One per runtime; the only writer of the schedules
+// column family (through the journal, one writer).
+//
+// Protocol (requests):
+//   (create_atom, schedule)          -> schedule   validated, agent and bound thread checked, stored
+//   (pause_atom, schedule id)        -> schedule
+//   (resume_atom, schedule id)       -> schedule   next fire computed from now: missed while paused are skipped
+//   (delete_atom, schedule id)       -> caf::unit  idempotent; removes the history too
+//   (fire_due_atom)                  -> uint64_t   fires what is due at the wall clock now and answers,
+//        once every firing it started is durable, with how many delivered their input (outcome fired)
+// Reads (get, list, history, preview) go to the event log directly: the actor
+// updates its memory only after a write is durable, so the log is never behind.
+//
+// Exactly once: a firing for due time T writes the schedule's new state and its
+// history row in the batch that creates the trigger thread (with the input in
+// its inbox) or that takes the input into the bound thread (its inbox entry or
+// its run's first tick). A crash before that batch fires again after the open
+// (late: the missed policy decides); after it, never again. At most one write of
+// a schedule is in flight at a time: a pause or delete that arrives during a
+// firing waits for it, so a firing never resurrects what they removed.
+//
+// Wakes every `wake_period` (a timer of actors/timers.hpp), and at create and
+// resume; with wake_period 0 only fire_due_atom fires (tests, under their clock).
+#pragma once
+
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/atom.hpp>
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+
+#include "persistence/event_log.hpp"
+#include "runtime/model/engine.hpp"
+
+namespace skein {
+
+using pause_atom = caf::atom_constant<caf::atom("pause")>;
+using resume_atom = caf::atom_constant<caf::atom("resume")>;
+using fire_due_atom = caf::atom_constant<caf::atom("firedue")>;
+
+// Due times further in the past than this count as missed (default of runtime_options::schedule_grace_ms).
+inline constexpr int64_t schedule_grace_ms_default = 60000;
+// Between two periodic wakes of the scheduler.
+inline constexpr std::chrono::milliseconds schedule_wake_period_default{1000};
+
+struct scheduler_config {
+  event_log* log = nullptr;  // borrowed: must outlive the actor
+  caf::actor journal;
+  caf::actor directory;
+  std::function<int64_t()> wall_clock;  // the runtime's injectable clock
+  int64_t grace_ms = schedule_grace_ms_default;
+  std::chrono::milliseconds wake_period = schedule_wake_period_default;  // 0: no periodic wake
+  timer_service* timers = nullptr;  // borrowed; needed when wake_period > 0
+};
+
+// Loads every schedule (one scan) and spawns the actor. A row that does not
+// decode fails the open as corruption, naming its key.
+status spawn_scheduler(caf::actor_system& sys, scheduler_config config, caf::actor* out);
+
+}  // namespace skein
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::schedule)

@@ -1,0 +1,89 @@
+// Schedule rows in ticks (tick::schedule_rows): written in the tick's batch or
+// not at all, alone when the tick names no thread, and only under the two key
+// shapes of the schedules column family.
+#include <catch2/catch.hpp>
+
+#include "persistence/event_log.hpp"
+#include "persistence/keys.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using namespace skein;
+using namespace skein::test;
+
+namespace {
+
+std::unique_ptr<event_log> open_schedule_log(const std::string& path) {
+  log_options o;
+  o.path = path;
+  std::unique_ptr<event_log> log;
+  REQUIRE(event_log::open(o, &log).is_ok());
+  return log;
+}
+
+schedule hourly(const std::string& id) {
+  schedule s;
+  s.id = id;
+  s.agent_id = "a";
+  s.kind = schedule_kind::cron;
+  s.cron = "0 * * * *";
+  s.input_text = "x";
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("schedule rows ride a thread's tick, all or nothing", "[scheduler]") {
+  temp_dir dir;
+  auto log = open_schedule_log(dir.str());
+  schedule s = hourly("s1");
+  s.history_seq = 1;
+  s.fire_count = 1;
+  schedule_firing f;
+  f.schedule_id = "s1";
+  f.seq = 1;
+  f.thread_id = "t1";
+  tick t;
+  t.thread_id = "t1";
+  t.create = true;
+  t.manifest.id = "t1";
+  t.manifest.agent_id = "a";
+  REQUIRE(schedule_rows_of(s, &f, &t.schedule_rows).is_ok());
+  tick again = t;
+  REQUIRE(log->commit(t).is_ok());
+  schedule back;
+  REQUIRE(log->read_schedule("s1", &back).is_ok());
+  CHECK(back == s);
+  // The same creation again is refused (the thread exists): its rows are not written.
+  again.schedule_rows.clear();
+  s.fire_count = 2;
+  s.history_seq = 2;
+  f.seq = 2;
+  REQUIRE(schedule_rows_of(s, &f, &again.schedule_rows).is_ok());
+  CHECK(log->commit(again).code() == errc::conflict);
+  REQUIRE(log->read_schedule("s1", &back).is_ok());
+  CHECK(back.fire_count == 1);
+  std::vector<schedule_firing> rows;
+  uint64_t next = 0;
+  REQUIRE(log->schedule_history("s1", 0, 10, &rows, &next).is_ok());
+  CHECK(rows.size() == 1);
+}
+
+TEST_CASE("schedule rows alone, their erasure and their key shapes", "[scheduler]") {
+  temp_dir dir;
+  auto log = open_schedule_log(dir.str());
+  tick t;  // no thread: the rows alone
+  REQUIRE(schedule_rows_of(hourly("s2"), nullptr, &t.schedule_rows).is_ok());
+  REQUIRE(log->commit(t).is_ok());
+  std::vector<schedule> all;
+  std::string next;
+  REQUIRE(log->list_schedules("", 10, &all, &next).is_ok());
+  REQUIRE(all.size() == 1);
+  tick erase;
+  erase.schedule_rows = schedule_erase_rows("s2");
+  REQUIRE(log->commit(erase).is_ok());
+  schedule gone;
+  CHECK(log->read_schedule("s2", &gone).code() == errc::not_found);
+  tick stray;
+  stray.schedule_rows.push_back({schedule_row::op::put, "x/elsewhere", "{}"});
+  CHECK(log->commit(stray).code() == errc::invalid_input);
+}
