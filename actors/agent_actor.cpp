@@ -89,6 +89,7 @@ class agent_actor : public caf::event_based_actor {
           return import_all(std::move(threads));
         },
         [this](fire_atom, trigger_firing& f) -> caf::result<manifest> { return fire(std::move(f)); },
+        [this](delegate_atom, delegation_child& c) -> caf::result<manifest> { return spawn_child(std::move(c)); },
     };
   }
 
@@ -131,6 +132,31 @@ class agent_actor : public caf::event_based_actor {
     t.manifest = m;
     t.inbox_put.emplace_back(1, std::move(f.input));
     t.schedule_rows = std::move(f.rows);
+    auto promise = make_response_promise<manifest>();
+    request(ctx_->journal, caf::infinite, commit_atom::value, std::move(t))
+        .then(
+            [m, promise](uint64_t last_seq) mutable {
+              m.last_seq = last_seq;
+              promise.deliver(m);
+            },
+            [promise](caf::error& e) mutable { promise.deliver(e); });
+    return promise;
+  }
+
+  // As fire: the child and its question are durable together or not at all.
+  caf::result<manifest> spawn_child(delegation_child c) {
+    if (status s = validate_id(c.thread_id, "thread id"); !s) return to_error(s);
+    if (status s = validate_input(c.input); !s) return to_error(s);
+    thread_options o;
+    o.agent_id = spec_->config.id;
+    o.parent_thread_id = c.parent_id;
+    manifest m = new_manifest(c.thread_id, *spec_, o, wall_now());
+    m.depth = c.depth;
+    tick t;
+    t.thread_id = m.id;
+    t.create = true;
+    t.manifest = m;
+    t.inbox_put.emplace_back(1, std::move(c.input));
     auto promise = make_response_promise<manifest>();
     request(ctx_->journal, caf::infinite, commit_atom::value, std::move(t))
         .then(
@@ -236,6 +262,19 @@ class agent_actor : public caf::event_based_actor {
 
 }  // namespace
 
+tool_spec ask_agent_spec(const agent_config& config) {
+  std::string agents;
+  for (const auto& a : config.delegation.agents) agents += (agents.empty() ? "" : ", ") + a;
+  tool_spec s;
+  s.name = std::string{ask_agent_tool_name};
+  s.description = "Ask another agent a question; its answer is this call's result. Agents you may ask: " + agents;
+  s.schema_json =
+      R"({"type":"object","properties":{"agent":{"type":"string","description":"the id of the agent to ask"},)"
+      R"("question":{"type":"string","description":"what to ask it"}},"required":["agent","question"],)"
+      R"("additionalProperties":false})";
+  return s;
+}
+
 std::shared_ptr<tool> agent_spec::find_tool(std::string_view name) const {
   for (const auto& t : tools)
     if (t->spec().name == name) return t;
@@ -248,12 +287,15 @@ status build_agent_spec(const agent_config& config, const registry& reg, timer_s
   auto spec = std::make_shared<agent_spec>();
   spec->config = config;
   for (const auto& name : config.tools) {
+    if (name == ask_agent_tool_name)
+      return status::invalid_input("agent.tools: 'ask_agent' is built in (agent.delegation), not a registered tool");
     auto it = reg.tools.find(name);
     if (it == reg.tools.end())
       return status::invalid_input("agent.tools: no tool named '" + name + "' is registered");
     spec->tools.push_back(it->second);
     spec->tool_specs.push_back(it->second->spec());
   }
+  if (!config.delegation.agents.empty()) spec->tool_specs.push_back(ask_agent_spec(config));
   auto factory = reg.engines.find(config.engine);
   if (factory == reg.engines.end())
     return status::invalid_input("agent.engine: no engine named '" + config.engine + "' is registered");

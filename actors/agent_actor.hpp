@@ -6,6 +6,8 @@
 //        agent, written in one batch, all or nothing (tick: thread_id, manifest, events)
 //   (fire_atom, trigger_firing) -> manifest  a schedule's trigger thread: created with the
 //        input in its inbox and the schedule's rows in the same tick (the caller wakes it)
+//   (delegate_atom, delegation_child) -> manifest  a delegation's child thread (parent kind
+//        thread), created with the question in its inbox in one tick (the caller wakes it)
 // Spawned by the directory, one per agent.
 #pragma once
 
@@ -18,6 +20,18 @@
 namespace skein {
 
 using fire_atom = caf::atom_constant<caf::atom("fire")>;
+using delegate_atom = caf::atom_constant<caf::atom("delegate")>;
+
+// The child thread of an ask_agent call. Its id was minted by the parent's actor
+// (the parent's children_count); the target agent owns it. Created with the
+// question in its inbox, so a crash leaves either no child or one that runs it.
+struct delegation_child {
+  std::string agent_id;   // the target agent: the owner of the child
+  std::string thread_id;  // parent.N
+  std::string parent_id;  // the asking thread
+  uint32_t depth = 0;     // the parent's depth + 1
+  run_input input;        // the question (source "agent"), inbox order 1
+};
 
 // A schedule firing that creates a new thread (parent kind schedule).
 struct trigger_firing {
@@ -41,3 +55,4 @@ agent_spec_ptr unavailable_agent_spec(const agent_config& config, const std::str
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<skein::manifest>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::trigger_firing)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::delegation_child)

@@ -86,6 +86,13 @@ class directory_actor : public caf::event_based_actor {
           delegate(it->second.actor, fire_atom::value, std::move(f));
           return caf::delegated<manifest>{};
         },
+        [this](delegate_atom, delegation_child& c) -> caf::result<manifest> {
+          auto it = agents_.find(c.agent_id);
+          if (it == agents_.end())
+            return to_error(status::not_found("agent " + c.agent_id + " does not exist"));
+          delegate(it->second.actor, delegate_atom::value, std::move(c));
+          return caf::delegated<manifest>{};
+        },
         [this](fork_atom, std::string& source, uint64_t at_seq) -> caf::result<manifest> {
           manifest m;
           if (status s = config_.log->read_manifest(source, &m); !s) return to_error(s);

@@ -9,6 +9,7 @@
 //   (agent_atom)                        -> std::vector<agent_config>
 //   (agent_atom, id, caf::get_atom)     -> agent_spec_ptr  (its engine and embedder: for effects)
 //   (create_atom, thread_options)       -> manifest       through the thread's agent
+//   (delegate_atom, delegation_child)   -> manifest       a delegation's child, through its agent
 //   (fork_atom, thread id, at_seq)      -> manifest       through the source's agent
 //   (import_atom, manifest, events)     -> manifest       through the manifest's agent
 //   (import_atom, std::vector<tick>)    -> std::vector<manifest>  all through one agent, all or nothing

@@ -101,6 +101,10 @@ struct agent_spec {
 };
 using agent_spec_ptr = std::shared_ptr<const agent_spec>;
 
+// The spec of the built-in ask_agent tool, offered to an agent whose
+// delegation.agents is not empty (arguments {"agent":id,"question":string}).
+tool_spec ask_agent_spec(const agent_config& config);
+
 // Builds the engine and resolves the tools an agent names; invalid_input names
 // an unknown engine or tool.
 status build_agent_spec(const agent_config& config, const registry& reg, timer_service& timers,

@@ -335,7 +335,7 @@ void thread_actor::on_commit_refused(const status& s) {
         for (const auto& e : job.events)
           if (e.type == event_type::tool_result)
             run_->tools.push_back(pending_tool{{e.call_id, e.name, "{}"}, nullptr, true,
-                                               {"(error: closing commit refused)", true}});
+                                               {"(error: closing commit refused)", true}, nullptr, std::nullopt, {}});
         run_->ending = false;
         // The new closing must land before anything queued after the refused
         // one: hold the pipeline while it is queued, then move it to the front.
@@ -414,7 +414,7 @@ void thread_actor::on_commit_failed(const status& s) {
   commits_.clear();
   if (run_) {
     cancel_quietly(run_->engine_call);
-    for (auto& t : run_->tools) cancel_quietly(t.handle);
+    for (auto& t : run_->tools) abandon_tool(t);
     for (auto& w : run_->waiters) w.deliver(err);
     run_.reset();
   }
@@ -532,7 +532,7 @@ caf::result<void> thread_actor::stop(bool graceful) {
   subscribers_.clear();
   if (run_) {
     cancel_quietly(run_->engine_call);
-    for (auto& t : run_->tools) cancel_quietly(t.handle);
+    for (auto& t : run_->tools) abandon_tool(t);
     for (auto& w : run_->waiters) w.deliver(gone);
     run_.reset();
   }

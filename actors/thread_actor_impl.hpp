@@ -66,6 +66,9 @@ struct pending_tool {
   std::unique_ptr<call_handle> handle;
   bool done = false;
   tool_output output;
+  std::shared_ptr<cancel_token> token;  // given to the tool; cancelled when the run gives up on it
+  std::optional<event> signal;          // recorded after the result, in the same tick (ask_agent)
+  std::string child_id;                 // ask_agent: the child thread, once minted
 };
 
 struct run_state {
@@ -211,6 +214,26 @@ class thread_actor : public caf::event_based_actor {
   void on_tool_timeout(uint64_t gen, const std::string& call_id);
 
   void commit_tool_results();
+
+  // The run stops wanting this call's answer: its token and handle are cancelled.
+  static void abandon_tool(pending_tool& t);
+
+  // --- delegation: the built-in ask_agent tool (thread_delegate.cpp) -----------
+
+  // Whether `name` is ask_agent and this agent may delegate.
+  bool delegates(const std::string& name) const;
+
+  // Checks each ask_agent call of the step; answers refused ones, mints the
+  // permitted ones' child ids in one commit of the counter, then starts them.
+  void start_delegations(std::vector<pending_tool*> calls);
+
+  // Creates the child with its question, wakes it and waits for its run.
+  void start_child(uint64_t gen, std::string call_id, std::string child_id, std::string target,
+                   std::string question);
+
+  // An ask_agent call's answer, with the signal that goes in its tick, if any.
+  void finish_delegation(uint64_t gen, const std::string& call_id, tool_output out,
+                         std::optional<event> signal = std::nullopt);
 
   void on_run_timeout(uint64_t gen);
 

@@ -242,7 +242,7 @@ void thread_actor::on_engine_done(uint64_t call_gen, engine_reply reply) {
       call.call_id = "call_" + std::to_string(run_->turns) + "_" + std::to_string(i + 1);
     call.name = to_valid_utf8(call.name);
     make_storable_text(&call.name, call_field_bytes_max, "call_field_bytes_max");
-    pending_tool pending{call, nullptr, false, {}};
+    pending_tool pending{call, nullptr, false, {}, nullptr, std::nullopt, {}};
     std::string arguments;
     if (status s = storable_arguments(call.arguments_json, limits, &arguments); !s) {
       // Arguments no reader could take back are not stored: the call is recorded
@@ -276,14 +276,23 @@ void thread_actor::invoke_tools() {
   caf::actor_addr me = address();
   uint64_t gen = run_->gen;
   auto timeout = std::chrono::milliseconds(agent_->config.budgets.tool_timeout_ms);
+  std::vector<pending_tool*> asks;
   for (auto& t : run_->tools) {
     if (t.done) continue;  // answered already (refused arguments)
+    t.token = std::make_shared<cancel_token>();
+    if (delegates(t.call.name)) {
+      // Run by this actor itself (thread_delegate.cpp), under the same timeout.
+      delayed_send(this, timeout, tool_timeout_atom::value, gen, t.call.call_id);
+      asks.push_back(&t);
+      continue;
+    }
     auto impl = agent_->find_tool(t.call.name);
     if (!impl) {
       finish_tool(t, {"(error: unknown tool '" + t.call.name + "')", true});
       continue;
     }
-    tool_invocation inv{manifest_.id, run_->input.run_id, t.call.call_id, t.call.arguments_json};
+    tool_invocation inv{manifest_.id, run_->input.run_id, t.call.call_id, t.call.arguments_json,
+                        manifest_.agent_id, manifest_.task_id, manifest_.depth, t.token};
     std::string call_id = t.call.call_id;
     auto done = [me, gen, call_id](tool_output out) {
       if (auto a = caf::actor_cast<caf::actor>(me))
@@ -298,7 +307,13 @@ void thread_actor::invoke_tools() {
       finish_tool(t, {"(error: tool threw a non-standard exception)", true});
     }
   }
+  if (!asks.empty()) start_delegations(std::move(asks));  // may finish some at once
   if (run_->tools_left == 0) commit_tool_results();
+}
+
+void thread_actor::abandon_tool(pending_tool& t) {
+  if (t.token) t.token->cancel();
+  cancel_quietly(t.handle);
 }
 
 bool thread_actor::finish_tool(pending_tool& t, tool_output out) {
@@ -330,8 +345,10 @@ void thread_actor::on_tool_timeout(uint64_t gen, const std::string& call_id) {
   auto* t = find_pending(call_id);
   if (t == nullptr || t->done) return;
   auto ms = agent_->config.budgets.tool_timeout_ms;
+  if (t->token) t->token->cancel();
+  std::string child = t->child_id.empty() ? "" : " (child thread " + t->child_id + " is cancelled)";
   finish_tool(*t, {"(error: tool '" + t->call.name + "' timed out after " + std::to_string(ms) +
-                       " ms: tool_timeout_ms)", true});
+                       " ms: tool_timeout_ms" + child + ")", true});
   if (run_->tools_left == 0) commit_tool_results();
 }
 
@@ -340,6 +357,7 @@ void thread_actor::commit_tool_results() {
   std::vector<requested_tool_call> calls;
   for (auto& t : run_->tools) {
     events.push_back(make_tool_result(t.call.call_id, t.call.name, std::move(t.output.text), t.output.is_error));
+    if (t.signal) events.push_back(std::move(*t.signal));
     calls.push_back(std::move(t.call));
   }
   run_->tools.clear();
@@ -354,7 +372,7 @@ void thread_actor::commit_tool_results() {
   job.on_failed = [this, gen, calls = std::move(calls)](const caf::error&) mutable {
     if (!run_ || run_->gen != gen) return;
     for (auto& c : calls)
-      run_->tools.push_back(pending_tool{std::move(c), nullptr, true, {"(error: tool result refused)", true}});
+      run_->tools.push_back(pending_tool{std::move(c), nullptr, true, {"(error: tool result refused)", true}, nullptr, std::nullopt, {}});
   };
   commit(std::move(job));
 }
@@ -426,10 +444,11 @@ void thread_actor::end_run(run_outcome outcome, std::string text, std::string er
   storable(&thinking);
   std::vector<event> events;
   for (auto& t : run_->tools) {
-    cancel_quietly(t.handle);
+    if (!t.done) abandon_tool(t);  // a delegation's handle cancels its child, which cancels its own
     std::string why = outcome == run_outcome::cancelled ? "(cancelled)" : "(error: run ended: " + error + ")";
     events.push_back(make_tool_result(t.call.call_id, t.call.name, t.done ? std::move(t.output.text) : why,
                                       t.done ? t.output.is_error : true));
+    if (t.done && t.signal) events.push_back(std::move(*t.signal));
   }
   run_->tools.clear();
   if (!thinking.empty()) events.push_back(make_thinking(std::move(thinking)));

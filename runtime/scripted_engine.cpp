@@ -198,6 +198,22 @@ class scripted_engine final : public engine {
     return fallback_ ? &*fallback_ : nullptr;
   }
 
+  // "{tool_result}" in a reply becomes the text of the conversation's last tool
+  // result: a delegating agent passes its child's answer on.
+  static std::string with_tool_result(std::string text, const std::vector<event>& conversation) {
+    static constexpr std::string_view mark = "{tool_result}";
+    size_t at = text.find(mark);
+    if (at == std::string::npos) return text;
+    std::string last;
+    for (auto it = conversation.rbegin(); it != conversation.rend(); ++it)
+      if (it->type == event_type::tool_result) {
+        last = it->text;
+        break;
+      }
+    for (; at != std::string::npos; at = text.find(mark, at + last.size())) text.replace(at, mark.size(), last);
+    return text;
+  }
+
   static engine_reply make_reply(const scripted_rule* rule, const engine_request& req, const std::string& input) {
     engine_reply reply;
     if (rule != nullptr && rule->resume_fails && !req.session_id.empty()) {
@@ -212,7 +228,7 @@ class scripted_engine final : public engine {
     engine_step& step = reply.step;
     // A step that calls tools says nothing unless the rule gives it words.
     bool calls = rule != nullptr && !rule->tool_calls.empty();
-    if (rule != nullptr && rule->has_reply) step.text = rule->reply;
+    if (rule != nullptr && rule->has_reply) step.text = with_tool_result(rule->reply, req.conversation);
     else if (!calls) step.text = "(scripted) " + input;
     if (rule != nullptr) {
       step.thinking = rule->thinking;

@@ -15,7 +15,9 @@
 // without one the `default` rule applies, and without that the reply echoes the
 // input (a step with tool calls says nothing unless it has a reply). `error` fails the call, `stall` never answers (until cancelled),
 // `resume_fails` fails any call that resumes a session, `deltas` stream before
-// the reply. Latency runs on the runtime's timer_service. A summary call
+// the reply. "{tool_result}" in a run's reply becomes the text of the
+// conversation's last tool result (a delegating agent passes its child's answer
+// on). Latency runs on the runtime's timer_service. A summary call
 // (engine_purpose::summary, for compaction) answers with the `summary` rule's
 // reply, error, stall or latency; without a reply, with a deterministic one:
 // "(scripted summary of N events) | <first 40 bytes of each user message>...". A title call (engine

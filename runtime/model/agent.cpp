@@ -25,6 +25,30 @@ constexpr size_t effects_envelope_depth = 2;  // agent and effects objects above
 constexpr size_t compaction_stages_max = 16;
 constexpr uint32_t keep_turns_max = 10000;
 constexpr uint32_t retention_days_max = 36500;
+constexpr size_t delegation_agents_max = 64;
+// Each level is a thread whose run waits on the next: a bound on the chain.
+constexpr uint32_t delegation_depth_ceiling = 16;
+
+status validate_delegation(const agent_config& a) {
+  const delegation_settings& d = a.delegation;
+  if (d.agents.size() > delegation_agents_max)
+    return status::invalid_input("agent.delegation.agents: more than delegation_agents_max (" +
+                                 std::to_string(delegation_agents_max) + ")")
+        .with_limit("delegation_agents_max");
+  for (size_t i = 0; i < d.agents.size(); ++i) {
+    SKEIN_TRY(validate_id(d.agents[i], "agent.delegation.agents"));
+    for (size_t j = 0; j < i; ++j)
+      if (d.agents[j] == d.agents[i])
+        return status::invalid_input("agent.delegation.agents: '" + d.agents[i] + "' is listed twice");
+  }
+  if (d.depth_max > delegation_depth_ceiling)
+    return status::invalid_input("agent.delegation.depth_max: at most " + std::to_string(delegation_depth_ceiling))
+        .with_limit("delegation_depth_ceiling");
+  for (const auto& t : a.tools)
+    if (t == ask_agent_tool_name)
+      return status::invalid_input("agent.tools: 'ask_agent' is built in (agent.delegation), not a registered tool");
+  return status::ok();
+}
 
 status check_config_object(const std::string& text, const char* field, size_t envelope,
                            const json_limits& limits, std::string* normalized) {
@@ -90,6 +114,7 @@ status validate_agent(const agent_config& a) {
                                  std::to_string(output_bytes_ceiling));
   if (a.retention.archive_after_days > retention_days_max || a.retention.delete_after_days > retention_days_max)
     return status::invalid_input("agent.retention: days at most " + std::to_string(retention_days_max));
+  SKEIN_TRY(validate_delegation(a));
   std::string normalized;
   SKEIN_TRY(check_config_object(a.engine_config, "agent.engine_config", agent_envelope_depth, {}, &normalized));
   SKEIN_TRY(check_config_object(a.effects.embedder_config, "agent.effects.embedder_config",
@@ -149,6 +174,15 @@ status encode_agent(const agent_config& a, std::string* out, const json_limits& 
   w.begin_object();
   w.field_uint("archive_after_days", a.retention.archive_after_days);
   w.field_uint("delete_after_days", a.retention.delete_after_days);
+  w.end_object();
+  w.key("delegation");
+  w.begin_object();
+  w.key("agents");
+  w.begin_array();
+  for (const auto& id : a.delegation.agents) w.string(id);
+  w.end_array();
+  w.field_uint("depth_max", a.delegation.depth_max);
+  w.field_bool("self_allowed", a.delegation.self_allowed);
   w.end_object();
   w.field_int("created_at", a.created_at_ms);
   w.end_object();
@@ -241,6 +275,18 @@ status decode_agent(std::string_view text, agent_config* out, const json_limits&
       return status::invalid_input("agent.retention: days out of range");
     a.retention.archive_after_days = static_cast<uint32_t>(archive);
     a.retention.delete_after_days = static_cast<uint32_t>(erase);
+  }
+  if (r.has("delegation")) {
+    json::dom::element el;
+    SKEIN_TRY(r.element("delegation", &el));
+    json::object_reader d;
+    SKEIN_TRY(json::object_reader::open(el, "agent.delegation", &d));
+    SKEIN_TRY(d.strings("agents", &a.delegation.agents, false));
+    uint64_t depth = a.delegation.depth_max;
+    SKEIN_TRY(d.uint("depth_max", &depth, false));
+    if (depth > UINT32_MAX) return status::invalid_input("agent.delegation.depth_max: out of range");
+    a.delegation.depth_max = static_cast<uint32_t>(depth);
+    SKEIN_TRY(d.boolean("self_allowed", &a.delegation.self_allowed, false));
   }
   SKEIN_TRY(r.int64("created_at", &a.created_at_ms, false));
   SKEIN_TRY(validate_agent(a));

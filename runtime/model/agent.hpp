@@ -70,6 +70,19 @@ struct retention_policy {
   bool operator==(const retention_policy&) const = default;
 };
 
+// Delegation (the built-in ask_agent tool): which agents this agent may ask.
+// Each ask creates a child thread of the asking thread, owned by the target.
+struct delegation_settings {
+  std::vector<std::string> agents;  // agent ids it may ask; empty: ask_agent is not offered
+  uint32_t depth_max = 3;           // the deepest child depth this agent may create (a root is 0)
+  bool self_allowed = false;        // may it ask itself (its own id in `agents`)
+
+  bool operator==(const delegation_settings&) const = default;
+};
+
+// The name of the built-in delegation tool; no registered tool may take it.
+inline constexpr std::string_view ask_agent_tool_name = "ask_agent";
+
 struct agent_config {
   std::string id;
   std::string system_prompt;
@@ -81,6 +94,7 @@ struct agent_config {
   effect_settings effects;
   compaction_settings compaction;
   retention_policy retention;
+  delegation_settings delegation;
   int64_t created_at_ms = 0;
 
   bool operator==(const agent_config&) const = default;
@@ -99,6 +113,7 @@ status validate_agent(const agent_config& a);
 //             "compaction":{"auto_tokens":uint,"stages":[string...],"keep_turns":uint,
 //                           "tool_result_bytes_max":uint},
 //             "retention":{"archive_after_days":uint,"delete_after_days":uint},
+//             "delegation":{"agents":[id...],"depth_max":uint,"self_allowed":bool},
 //             "created_at":int}
 // Only id is required when decoding; the rest default as above. Encoding applies
 // the storable rule of json_codec.hpp under `limits`.

@@ -25,7 +25,8 @@
 //                "tags":[id...],"pinned_at":int,"environment_id":string,"status":status,
 //                "usage":usage,"cost_usd":number,"config":object,"created_at":int,
 //                "updated_at":int,"last_seq":uint,"children_count":uint,"heartbeat_at":int,
-//                "title_generated":bool,"compaction_seq":uint,"archived_at":int}
+//                "title_generated":bool,"compaction_seq":uint,"archived_at":int,"depth":uint}
+//               (depth: written when not 0; a manifest without it is a root, depth 0)
 //   kind     := "none" | "thread" | "task" | "schedule"
 //   status   := "open" | "idle" | "running" | "completed" | "failed" | "cancelled"
 //
@@ -445,6 +446,7 @@ status encode_manifest(const manifest& m, std::string* out, const json_limits& l
   if (m.title_generated) w.field_bool("title_generated", true);
   if (m.compaction_seq != 0) w.field_uint("compaction_seq", m.compaction_seq);
   if (m.archived_at_ms != 0) w.field_int("archived_at", m.archived_at_ms);
+  if (m.depth != 0) w.field_uint("depth", m.depth);
   w.end_object();
   if (out->size() > limits.json_bytes_max)
     return too_large("manifest", out->size(), limits, biggest_field(m));
@@ -505,6 +507,10 @@ status decode_manifest(std::string_view json, manifest* out, const json_limits& 
   SKEIN_TRY(r.boolean("title_generated", &m.title_generated, false));
   SKEIN_TRY(r.uint("compaction_seq", &m.compaction_seq, false));
   SKEIN_TRY(r.int64("archived_at", &m.archived_at_ms, false));
+  uint64_t depth = 0;
+  SKEIN_TRY(r.uint("depth", &depth, false));
+  if (depth > UINT32_MAX) return status::invalid_input("manifest.depth: out of range");
+  m.depth = static_cast<uint32_t>(depth);
   *out = std::move(m);
   return status::ok();
 }

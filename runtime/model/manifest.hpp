@@ -50,6 +50,7 @@ struct manifest {
   bool title_generated = false;    // the title came from the titles effect (a user's replaces it)
   uint64_t compaction_seq = 0;     // seq of the latest compaction event; 0: none
   int64_t archived_at_ms = 0;      // 0: not archived (retention); archived threads leave default listings
+  uint32_t depth = 0;              // delegation depth: 0 for a root, a child's is its parent's + 1
 
   bool operator==(const manifest&) const = default;
 };

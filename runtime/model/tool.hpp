@@ -13,15 +13,23 @@
 #include <memory>
 #include <string>
 
+#include "runtime/model/cancel_token.hpp"
 #include "runtime/model/engine.hpp"
 
 namespace skein {
 
+// The per-run context a tool call gets: which thread, run and agent it serves,
+// the thread's task and delegation depth, and a token the thread actor cancels
+// when the run stops wanting the answer (cancel, run end, tool timeout).
 struct tool_invocation {
   std::string thread_id;
   std::string run_id;
   std::string call_id;
   std::string arguments_json = "{}";  // valid JSON, checked before invoke()
+  std::string agent_id;               // the agent that owns the thread
+  std::string task_id;                // the thread's task; "": none
+  uint32_t depth = 0;                 // the thread's delegation depth (0: a root)
+  std::shared_ptr<cancel_token> cancel;  // never null when the thread actor invokes
 };
 
 struct tool_output {

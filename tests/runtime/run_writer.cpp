@@ -1,6 +1,9 @@
 // skein-run-writer DIR: starts a run whose tool never answers, prints
 // "ready <bystander> <running>" once the tool call is durable, then waits to be
 // killed. The bystander thread has one completed run.
+// skein-run-writer DIR delegate: a run of agent p asks agent c (ask_agent),
+// whose run calls the tool that never answers; prints "ready <parent> <child>"
+// once the child's tool call is durable, then waits to be killed.
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
@@ -30,13 +33,48 @@ int fail(const char* what, const status& s) {
 
 }  // namespace
 
+int delegate(runtime& rt) {
+  agent_config c;
+  c.id = "c";
+  c.tools = {"hang"};
+  c.engine_config = R"({"rules": [{"turn": 1, "tool_calls": [{"name": "hang", "id": "h1"}]}], "default": {"reply": "ok"}})";
+  if (auto s = rt.create_agent(c); !s) return fail("agent", s);
+  agent_config p;
+  p.id = "p";
+  p.delegation.agents = {"c"};
+  p.engine_config = R"({"rules": [{"turn": 1, "tool_calls": [{"name": "ask_agent", "id": "a1", "arguments": {"agent": "c", "question": "hang"}}]}], "default": {"reply": "ok"}})";
+  if (auto s = rt.create_agent(p); !s) return fail("agent", s);
+  thread_options to;
+  to.agent_id = "p";
+  manifest parent;
+  if (auto s = rt.create_thread(to, &parent); !s) return fail("thread", s);
+  run_input in;
+  in.text = "go";
+  auto handle = rt.send(parent.id, in);
+  std::string child = parent.id + ".1";
+  // The child exists only once the parent minted it: poll for its tool call.
+  for (;;) {
+    std::vector<event> log;
+    if (rt.read(child, history_view::complete, 1, 0, &log).is_ok()) {
+      bool called = false;
+      for (const auto& e : log) called = called || e.type == event_type::tool_call;
+      if (called) break;
+    }
+    usleep(10000);
+  }
+  std::printf("ready %s %s\n", parent.id.c_str(), child.c_str());
+  std::fflush(stdout);
+  for (;;) pause();
+}
+
 int main(int argc, char** argv) {
-  if (argc != 2) return 64;
+  if (argc != 2 && argc != 3) return 64;
   runtime_options o;
   o.data_dir = argv[1];
   o.tools.push_back(std::make_shared<hanging_tool>());
   std::unique_ptr<runtime> rt;
   if (auto s = runtime::open(o, &rt); !s) return fail("open", s);
+  if (argc == 3 && std::string(argv[2]) == "delegate") return delegate(*rt);
   agent_config a;
   a.id = "r";
   a.tools = {"hang"};
