@@ -47,7 +47,7 @@ struct args {
 };
 
 const std::map<std::string, bool> known_flags = {{"json", true}, {"wait", true}, {"follow", true}, {"help", true},
-                                                 {"archived", true}};
+                                                 {"archived", true}, {"delegate-self", true}};
 
 bool parse_args(int argc, char** argv, args* out, std::string* error) {
   for (int i = 0; i < argc; ++i) {
@@ -699,6 +699,21 @@ int agent_create(cli& c, const args& a) {
     if (!p) return std::fprintf(stderr, "skein: --policy must be queue, reject or interrupt\n"), usage;
     ag.policy = *p;
   }
+  // Delegation: --delegate-to a,b (repeatable), --depth-max N, --delegate-self.
+  if (a.options.count("delegate-to"))
+    for (const auto& list : a.options.at("delegate-to"))
+      for (size_t at = 0; at <= list.size();) {
+        size_t comma = std::min(list.find(',', at), list.size());
+        if (comma > at) ag.delegation.agents.push_back(list.substr(at, comma - at));
+        at = comma + 1;
+      }
+  if (!a.opt("depth-max").empty()) {
+    const std::string text = a.opt("depth-max");
+    if (text.size() > 3 || text.find_first_not_of("0123456789") != std::string::npos)
+      return std::fprintf(stderr, "skein: --depth-max must be a small whole number\n"), usage;
+    ag.delegation.depth_max = static_cast<uint32_t>(std::stoul(text));
+  }
+  ag.delegation.self_allowed = a.flag("delegate-self");
   std::string body;
   if (status s = encode_agent(ag, &body); !s) return std::fprintf(stderr, "skein: %s\n", s.to_string().c_str()), usage;
   http::response r;
@@ -1013,7 +1028,8 @@ const command commands[] = {
     {"entries", "list", "entries list <id> [--from N] [--follow]", entries_list},
     {"entries", "read", "entries read <id>        prints the run's text as it streams; exits when the run ends",
      entries_read},
-    {"agent", "create", "agent create <id> [--prompt P] [--engine E] [--engine-config JSON] [--tool T]... [--policy P]",
+    {"agent", "create", "agent create <id> [--prompt P] [--engine E] [--engine-config JSON] [--tool T]... [--policy P]"
+     " [--delegate-to A,B]... [--depth-max N] [--delegate-self]",
      agent_create},
     {"agent", "list", "agent list", agent_list},
     {"agent", "show", "agent show <id>", agent_show},

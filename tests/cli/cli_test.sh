@@ -95,6 +95,19 @@ check "prune finds nothing left" bash -c "'$SKEIN' thread prune | grep -q '\"rec
 check "not found exits 4" expect_exit 4 sk thread show nope
 check "usage error exits 64" expect_exit 64 sk thread fork "$C"
 
+# --- delegation ------------------------------------------------------------------
+check "agent create --delegate-to" sk agent create boss --delegate-to echo,broken --depth-max 2 \
+  --engine-config '{"rules":[{"turn":1,"tool_calls":[{"name":"ask_agent","arguments":{"agent":"echo","question":"hi"}}]}],"default":{"reply":"boss heard: {tool_result}"}}'
+check "agent show carries the delegation object" \
+  bash -c "'$SKEIN' agent show boss --json | grep -q '\"delegation\":{\"agents\":\[\"echo\",\"broken\"\],\"depth_max\":2,\"self_allowed\":false}'"
+check "a bad --depth-max is a usage error" expect_exit 64 sk agent create boss2 --delegate-to echo --depth-max x
+check "a registered ask_agent is refused naming the field" \
+  bash -c "'$SKEIN' agent create boss3 --tool ask_agent 2>&1 | grep -q 'agent.tools'"
+D=$(sk thread create boss)
+check "a delegated run answers with the child's text" bash -c "[[ \$('$SKEIN' entries create $D 'go' --wait) == 'boss heard: echoed' ]]"
+check "the child is listed under its parent" bash -c "'$SKEIN' thread list --parent $D --json | grep -q '\"id\":\"$D.1\"'"
+check "the child's entries hold the question" bash -c "'$SKEIN' entries list $D.1 | grep -q 'user: hi'"
+
 # --- usage and budgets ----------------------------------------------------------
 check "usage table" bash -c "'$SKEIN' usage --agent echo | grep -q '^(all) '"
 check "usage by thread, --json" bash -c "'$SKEIN' usage --agent echo --group-by thread --json | grep -q '\"group_by\":\"thread\"'"
