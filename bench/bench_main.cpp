@@ -62,6 +62,8 @@ constexpr workload workloads[] = {
                 "automatic compaction): runs/s, effect lag, drain", run_effects},
     {"schedules", "100,000 one-shot schedules due within one minute of test clock, each firing a new "
                   "trigger thread: firings/s, lag p99, RSS", run_schedules},
+    {"delegation", "2,000 parent runs each asking one child agent through ask_agent (scripted engine at 0 ms, "
+                   "durability sync): round trip p50/p99 and runs/s, beside plain runs", run_delegation},
 };
 
 struct command_line {

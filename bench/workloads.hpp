@@ -72,6 +72,9 @@ status run_memory(const bench_options& options, std::string* json);
 status run_effects(const bench_options& options, std::string* json);
 // 100,000 one-shot schedules due within one minute of test clock: firings/s, lag, RSS.
 status run_schedules(const bench_options& options, std::string* json);
+// Parent runs that each ask one child agent (ask_agent, scripted 0 ms): the
+// delegation round trip p50/p99 and runs/s, beside plain one-step runs.
+status run_delegation(const bench_options& options, std::string* json);
 
 // --- What the workloads over skein::runtime share (runs.cpp defines it) ---------
 
