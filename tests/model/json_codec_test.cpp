@@ -261,3 +261,51 @@ TEST_CASE("manifest effect fields round-trip and stay out of manifests that lack
   REQUIRE(encode_manifest(plain, &json).is_ok());
   CHECK(json.find("compaction_seq") == std::string::npos);
 }
+
+TEST_CASE("manifest depth: stored when not 0, and a manifest without it is a root") {
+  manifest m;
+  m.id = "t1.2";
+  m.agent_id = "a";
+  m.parent = parent_kind::thread;
+  m.parent_id = "t1";
+  m.created_at_ms = m.updated_at_ms = 1;
+  m.depth = 2;
+  std::string json;
+  REQUIRE(encode_manifest(m, &json).is_ok());
+  CHECK(json.find(R"("depth":2)") != std::string::npos);
+  manifest back;
+  REQUIRE(decode_manifest(json, &back).is_ok());
+  CHECK(back == m);
+  m.depth = 0;
+  REQUIRE(encode_manifest(m, &json).is_ok());
+  CHECK(json.find("depth") == std::string::npos);  // old readers see the format they know
+  const std::string old = R"({"v":1,"id":"t1","agent_id":"a","status":"open","created_at":1,"updated_at":1,"last_seq":0})";
+  REQUIRE(decode_manifest(old, &back).is_ok());
+  CHECK(back.depth == 0);
+}
+
+TEST_CASE("agent delegation: round-trips, defaults when absent, refuses bad fields by name") {
+  agent_config a;
+  a.id = "boss";
+  a.delegation.agents = {"x", "y"};
+  a.delegation.depth_max = 5;
+  a.delegation.self_allowed = true;
+  std::string json;
+  REQUIRE(encode_agent(a, &json).is_ok());
+  agent_config back;
+  REQUIRE(decode_agent(json, &back).is_ok());
+  CHECK(back == a);
+  REQUIRE(decode_agent(R"({"v":1,"id":"old"})", &back).is_ok());
+  CHECK(back.delegation.agents.empty());
+  CHECK(back.delegation.depth_max == 3);
+  CHECK_FALSE(back.delegation.self_allowed);
+  auto s = decode_agent(R"({"id":"b","delegation":{"agents":["bad id"]}})", &back);
+  CHECK(s.code() == errc::invalid_input);
+  CHECK_THAT(s.message(), Catch::Contains("agent.delegation.agents"));
+  s = decode_agent(R"({"id":"b","delegation":{"depth_max":17}})", &back);
+  CHECK_THAT(s.message(), Catch::Contains("agent.delegation.depth_max"));
+  s = decode_agent(R"({"id":"b","delegation":{"self_allowed":"yes"}})", &back);
+  CHECK_THAT(s.message(), Catch::Contains("self_allowed"));
+  s = decode_agent(R"({"id":"b","tools":["ask_agent"]})", &back);
+  CHECK_THAT(s.message(), Catch::Contains("agent.tools") && Catch::Contains("built in"));
+}

@@ -4,6 +4,8 @@
 // cycles, the per-run tool context, and a crash mid-delegation.
 #include <catch2/catch.hpp>
 #include <atomic>
+#include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 
@@ -127,6 +129,62 @@ TEST_CASE("delegation three deep: a asks b asks c, c's text comes back to a") {
   REQUIRE(f.rt->list_threads(q, &page).is_ok());
   REQUIRE(page.threads.size() == 1);
   CHECK(page.threads[0].id == child.id);
+}
+
+namespace {
+
+// An engine that records the tools each request offers, and answers "ok".
+struct recorded_tools {
+  std::mutex mu;
+  std::map<std::string, std::vector<tool_spec>> by_thread;
+};
+
+class recording_engine : public engine {
+ public:
+  explicit recording_engine(std::shared_ptr<recorded_tools> seen) : seen_(std::move(seen)) {}
+  std::unique_ptr<call_handle> start(engine_request req, engine_callbacks cb) override {
+    {
+      std::lock_guard<std::mutex> lock{seen_->mu};
+      seen_->by_thread[req.thread_id] = req.tools;
+    }
+    engine_reply r;
+    r.step.text = "ok";
+    cb.on_done(std::move(r));
+    return nullptr;
+  }
+
+ private:
+  std::shared_ptr<recorded_tools> seen_;
+};
+
+}  // namespace
+
+TEST_CASE("delegation: the engine is offered ask_agent, with its schema, only by a delegating agent") {
+  auto seen = std::make_shared<recorded_tools>();
+  runtime_options o = without_effects();
+  o.engines["recording"] = [seen](std::string_view, timer_service&, std::shared_ptr<engine>* out) {
+    *out = std::make_shared<recording_engine>(seen);
+    return status::ok();
+  };
+  runtime_fixture f{o};
+  for (const char* id : {"plain", "boss"}) {
+    agent_config a;
+    a.id = id;
+    a.engine = "recording";
+    if (std::string(id) == "boss") a.delegation.agents = {"plain"};
+    REQUIRE(f.rt->create_agent(a).is_ok());
+  }
+  auto plain = f.thread("plain");
+  auto boss = f.thread("boss");
+  f.run(plain.id, "hi");
+  f.run(boss.id, "hi");
+  std::lock_guard<std::mutex> lock{seen->mu};
+  CHECK(seen->by_thread[plain.id].empty());
+  REQUIRE(seen->by_thread[boss.id].size() == 1);
+  const tool_spec& spec = seen->by_thread[boss.id][0];
+  CHECK(spec.name == "ask_agent");
+  CHECK_THAT(spec.description, Catch::Contains("plain"));
+  CHECK_THAT(spec.schema_json, Catch::Contains(R"("required":["agent","question"])"));
 }
 
 TEST_CASE("delegation config: validated field by field, ask_agent reserved, stored as given") {
