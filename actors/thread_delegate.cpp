@@ -167,8 +167,14 @@ void thread_actor::start_child(uint64_t gen, std::string call_id, std::string ch
         break;
     }
   };
-  auto on_lost = [this, gen, call_id, child_id](caf::error& e) {
-    finish_delegation(gen, call_id, error_output("child thread " + child_id + ": " + to_status(e).message()));
+  // The child's actor refused the question or went away (deleted, a storage
+  // failure): no run of it will answer this call.
+  auto on_lost = [this, gen, call_id, child_id, target](caf::error& e) {
+    std::string reason = to_status(e).message();
+    finish_delegation(gen, call_id, error_output("child thread " + child_id + ": " + reason),
+                      make_signal("dispatch.failed", signal_data({{"target", target},
+                                                                  {"child_id", child_id},
+                                                                  {"reason", reason}})));
   };
   request(ctx_->directory, caf::infinite, delegate_atom::value, std::move(c))
       .then(

@@ -381,6 +381,29 @@ TEST_CASE("delegation: an unknown target agent records dispatch.failed on the as
   CHECK_THAT(failed->json, Catch::Contains(R"("target":"ghost")") && Catch::Contains("does not exist"));
 }
 
+TEST_CASE("delegation: a child that takes no question (budget spent) records dispatch.failed") {
+  runtime_fixture f{without_effects()};
+  make_agent(f, "a", asker_rules("b", "q", "a: "), {"b"});
+  agent_config b;
+  b.id = "b";
+  b.engine_config = R"({"default": {"reply": "spent", "usage": {"input_tokens": 5, "output_tokens": 5}}})";
+  b.budgets.tokens_per_day_max = 10;
+  REQUIRE(f.rt->create_agent(b).is_ok());
+  f.run(f.thread("b").id, "spend it all");
+  auto t = f.thread("a");
+  auto r = f.run(t.id, "go");
+  CHECK(r.outcome == run_outcome::completed);
+  auto log = f.events(t.id);
+  auto results = of_type(log, event_type::tool_result);
+  REQUIRE(results.size() == 1);
+  CHECK(results[0].is_error);
+  CHECK_THAT(results[0].text, Catch::Contains(t.id + ".1") && Catch::Contains("tokens_per_day_max"));
+  auto failed = signal_named(log, "dispatch.failed");
+  REQUIRE(failed != nullptr);
+  CHECK_THAT(failed->json, Catch::Contains(R"("target":"b")") && Catch::Contains(R"("child_id":")" + t.id + ".1\""));
+  CHECK(check_runs(f.events(t.id + ".1")) == 0);  // the child never ran
+}
+
 TEST_CASE("delegation: a child asking its parent's agent does not deadlock") {
   runtime_fixture f{without_effects()};
   // a asks b; b asks a back; that a answers at once. Each ask is a new thread,
