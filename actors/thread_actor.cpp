@@ -335,7 +335,7 @@ void thread_actor::on_commit_refused(const status& s) {
         for (const auto& e : job.events)
           if (e.type == event_type::tool_result)
             run_->tools.push_back(pending_tool{{e.call_id, e.name, "{}"}, nullptr, true,
-                                               {"(error: closing commit refused)", true}, nullptr, std::nullopt, {}});
+                                               {"(error: closing commit refused)", true}, nullptr, std::nullopt, {}, {}, {}});
         run_->ending = false;
         // The new closing must land before anything queued after the refused
         // one: hold the pipeline while it is queued, then move it to the front.

@@ -69,6 +69,8 @@ struct pending_tool {
   std::shared_ptr<cancel_token> token;  // given to the tool; cancelled when the run gives up on it
   std::optional<event> signal;          // recorded after the result, in the same tick (ask_agent)
   std::string child_id;                 // ask_agent: the child thread, once minted
+  std::string ask_target;               // ask_agent, permitted: the agent asked ("": none)
+  std::string ask_question;
 };
 
 struct run_state {
@@ -223,9 +225,13 @@ class thread_actor : public caf::event_based_actor {
   // Whether `name` is ask_agent and this agent may delegate.
   bool delegates(const std::string& name) const;
 
-  // Checks each ask_agent call of the step; answers refused ones, mints the
-  // permitted ones' child ids in one commit of the counter, then starts them.
-  void start_delegations(std::vector<pending_tool*> calls);
+  // Checks each ask_agent call of the step before its calls are committed:
+  // refused ones are answered (with permission.denied); returns how many may
+  // go, whose child ids the step's commit mints (children_count += that).
+  uint64_t check_delegations();
+
+  // After the step's commit: gives the permitted calls their child ids, in order.
+  void name_children(uint64_t count);
 
   // Creates the child with its question, wakes it and waits for its run.
   void start_child(uint64_t gen, std::string call_id, std::string child_id, std::string target,

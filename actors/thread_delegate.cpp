@@ -3,8 +3,9 @@
 //
 // One call: check the target against agent.delegation (list, self, depth) — a
 // refusal is an error result and a permission.denied signal in the same tick;
-// mint the child id from this thread's children_count (a commit of this actor,
-// the only writer of the counter); ask the target's agent actor to create the
+// mint the child id from this thread's children_count (bumped in the commit of
+// the step's tool calls: this actor is the only writer of the counter, and the
+// ids are durable before any child exists); ask the target's agent actor to create the
 // child with the question in its inbox (one tick); wake it; wait for its run by
 // message (caf::infinite request, never a blocking wait). The child's final
 // text is the call's result; its failure, cancellation or the call's timeout is
@@ -16,6 +17,7 @@
 // Each ask makes a new thread, so an agent asked by its own child never waits
 // behind the asker's run: cycles cannot deadlock, and depth_max bounds them.
 #include <caf/send.hpp>
+#include <cassert>
 
 #include "actors/agent_actor.hpp"
 #include "actors/error.hpp"
@@ -71,23 +73,17 @@ bool thread_actor::delegates(const std::string& name) const {
   return name == ask_agent_tool_name && !agent_->config.delegation.agents.empty();
 }
 
-void thread_actor::start_delegations(std::vector<pending_tool*> calls) {
+uint64_t thread_actor::check_delegations() {
   const delegation_settings& d = agent_->config.delegation;
-  struct permitted {
-    std::string call_id;
-    std::string target;
-    std::string question;
-  };
-  std::vector<permitted> go;
-  for (pending_tool* t : calls) {
+  uint64_t permitted = 0;
+  for (pending_tool& t : run_->tools) {
+    if (t.done || !delegates(t.call.name)) continue;
     ask_arguments args;
-    if (status s = parse_ask(t->call.arguments_json, &args); !s) {
-      finish_tool(*t, error_output(s.message()));
-      continue;
-    }
     const char* rule = nullptr;
     std::string why;
-    if (std::find(d.agents.begin(), d.agents.end(), args.agent) == d.agents.end()) {
+    if (status s = parse_ask(t.call.arguments_json, &args); !s) {
+      why = s.message();
+    } else if (std::find(d.agents.begin(), d.agents.end(), args.agent) == d.agents.end()) {
       rule = "delegation.agents";
       why = "agent " + args.agent + " is not in agent.delegation.agents of " + manifest_.agent_id;
     } else if (args.agent == manifest_.agent_id && !d.self_allowed) {
@@ -97,35 +93,29 @@ void thread_actor::start_delegations(std::vector<pending_tool*> calls) {
       rule = "delegation.depth_max";
       why = "a child of thread " + manifest_.id + " would be at depth " + std::to_string(manifest_.depth + 1) +
             ", past agent.delegation.depth_max (" + std::to_string(d.depth_max) + ")";
-    }
-    if (rule != nullptr) {
-      t->signal = make_signal("permission.denied",
-                              signal_data({{"rule", rule}, {"target", args.agent}, {"call_id", t->call.call_id}}));
-      finish_tool(*t, error_output("permission denied: " + why));
+    } else {
+      t.ask_target = std::move(args.agent);
+      t.ask_question = std::move(args.question);
+      ++permitted;
       continue;
     }
-    go.push_back({t->call.call_id, std::move(args.agent), std::move(args.question)});
+    // Answered before it runs, like a call whose arguments were refused.
+    t.done = true;
+    t.output = error_output(rule == nullptr ? why : "permission denied: " + why);
+    storable(&t.output.text);
+    if (rule != nullptr)
+      t.signal = make_signal("permission.denied",
+                             signal_data({{"rule", rule}, {"target", args.agent}, {"call_id", t.call.call_id}}));
   }
-  if (go.empty()) return;
-  // One commit mints every child id of the step: parent.(n+1) .. parent.(n+k).
-  uint64_t gen = run_->gen;
-  uint64_t k = go.size();
-  commit_job job;
-  job.mutate = [k](manifest& m) { m.children_count += k; };
-  job.on_done = [this, gen, k, go = std::move(go)](uint64_t) mutable {
-    if (!current(gen)) return;  // the run ended: its end answered these calls
-    uint64_t first = manifest_.children_count - k + 1;
-    for (uint64_t i = 0; i < k; ++i)
-      start_child(gen, std::move(go[i].call_id), child_thread_id(manifest_.id, first + i),
-                  std::move(go[i].target), std::move(go[i].question));
-  };
-  job.on_failed = [this, gen, targets = go](const caf::error& e) {
-    for (const auto& p : targets)
-      finish_delegation(gen, p.call_id, error_output("cannot mint a child id: " + to_status(e).message()),
-                        make_signal("dispatch.failed", signal_data({{"target", p.target},
-                                                                    {"reason", to_status(e).message()}})));
-  };
-  commit(std::move(job));
+  return permitted;
+}
+
+void thread_actor::name_children(uint64_t count) {
+  assert(manifest_.children_count >= count);  // the step's commit added them
+  uint64_t next = manifest_.children_count - count + 1;
+  for (pending_tool& t : run_->tools)
+    if (!t.done && !t.ask_target.empty()) t.child_id = child_thread_id(manifest_.id, next++);
+  assert(next == manifest_.children_count + 1);  // one id for each permitted call
 }
 
 void thread_actor::start_child(uint64_t gen, std::string call_id, std::string child_id, std::string target,

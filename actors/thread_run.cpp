@@ -242,7 +242,7 @@ void thread_actor::on_engine_done(uint64_t call_gen, engine_reply reply) {
       call.call_id = "call_" + std::to_string(run_->turns) + "_" + std::to_string(i + 1);
     call.name = to_valid_utf8(call.name);
     make_storable_text(&call.name, call_field_bytes_max, "call_field_bytes_max");
-    pending_tool pending{call, nullptr, false, {}, nullptr, std::nullopt, {}};
+    pending_tool pending{call, nullptr, false, {}, nullptr, std::nullopt, {}, {}, {}};
     std::string arguments;
     if (status s = storable_arguments(call.arguments_json, limits, &arguments); !s) {
       // Arguments no reader could take back are not stored: the call is recorded
@@ -255,6 +255,7 @@ void thread_actor::on_engine_done(uint64_t call_gen, engine_reply reply) {
     events.push_back(make_tool_call(call.call_id, call.name, std::move(arguments)));
     run_->tools.push_back(std::move(pending));
   }
+  const uint64_t children = check_delegations();  // answers refused ask_agent calls
   run_->tools_left = 0;
   for (const auto& t : run_->tools)
     if (!t.done) ++run_->tools_left;
@@ -262,8 +263,12 @@ void thread_actor::on_engine_done(uint64_t call_gen, engine_reply reply) {
   commit_job job;
   job.kind = commit_kind::step_calls;
   job.events = std::move(events);
-  job.on_done = [this, gen](uint64_t) {
-    if (current(gen)) invoke_tools();
+  // The permitted ask_agent calls' child ids, minted with the calls.
+  if (children != 0) job.mutate = [children](manifest& m) { m.children_count += children; };
+  job.on_done = [this, gen, children](uint64_t) {
+    if (!current(gen)) return;
+    if (children != 0) name_children(children);
+    invoke_tools();
   };
   // Refused: the calls never reached the log, so the run's end answers none of them.
   job.on_failed = [this, gen](const caf::error&) {
@@ -278,10 +283,10 @@ void thread_actor::invoke_tools() {
   auto timeout = std::chrono::milliseconds(agent_->config.budgets.tool_timeout_ms);
   std::vector<pending_tool*> asks;
   for (auto& t : run_->tools) {
-    if (t.done) continue;  // answered already (refused arguments)
+    if (t.done) continue;  // answered already (refused arguments, refused delegations)
     t.token = std::make_shared<cancel_token>();
-    if (delegates(t.call.name)) {
-      // Run by this actor itself (thread_delegate.cpp), under the same timeout.
+    if (!t.child_id.empty()) {
+      // ask_agent: run by this actor itself (thread_delegate.cpp), under the same timeout.
       delayed_send(this, timeout, tool_timeout_atom::value, gen, t.call.call_id);
       asks.push_back(&t);
       continue;
@@ -307,7 +312,7 @@ void thread_actor::invoke_tools() {
       finish_tool(t, {"(error: tool threw a non-standard exception)", true});
     }
   }
-  if (!asks.empty()) start_delegations(std::move(asks));  // may finish some at once
+  for (pending_tool* t : asks) start_child(gen, t->call.call_id, t->child_id, t->ask_target, t->ask_question);
   if (run_->tools_left == 0) commit_tool_results();
 }
 
@@ -372,7 +377,7 @@ void thread_actor::commit_tool_results() {
   job.on_failed = [this, gen, calls = std::move(calls)](const caf::error&) mutable {
     if (!run_ || run_->gen != gen) return;
     for (auto& c : calls)
-      run_->tools.push_back(pending_tool{std::move(c), nullptr, true, {"(error: tool result refused)", true}, nullptr, std::nullopt, {}});
+      run_->tools.push_back(pending_tool{std::move(c), nullptr, true, {"(error: tool result refused)", true}, nullptr, std::nullopt, {}, {}, {}});
   };
   commit(std::move(job));
 }
