@@ -1,7 +1,8 @@
 // The thread actor's class, shared by its translation units: thread_actor.cpp
 // (inputs, commits, subscribers, lifecycle), thread_run.cpp (the run: engine
-// calls, tools, budgets, heartbeats, the end of a run) and thread_compact.cpp
-// (compaction between runs, and the working view read at activation).
+// calls, tools, budgets, heartbeats, the end of a run), thread_compact.cpp
+// (compaction between runs, and the working view read at activation) and
+// thread_delegate.cpp (the built-in ask_agent tool: delegation to other agents).
 // Internal to actors/.
 #pragma once
 

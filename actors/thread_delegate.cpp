@@ -5,9 +5,9 @@
 // refusal is an error result and a permission.denied signal in the same tick;
 // mint the child id from this thread's children_count (bumped in the commit of
 // the step's tool calls: this actor is the only writer of the counter, and the
-// ids are durable before any child exists); ask the target's agent actor to create the
-// child with the question in its inbox (one tick); wake it; wait for its run by
-// message (caf::infinite request, never a blocking wait). The child's final
+// ids are durable before any child exists); ask the target's agent actor to
+// create the child with the question in its inbox (one tick); wake it; wait
+// for its run by message (caf::infinite request, never a blocking wait). The child's final
 // text is the call's result; its failure, cancellation or the call's timeout is
 // an error result naming the child. A delegation that cannot start records
 // dispatch.failed on this thread.

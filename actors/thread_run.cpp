@@ -377,7 +377,8 @@ void thread_actor::commit_tool_results() {
   job.on_failed = [this, gen, calls = std::move(calls)](const caf::error&) mutable {
     if (!run_ || run_->gen != gen) return;
     for (auto& c : calls)
-      run_->tools.push_back(pending_tool{std::move(c), nullptr, true, {"(error: tool result refused)", true}, nullptr, std::nullopt, {}, {}, {}});
+      run_->tools.push_back(pending_tool{std::move(c), nullptr, true, {"(error: tool result refused)", true},
+                                         nullptr, std::nullopt, {}, {}, {}});
   };
   commit(std::move(job));
 }
