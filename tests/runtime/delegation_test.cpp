@@ -342,6 +342,41 @@ TEST_CASE("delegation: cancelling the root run cancels its child and grandchild"
   CHECK(get(f, grandchild).status == thread_status::cancelled);
 }
 
+TEST_CASE("delegation: a run timeout and an interrupting input cancel the children too") {
+  runtime_fixture f{without_effects()};
+  agent_config a;
+  a.id = "a";
+  a.engine_config = asker_rules("b", "q", "a: ");
+  a.delegation.agents = {"b"};
+  const bool interrupt = GENERATE(false, true);
+  INFO((interrupt ? "interrupt policy" : "run timeout"));
+  if (interrupt) a.policy = mid_run_policy::interrupt;
+  else a.budgets.run_time_ms_max = 300;
+  REQUIRE(f.rt->create_agent(a).is_ok());
+  make_agent(f, "b", R"({"default": {"stall": true}})");
+  auto t = f.thread("a");
+  run_input in;
+  in.text = "go";
+  auto first = f.rt->send(t.id, in);
+  REQUIRE(runtime_fixture::eventually([&] { return running(f, t.id + ".1"); }));
+  if (interrupt) {
+    in.text = "no tools this time";  // turn 1 asks again: a second child, which stalls too
+    auto second = f.rt->send(t.id, in);
+    run_result r;
+    REQUIRE(first.wait(&r, 30s).is_ok());
+    CHECK(r.outcome == run_outcome::cancelled);
+    REQUIRE(runtime_fixture::eventually([&] { return running(f, t.id + ".2"); }));
+    REQUIRE(f.rt->cancel(t.id).is_ok());
+    REQUIRE(second.wait(&r, 30s).is_ok());
+  } else {
+    run_result r;
+    REQUIRE(first.wait(&r, 30s).is_ok());
+    CHECK(r.outcome == run_outcome::failed);
+    CHECK_THAT(r.error, Catch::Contains("run_time_ms_max"));
+  }
+  CHECK(runtime_fixture::eventually([&] { return last_outcome(f, t.id + ".1") == "cancelled"; }));
+}
+
 TEST_CASE("delegation: a child's failure and a tool timeout come back as error results naming the child") {
   runtime_fixture f{without_effects()};
   make_agent(f, "a", asker_rules("b", "q", "a: "), {"b"});
