@@ -157,6 +157,7 @@ void thread_actor::call_engine() {
   ++run_->turns;
   engine_request req;
   req.thread_id = manifest_.id;
+  req.task_id = manifest_.task_id;
   req.run_id = run_->input.run_id;
   req.turn = run_->turns;
   req.session_id = run_->resume_disabled ? std::string{} : manifest_.session_id;
