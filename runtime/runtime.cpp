@@ -343,6 +343,27 @@ status runtime::create_thread(thread_options options, manifest* out, bool* creat
   return s;
 }
 
+status runtime::add_member(const std::string& thread_id, const house_member& member, manifest* out) {
+  SKEIN_TRY(validate_id(thread_id, "thread id"));
+  SKEIN_TRY(validate_id(member.agent_id, "agent"));
+  agent_config a;
+  SKEIN_TRY(get_agent(member.agent_id, &a));  // a member must be an agent now
+  manifest m;
+  SKEIN_TRY(impl_->ask_thread(thread_id, &m, member_atom::value, member.agent_id,
+                              std::string{to_string(member.trigger)}, true));
+  if (out != nullptr) *out = std::move(m);
+  return status::ok();
+}
+
+status runtime::remove_member(const std::string& thread_id, const std::string& agent_id, manifest* out) {
+  SKEIN_TRY(validate_id(thread_id, "thread id"));
+  SKEIN_TRY(validate_id(agent_id, "agent"));
+  manifest m;
+  SKEIN_TRY(impl_->ask_thread(thread_id, &m, member_atom::value, agent_id, std::string{}, false));
+  if (out != nullptr) *out = std::move(m);
+  return status::ok();
+}
+
 status runtime::find_task_thread(const std::string& task_id, manifest* out) {
   SKEIN_TRY(impl_->check_open());
   std::string thread;

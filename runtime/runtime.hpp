@@ -186,6 +186,12 @@ class runtime {
   // The agent's DM thread (parent kind agent), created on first use, atomically:
   // concurrent first calls get one thread. not_found: an unknown agent.
   status dm_thread(const std::string& agent_id, manifest* out, bool* created = nullptr);
+  // House members (manifest.members) of a root or DM thread: each input runs every
+  // member it triggers in turn, each under its own agent. Adding records
+  // house.member_added (an existing member gets the new trigger), removing
+  // house.member_removed. not_found: the thread, the agent, or (remove) the member.
+  status add_member(const std::string& thread_id, const house_member& member, manifest* out = nullptr);
+  status remove_member(const std::string& thread_id, const std::string& agent_id, manifest* out = nullptr);
   status get_thread(const std::string& id, manifest* out);
   status list_threads(const thread_query& query, thread_page* out);
   status delete_thread(const std::string& id);  // idempotent

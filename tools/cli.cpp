@@ -342,6 +342,27 @@ int thread_show(cli& c, const args& a) {
   return show_manifest(c, "/v1/threads/" + q(a.positional[2]));
 }
 
+// house add <thread> <agent> [--trigger always|on_mention] / house remove <thread> <agent>
+int house_member(cli& c, const args& a) {
+  if (a.positional.size() != 4) return misuse(a);
+  const std::string& thread = a.positional[2];
+  const std::string& agent = a.positional[3];
+  http::response r;
+  int code = ok;
+  if (a.positional[1] == "add") {
+    std::string body;
+    json_writer w{&body};
+    w.begin_object();
+    w.field("agent", agent);
+    w.field("trigger", a.opt("trigger", "always"));
+    w.end_object();
+    if (!c.call("POST", "/v1/threads/" + q(thread) + "/members", body, &r, &code)) return code;
+  } else if (!c.call("DELETE", "/v1/threads/" + q(thread) + "/members/" + q(agent), "", &r, &code)) {
+    return code;
+  }
+  return print_manifest_id(c, r);
+}
+
 // task show <task id>: the task's dedicated thread.
 int task_show(cli& c, const args& a) {
   if (a.positional.size() != 3) return misuse(a);
@@ -1049,6 +1070,9 @@ const command commands[] = {
     {"entries", "read", "entries read <id>        prints the run's text as it streams; exits when the run ends",
      entries_read},
     {"task", "show", "task show <task id>      the task's dedicated thread", task_show},
+    {"house", "add", "house add <thread> <agent> [--trigger always|on_mention]   add (or re-trigger) a member",
+     house_member},
+    {"house", "remove", "house remove <thread> <agent>", house_member},
     {"agent", "create", "agent create <id> [--prompt P] [--engine E] [--engine-config JSON] [--tool T]... [--policy P]",
      agent_create},
     {"agent", "list", "agent list", agent_list},

@@ -205,3 +205,156 @@ TEST_CASE("DM: 50 concurrent first messages make one DM thread holding 50 inputs
   manifest none;
   CHECK(f.rt->dm_thread("nobody", &none).code() == errc::not_found);
 }
+
+namespace {
+
+std::vector<std::string> assistant_texts(const std::vector<event>& log) {
+  std::vector<std::string> out;
+  for (const auto& e : log)
+    if (e.type == event_type::message && e.role == message_role::assistant) out.push_back(e.text);
+  return out;
+}
+
+// Waits until the thread has `runs` finished runs (a house's later members run
+// after the send that triggered them has its answer).
+std::vector<event> wait_runs(runtime_fixture& f, const std::string& thread, size_t runs) {
+  std::vector<event> log;
+  runtime_fixture::eventually([&] {
+    log = f.events(thread);
+    return count_signals(log, "thread.stop") >= runs;
+  });
+  return log;
+}
+
+}  // namespace
+
+TEST_CASE("house: an always member runs on every input, an on_mention member only when mentioned") {
+  runtime_fixture f{without_effects()};
+  f.agent("alice", R"({"default": {"reply": "alice here"}})");
+  f.agent("bob", R"({"default": {"reply": "bob here"}})");
+  thread_options o;
+  o.agent_id = "alice";
+  o.members = {{"alice", member_trigger::always}, {"bob", member_trigger::on_mention}};
+  manifest house;
+  REQUIRE(f.rt->create_thread(o, &house).is_ok());
+  REQUIRE(house.members.size() == 2);
+
+  SECTION("without the mention: alice alone") {
+    CHECK(f.run(house.id, "hello everyone").text == "alice here");
+    auto log = wait_runs(f, house.id, 1);
+    CHECK(check_runs(log) == 1);
+    CHECK(assistant_texts(log) == std::vector<std::string>{"alice here"});
+  }
+  SECTION("with the mention: alice, then bob, one run each, never interleaved") {
+    CHECK(f.run(house.id, "what do you think, @bob?").text == "alice here");
+    auto log = wait_runs(f, house.id, 2);
+    CHECK(check_runs(log) == 2);
+    CHECK(assistant_texts(log) == std::vector<std::string>{"alice here", "bob here"});
+    size_t inputs = 0;
+    for (const auto& e : log)
+      if (e.type == event_type::message && e.role == message_role::user) ++inputs;
+    CHECK(inputs == 1);  // the input is in the log once; bob's run answers it too
+    size_t bob_starts = 0;
+    for (const auto& e : log)
+      if (e.type == event_type::signal && e.name == "thread.start" && e.json.find("\"member\":\"bob\"") != std::string::npos)
+        ++bob_starts;
+    CHECK(bob_starts == 1);
+  }
+  SECTION("members added and removed, with house signals") {
+    manifest m;
+    REQUIRE(f.rt->remove_member(house.id, "bob", &m).is_ok());
+    CHECK(m.members.size() == 1);
+    CHECK(f.rt->remove_member(house.id, "bob").code() == errc::not_found);
+    CHECK(f.rt->add_member(house.id, {"nobody", member_trigger::always}).code() == errc::not_found);
+    REQUIRE(f.rt->add_member(house.id, {"bob", member_trigger::always}, &m).is_ok());
+    CHECK(m.members.size() == 2);
+    f.run(house.id, "no mention needed now");
+    auto log = wait_runs(f, house.id, 2);
+    CHECK(count_signals(log, "house.member_removed") == 1);
+    CHECK(count_signals(log, "house.member_added") == 1);
+    CHECK(assistant_texts(log) == std::vector<std::string>{"alice here", "bob here"});
+  }
+}
+
+TEST_CASE("house: a member that cannot run records dispatch.failed; the others still run") {
+  runtime_fixture f{without_effects()};
+  f.agent("alice", R"({"default": {"reply": "alice here"}})");
+  f.agent("bob", R"({"default": {"reply": "bob here"}})");
+  thread_options o;
+  o.agent_id = "alice";
+  o.members = {{"ghost", member_trigger::always}, {"alice", member_trigger::always}, {"bob", member_trigger::always}};
+  manifest house;
+  REQUIRE(f.rt->create_thread(o, &house).is_ok());
+  f.run(house.id, "roll call");
+  auto log = wait_runs(f, house.id, 2);
+  CHECK(check_runs(log) == 2);
+  CHECK(assistant_texts(log) == std::vector<std::string>{"alice here", "bob here"});
+  REQUIRE(count_signals(log, "dispatch.failed") == 1);
+  for (const auto& e : log)
+    if (e.name == "dispatch.failed") CHECK(e.json.find("ghost") != std::string::npos);
+}
+
+TEST_CASE("engine override: a thread's engine_config patch changes that thread's answers only") {
+  runtime_fixture f{without_effects()};
+  f.agent("a", R"({"default": {"reply": "base"}, "rules": [{"match": "ping", "reply": "pong"}]})");
+  thread_options o;
+  o.agent_id = "a";
+  o.engine_config = R"({"default": {"reply": "patched"}})";
+  manifest patched;
+  REQUIRE(f.rt->create_thread(o, &patched).is_ok());
+  manifest plain = f.thread("a");
+  CHECK(f.run(patched.id, "hello").text == "patched");
+  CHECK(f.run(patched.id, "ping").text == "pong");  // the agent's rules stay: a merge, not a replacement
+  CHECK(f.run(plain.id, "hello").text == "base");
+  o.engine_config = "[1]";
+  manifest bad;
+  CHECK(f.rt->create_thread(o, &bad).field() == "engine_config");
+  // A patch the engine's factory refuses fails that thread's runs, saying why.
+  o.engine_config = R"({"rules": 7})";
+  manifest broken;
+  REQUIRE(f.rt->create_thread(o, &broken).is_ok());
+  run_input in;
+  in.text = "hello";
+  run_result r;
+  REQUIRE(f.rt->send(broken.id, in).wait(&r, 60s).is_ok());
+  CHECK(r.outcome == run_outcome::failed);
+  CHECK(r.error.find("engine_config") != std::string::npos);
+}
+
+TEST_CASE("payload groups: read and subscribe keep the groups asked for") {
+  runtime_fixture f{without_effects()};
+  f.agent("a", R"({"default": {"reply": "done", "thinking": "hmm"}})");
+  manifest t = f.thread("a");
+  f.run(t.id, "go");
+  group_filter chat, signals;
+  REQUIRE(parse_group_filter("chat", &chat).is_ok());
+  REQUIRE(parse_group_filter("signal", &signals).is_ok());
+  std::vector<event> out;
+  uint64_t next = 0;
+  REQUIRE(f.rt->read(t.id, history_view::complete, 1, 0, chat, &out, &next).is_ok());
+  REQUIRE(out.size() == 2);
+  for (const auto& e : out) CHECK(event_group(e.type) == payload_group::chat);
+  CHECK(next == f.events(t.id).size() + 1);
+  // A page reads `limit` events before the filter; next_seq goes past them all.
+  REQUIRE(f.rt->read(t.id, history_view::complete, 1, 3, signals, &out, &next).is_ok());
+  CHECK(next == 4);
+  for (const auto& e : out) CHECK(e.type == event_type::signal);
+
+  std::mutex mu;
+  std::vector<event> seen;
+  event_sink sink;
+  sink.on_event = [&](const event& e) {
+    std::lock_guard lock{mu};
+    seen.push_back(e);
+  };
+  uint64_t sub = 0;
+  REQUIRE(f.rt->subscribe(t.id, 1, signals, sink, &sub).is_ok());
+  f.run(t.id, "again");
+  CHECK(runtime_fixture::eventually([&] {
+    std::lock_guard lock{mu};
+    return count_signals(seen, "thread.stop") == 2;
+  }));
+  REQUIRE(f.rt->unsubscribe(sub).is_ok());
+  std::lock_guard lock{mu};
+  for (const auto& e : seen) CHECK(e.type == event_type::signal);
+}

@@ -717,6 +717,36 @@ void stream_entries(ctx& c, const std::string& id) {
   stream->on_close([rt, sub] { rt->unsubscribe(sub).ignore(); });
 }
 
+// POST /v1/threads/{id}/members {"agent":id,"trigger":"always"|"on_mention"};
+// DELETE /v1/threads/{id}/members/{agent}. The token must speak for the thread's
+// agent and for the member's.
+void add_member_route(ctx& c, const std::string& id, const json_limits& limits) {
+  manifest m;
+  if (!c.thread_allowed(id, &m)) return;
+  json::document body;
+  json::object_reader r;
+  house_member member;
+  std::string trigger = "always";
+  status s = body_object(c.req, limits, &body, &r);
+  if (s) s = r.string("agent", &member.agent_id);
+  if (s) s = r.string("trigger", &trigger, false);
+  if (!s) return c.fail(s);
+  auto t = parse_member_trigger(trigger);
+  if (!t) return c.fail(status::invalid_input("body.trigger: must be always or on_mention").with_field("trigger"));
+  member.trigger = *t;
+  if (s = validate_id(member.agent_id, "agent"); !s) return c.fail(std::move(s).with_field("agent"));
+  if (!c.scope.allows(member.agent_id)) return c.forbidden("add agent " + quote_input(member.agent_id) + " to a house");
+  if (s = c.rt().add_member(id, member, &m); !s) return c.fail(s);
+  c.reply(json_response(200, manifest_json(m)));
+}
+
+void remove_member_route(ctx& c, const std::string& id, const std::string& agent) {
+  manifest m;
+  if (!c.thread_allowed(id, &m)) return;
+  if (status s = c.rt().remove_member(id, agent, &m); !s) return c.fail(s);
+  c.reply(json_response(200, manifest_json(m)));
+}
+
 void cancel_thread(ctx& c, const std::string& id) {
   manifest m;
   if (!c.thread_allowed(id, &m)) return;
@@ -1250,8 +1280,10 @@ void api::handle(http::request& req, std::shared_ptr<http::exchange> ex) {
     if (m == "PATCH") return patch_thread(c, id, limits);
     return not_allowed();
   }
+  if (seg.size() == 5 && seg[3] == "members") return m == "DELETE" ? remove_member_route(c, id, seg[4]) : not_allowed();
   if (seg.size() != 4) return c.fail(status::not_found("no route " + quote_input(req.path)));
   const std::string& action = seg[3];
+  if (action == "members") return m == "POST" ? add_member_route(c, id, limits) : not_allowed();
   if (action == "entries") {
     if (m == "POST") return post_entry(c, id, limits);
     if (m == "GET") return list_entries(c, id, options_.entries_limit_max);
