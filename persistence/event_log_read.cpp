@@ -393,7 +393,9 @@ status event_log::count_thread_keys(std::string_view thread_id, size_t* out) con
         case cf_embeddings:
         case cf_inbox: mine = key.starts_with(keys::event_prefix(id)); break;
         case cf_index:
-          mine = key.ends_with("/" + id) || key.starts_with(keys::idempotency_prefix(id));
+          // A claim ("c/") names its thread in the value, not the key.
+          mine = key.starts_with("c/") ? it->value().ToStringView() == id
+                                       : key.ends_with("/" + id) || key.starts_with(keys::idempotency_prefix(id));
           break;
         case cf_usage: mine = key.starts_with(keys::event_prefix(id)); break;
         case cf_effects: mine = key.ends_with(std::string(1, '\0') + id); break;
