@@ -51,8 +51,8 @@ manifest new_manifest(const std::string& id, const agent_spec& agent, const thre
   std::string config = "{";
   if (o.policy) config += std::string(R"("mid_run":")") + std::string{to_string(*o.policy)} + "\"";
   if (!o.engine_config.empty() && o.engine_config != "{}") {
-    std::string patch;
-    if (merge_patch("{}", o.engine_config, &patch).is_ok()) {  // minifies it; validated by the caller
+    std::string patch;  // kept as given, nulls too: a null removes the agent's setting
+    if (normalize_json(o.engine_config, "engine_config", &patch).is_ok()) {  // validated by the caller
       if (config.size() > 1) config += ',';
       config += "\"engine_config\":" + patch;
     }

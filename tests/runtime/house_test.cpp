@@ -306,6 +306,12 @@ TEST_CASE("engine override: a thread's engine_config patch changes that thread's
   CHECK(f.run(patched.id, "hello").text == "patched");
   CHECK(f.run(patched.id, "ping").text == "pong");  // the agent's rules stay: a merge, not a replacement
   CHECK(f.run(plain.id, "hello").text == "base");
+  // A null in the patch removes the agent's setting for this thread (RFC 7386).
+  o.engine_config = R"({"rules": null})";
+  manifest unruled;
+  REQUIRE(f.rt->create_thread(o, &unruled).is_ok());
+  CHECK(f.run(unruled.id, "ping").text == "base");
+  CHECK(f.run(plain.id, "ping").text == "pong");
   o.engine_config = "[1]";
   manifest bad;
   CHECK(f.rt->create_thread(o, &bad).field() == "engine_config");
