@@ -138,6 +138,8 @@ thread_actor::admission thread_actor::admit(run_input in) {
   a.fresh = true;
   pending_input p{std::move(in), {}, 0, nullptr};
   if (busy && policy_ == mid_run_policy::interrupt) {
+    // The interrupted input's later house members go with its run.
+    std::erase_if(queue_, [](const pending_input& q) { return q.follow_up; });
     queue_.push_front(std::move(p));
     a.waiters = &queue_.front().waiters;
     if (run_ && !run_->ending) end_run(run_outcome::cancelled, "", "interrupted by a new input");

@@ -294,6 +294,30 @@ TEST_CASE("house: a member that cannot run records dispatch.failed; the others s
     if (e.name == "dispatch.failed") CHECK(e.json.find("ghost") != std::string::npos);
 }
 
+TEST_CASE("house: an interrupting input drops the interrupted input's later members") {
+  runtime_fixture f{without_effects()};
+  f.agent("alice", R"({"default": {"reply": "alice here"}, "rules": [{"match": "slow", "stall": true}]})");
+  f.agent("bob", R"({"default": {"reply": "bob here"}})");
+  thread_options o;
+  o.agent_id = "alice";
+  o.policy = mid_run_policy::interrupt;
+  o.members = {{"alice", member_trigger::always}, {"bob", member_trigger::always}};
+  manifest house;
+  REQUIRE(f.rt->create_thread(o, &house).is_ok());
+  run_input slow;
+  slow.text = "slow";
+  std::string slow_run;
+  REQUIRE(f.rt->submit(house.id, slow, &slow_run).is_ok());
+  REQUIRE(runtime_fixture::eventually([&] { return count_signals(f.events(house.id), "thread.start") == 1; }));
+  f.run(house.id, "fast");  // cancels alice's stalled run; bob's turn on "slow" goes too
+  wait_runs(f, house.id, 3);  // bob on "fast": an input now would interrupt it
+  f.run(house.id, "done");  // anything still queued would have run before this
+  auto log = wait_runs(f, house.id, 5);
+  CHECK(check_runs(log) == 5);  // alice: slow (cancelled), fast, done; bob: fast, done
+  CHECK(assistant_texts(log) ==
+        std::vector<std::string>{"(stopped by user)", "alice here", "bob here", "alice here", "bob here"});
+}
+
 TEST_CASE("engine override: a thread's engine_config patch changes that thread's answers only") {
   runtime_fixture f{without_effects()};
   f.agent("a", R"({"default": {"reply": "base"}, "rules": [{"match": "ping", "reply": "pong"}]})");
