@@ -37,11 +37,27 @@ manifest new_manifest(const std::string& id, const agent_spec& agent, const thre
   if (!o.parent_thread_id.empty()) {
     m.parent = parent_kind::thread;
     m.parent_id = o.parent_thread_id;
+  } else if (o.dm) {
+    m.parent = parent_kind::agent;
+    m.parent_id = agent.config.id;
+    m.members = {{agent.config.id, member_trigger::always}};  // a DM seeds its agent
   } else if (!o.task_id.empty()) {
     m.parent = parent_kind::task;
     m.parent_id = o.task_id;
+  } else {
+    m.members = o.members;
   }
-  if (o.policy) m.config = std::string(R"({"mid_run":")") + std::string{to_string(*o.policy)} + "\"}";
+  // Per-thread overrides (manifest.config): the mid-run policy, the engine patch.
+  std::string config = "{";
+  if (o.policy) config += std::string(R"("mid_run":")") + std::string{to_string(*o.policy)} + "\"";
+  if (!o.engine_config.empty() && o.engine_config != "{}") {
+    std::string patch;  // kept as given, nulls too: a null removes the agent's setting
+    if (normalize_json(o.engine_config, "engine_config", &patch).is_ok()) {  // validated by the caller
+      if (config.size() > 1) config += ',';
+      config += "\"engine_config\":" + patch;
+    }
+  }
+  if (config.size() > 1) m.config = config + "}";
   m.created_at_ms = m.updated_at_ms = now;  // the runtime's wall clock: retention ages threads by it
   return m;
 }

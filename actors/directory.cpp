@@ -139,6 +139,22 @@ class directory_actor : public caf::event_based_actor {
     agents_[a.id] = agent_entry{spec, spawn_agent_actor(home_system(), spec, ctx_)};
   }
 
+  // The agent's spec with the thread's engine_config patch (manifest.config)
+  // merged onto its engine config: an engine of the thread's own. A patch the
+  // factory refuses makes every run of the thread fail, saying why.
+  agent_spec_ptr thread_spec(const agent_spec& agent, const std::string& patch, const std::string& thread) {
+    agent_config config = agent.config;
+    std::string merged;
+    status s = merge_patch(config.engine_config, patch, &merged);
+    agent_spec_ptr spec;
+    if (s) {
+      config.engine_config = merged;
+      s = build_agent_spec(config, config_.reg, *config_.timers, &spec);
+    }
+    if (!s) return unavailable_agent_spec(agent.config, "thread " + thread + " engine_config: " + s.message());
+    return spec;
+  }
+
   caf::result<caf::actor> resolve(const std::string& id) {
     if (closing_) return to_error(status::overloaded("the runtime is closing"));
     if (auto it = threads_.find(id); it != threads_.end()) {
@@ -151,7 +167,9 @@ class directory_actor : public caf::event_based_actor {
     auto agent = agents_.find(m.agent_id);
     if (agent == agents_.end())
       return to_error(status::not_found("agent " + m.agent_id + " of thread " + id + " does not exist"));
-    auto actor = spawn_thread_actor(home_system(), ctx_, std::move(m), agent->second.spec);
+    agent_spec_ptr spec = agent->second.spec;
+    if (std::string patch = thread_engine_patch(m.config); !patch.empty()) spec = thread_spec(*spec, patch, m.id);
+    auto actor = spawn_thread_actor(home_system(), ctx_, std::move(m), std::move(spec));
     monitor(actor);
     lru_.push_front(id);
     threads_[id] = thread_entry{actor, lru_.begin()};

@@ -19,6 +19,10 @@
 //   (title_atom, title, cursor)         -> bool              (the titles effect: set if the thread had
 //        none — true — and the effect's cursor recorded in the same manifest-only tick either way)
 //   (title_atom, title)                 -> manifest          (a user's title: replaces any)
+//   (member_atom, agent, trigger, add)  -> manifest          (a house member added (true, trigger
+//        "always" or "on_mention") or removed (false), with a house.member_added/_removed signal)
+//   (dispatch_atom, data json)          -> void              (records a dispatch.failed signal: a
+//        firing, delegation or member run concerning this thread could not be started)
 // Values are local to one node for now (CAF_ALLOW_UNSAFE_MESSAGE_TYPE): sending
 // them to another node needs `inspect` overloads, which distribution will add.
 #pragma once
@@ -81,6 +85,8 @@ struct compact_request {
   uint64_t effect_seq = 0;
 };
 using title_atom = caf::atom_constant<caf::atom("title")>;
+using member_atom = caf::atom_constant<caf::atom("member")>;
+using dispatch_atom = caf::atom_constant<caf::atom("dispatch")>;
 
 // Engines and tools an agent may name, resolved when the agent is loaded.
 struct registry {

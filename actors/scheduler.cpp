@@ -16,6 +16,7 @@
 #include "actors/journal.hpp"
 #include "actors/messages.hpp"
 #include "runtime/model/ids.hpp"
+#include "runtime/model/json_writer.hpp"
 
 namespace skein {
 namespace {
@@ -372,6 +373,19 @@ class scheduler_actor : public caf::event_based_actor {
       f.outcome = firing_outcome::failed;
       f.reason = st.to_string();
       f.run_id.clear();
+      // A bound thread that refused the firing (and still exists) says so in its log.
+      if (!s.thread_id.empty() && st.code() != errc::not_found) {
+        std::string data;
+        json_writer w{&data};
+        w.begin_object();
+        w.field("kind", "firing");
+        w.field("schedule_id", s.id);
+        w.field("reason", f.reason);
+        w.end_object();
+        request(config_.directory, caf::infinite, resolve_atom::value, s.thread_id)
+            .then([data](caf::actor& thread) { caf::anon_send(thread, dispatch_atom::value, data); },
+                  [](caf::error&) {});  // gone meanwhile: nothing to record it on
+      }
       write_outcome(std::move(s), std::move(f), pass, false);
     };
     if (s.thread_id.empty()) {

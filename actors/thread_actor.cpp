@@ -62,6 +62,10 @@ caf::behavior thread_actor::make_behavior() {
         return generated_title(std::move(title), cursor);
       },
       [this](title_atom, std::string& title) -> caf::result<manifest> { return user_title(std::move(title)); },
+      [this](member_atom, std::string& agent, std::string& trigger, bool add) -> caf::result<manifest> {
+        return change_member(std::move(agent), std::move(trigger), add);
+      },
+      [this](dispatch_atom, std::string& data) { record_dispatch_failed(std::move(data)); },
       [this](passivate_atom) {
         if (idle()) passivate();
       },
@@ -134,6 +138,8 @@ thread_actor::admission thread_actor::admit(run_input in) {
   a.fresh = true;
   pending_input p{std::move(in), {}, 0, nullptr};
   if (busy && policy_ == mid_run_policy::interrupt) {
+    // The interrupted input's later house members go with its run.
+    std::erase_if(queue_, [](const pending_input& q) { return q.follow_up; });
     queue_.push_front(std::move(p));
     a.waiters = &queue_.front().waiters;
     if (run_ && !run_->ending) end_run(run_outcome::cancelled, "", "interrupted by a new input");
@@ -247,7 +253,8 @@ status thread_actor::earlier_run(const std::string& key, run_result* out) {
 }
 
 void thread_actor::start_next() {
-  if (run_ || compacting_ || queue_.empty() || stopping_ || failed_ || repairing_) return;
+  if (run_ || compacting_ || queue_.empty() || stopping_ || failed_ || repairing_ || fetching_members_) return;
+  if (!queue_.front().compaction && is_house() && !members_known_) return fetch_members();
   pending_input p = std::move(queue_.front());
   queue_.pop_front();
   if (p.compaction) start_compaction(std::move(p));
@@ -456,6 +463,148 @@ caf::result<bool> thread_actor::generated_title(std::string title, uint64_t curs
   job.on_failed = [promise](const caf::error& e) mutable { promise.deliver(e); };
   commit(std::move(job));
   return promise;
+}
+
+bool thread_actor::is_house() const {
+  const auto& members = manifest_.members;
+  if (members.empty()) return false;
+  return !(members.size() == 1 && members[0].agent_id == manifest_.agent_id &&
+           members[0].trigger == member_trigger::always);
+}
+
+void thread_actor::fetch_members() {
+  std::vector<std::string> ids;
+  for (const auto& m : manifest_.members)
+    if (m.agent_id != manifest_.agent_id) ids.push_back(m.agent_id);
+  if (ids.empty()) {
+    members_known_ = true;
+    return start_next();
+  }
+  fetching_members_ = true;
+  auto left = std::make_shared<size_t>(ids.size());
+  auto one_done = [this, left] {
+    if (--*left != 0) return;
+    fetching_members_ = false;
+    members_known_ = true;
+    start_next();
+  };
+  for (const auto& id : ids)
+    request(ctx_->directory, caf::infinite, agent_atom::value, id, caf::get_atom::value)
+        .then(
+            [this, id, one_done](agent_spec_ptr& spec) {
+              member_specs_[id] = std::move(spec);
+              one_done();
+            },
+            [this, id, one_done](caf::error&) {
+              member_specs_[id] = nullptr;  // no such agent: its runs are dispatch failures
+              one_done();
+            });
+}
+
+agent_spec_ptr thread_actor::member_spec(const std::string& agent_id, std::string* why) const {
+  agent_spec_ptr spec = agent_;
+  if (agent_id != manifest_.agent_id) {
+    auto it = member_specs_.find(agent_id);
+    spec = it == member_specs_.end() ? nullptr : it->second;
+  }
+  if (!spec) {
+    *why = "agent " + agent_id + " does not exist";
+    return nullptr;
+  }
+  if (ctx_->ledger) {
+    if (status b = ctx_->ledger->check(spec->config, wall_now()); !b) {
+      *why = b.to_string();
+      return nullptr;
+    }
+  }
+  return spec;
+}
+
+agent_spec_ptr thread_actor::dispatch_members(pending_input& p, std::vector<event>* failed) {
+  auto failure = [&](const std::string& agent, const std::string& why) {
+    return make_signal("dispatch.failed", signal_data({{"kind", "member"},
+                                                       {"agent", agent},
+                                                       {"input_run_id", p.input.run_id},
+                                                       {"reason", why}}));
+  };
+  std::string why;
+  if (p.follow_up) {
+    if (agent_spec_ptr spec = member_spec(p.member, &why)) return spec;
+    commit_job job;
+    job.events.push_back(failure(p.member, why));
+    commit(std::move(job));
+    return nullptr;
+  }
+  std::vector<std::pair<std::string, agent_spec_ptr>> runnable;
+  for (const auto& id : triggered_members(manifest_.members, p.input.text)) {
+    if (agent_spec_ptr spec = member_spec(id, &why)) runnable.emplace_back(id, std::move(spec));
+    else failed->push_back(failure(id, why));
+  }
+  // No member can take it (or none is triggered): the thread's own agent runs it,
+  // so that the input still enters the log through a run.
+  if (runnable.empty()) return agent_;
+  // The others follow this run at once, in member order, before any other input:
+  // one run per member, never interleaved (this actor runs one at a time).
+  for (size_t i = runnable.size(); i-- > 1;) {
+    pending_input next;
+    next.member = runnable[i].first;
+    next.follow_up = true;
+    next.input.text = p.input.text;  // for the log's readers; not appended again
+    next.input.role = p.input.role;
+    next.input.source = "house";
+    next.input.run_id = new_run_id();
+    queue_.push_front(std::move(next));
+  }
+  p.member = runnable[0].first;
+  return runnable[0].second;
+}
+
+caf::result<manifest> thread_actor::change_member(std::string agent_id, std::string trigger, bool add) {
+  if (stopping_) return to_error(status::not_found("thread " + manifest_.id + " is being deleted"));
+  if (manifest_.parent != parent_kind::none && manifest_.parent != parent_kind::agent)
+    return to_error(status::invalid_input("members: thread " + manifest_.id + " hangs from a " +
+                                          std::string{to_string(manifest_.parent)} + "; only a root thread is a house")
+                        .with_field("members"));
+  auto members = manifest_.members;
+  auto it = std::find_if(members.begin(), members.end(), [&](const house_member& m) { return m.agent_id == agent_id; });
+  house_member member{agent_id, member_trigger::always};
+  if (add) {
+    auto t = parse_member_trigger(trigger);
+    if (!t) return to_error(status::invalid_input("trigger: must be always or on_mention").with_field("trigger"));
+    member.trigger = *t;
+    if (it != members.end()) {
+      if (*it == member) return manifest_;  // already so: nothing to record
+      *it = member;
+    } else {
+      members.push_back(member);
+    }
+  } else {
+    if (it == members.end())
+      return to_error(status::not_found("members: agent " + agent_id + " is no member of thread " + manifest_.id)
+                          .with_field("agent"));
+    members.erase(it);
+  }
+  if (status s = validate_members(members, "members"); !s) return to_error(s);
+  auto promise = make_response_promise<manifest>();
+  commit_job job;
+  job.mutate = [members](manifest& m) { m.members = members; };
+  job.events.push_back(make_signal(add ? "house.member_added" : "house.member_removed",
+                                   signal_data({{"agent", agent_id},
+                                                {"trigger", add ? std::string{to_string(member.trigger)} : ""}})));
+  job.on_done = [this, promise](uint64_t) mutable {
+    members_known_ = false;  // a new member's spec is fetched before the next run
+    promise.deliver(manifest_);
+  };
+  job.on_failed = [promise](const caf::error& e) mutable { promise.deliver(e); };
+  commit(std::move(job));
+  return promise;
+}
+
+void thread_actor::record_dispatch_failed(std::string data) {
+  if (stopping_ || failed_) return;
+  commit_job job;
+  job.events.push_back(make_signal("dispatch.failed", std::move(data)));
+  commit(std::move(job));
 }
 
 caf::result<manifest> thread_actor::user_title(std::string title) {

@@ -40,6 +40,11 @@ struct pending_input {
   // Set: this entry is a compaction waiting its turn, not an input (`input` is
   // empty; its one waiter gets the compact_result).
   std::shared_ptr<compact_request> compaction;
+  // House threads (manifest.members): the member whose run this is ("" : the
+  // thread's own agent), and whether the input is in the log already (a later
+  // member's turn on it: its run appends no message).
+  std::string member;
+  bool follow_up = false;
 };
 
 // A compaction in progress (thread_compact.cpp): its stages run in order; a
@@ -76,6 +81,7 @@ struct pending_tool {
 
 struct run_state {
   uint64_t gen = 0;  // names this run in callbacks and timers
+  agent_spec_ptr agent;  // the agent it runs under: the thread's, or a house member's
   run_input input;
   std::vector<caf::response_promise> waiters;
   uint64_t inbox_order = 0;  // taken from the inbox by the run's first commit
@@ -181,6 +187,26 @@ class thread_actor : public caf::event_based_actor {
   // --- the run ----------------------------------------------------------------
 
   void start_run(pending_input p);
+
+  // --- houses (manifest.members) -------------------------------------------------
+
+  // A house whose runs may go to agents other than the thread's own (a DM thread,
+  // whose one member is its own agent, runs as any thread does).
+  bool is_house() const;
+  // Asks the directory for the member agents' specs, then lets the next run in.
+  void fetch_members();
+  // The spec a member runs under, or null and why it cannot run (gone, over budget).
+  agent_spec_ptr member_spec(const std::string& agent_id, std::string* why) const;
+  // Picks the members `p` triggers: the first runnable carries the input, the
+  // others queue as follow-ups ahead of any other input. *failed gets a
+  // dispatch.failed signal per member that cannot run.
+  agent_spec_ptr dispatch_members(pending_input& p, std::vector<event>* failed);
+  // (member_atom, ...): adds or removes a member, with its house.* signal.
+  caf::result<manifest> change_member(std::string agent_id, std::string trigger, bool add);
+  // (dispatch_atom, data): a dispatch.failed signal in a tick of its own.
+  void record_dispatch_failed(std::string data);
+  // The agent of the current run (the thread's outside runs).
+  const agent_spec& run_agent() const { return run_ && run_->agent ? *run_->agent : *agent_; }
 
   // An input whose agent's daily budget is spent (budget_ledger): it never
   // starts. Its waiters and submitters get `why`; nothing of it is written,
@@ -349,6 +375,11 @@ class thread_actor : public caf::event_based_actor {
   manifest manifest_;  // as last acknowledged by the journal
   agent_spec_ptr agent_;
   mid_run_policy policy_ = mid_run_policy::queue;
+  // House members' specs from the directory (null: the agent does not exist),
+  // fetched once per activation and again after a member is added.
+  std::unordered_map<std::string, agent_spec_ptr> member_specs_;
+  bool members_known_ = false;
+  bool fetching_members_ = false;
 
   std::deque<pending_input> queue_;
   std::unique_ptr<run_state> run_;

@@ -70,11 +70,11 @@ tool_output error_output(std::string text) { return {"(error: " + std::move(text
 }  // namespace
 
 bool thread_actor::delegates(const std::string& name) const {
-  return name == ask_agent_tool_name && !agent_->config.delegation.agents.empty();
+  return name == ask_agent_tool_name && !run_agent().config.delegation.agents.empty();
 }
 
 uint64_t thread_actor::check_delegations() {
-  const delegation_settings& d = agent_->config.delegation;
+  const delegation_settings& d = run_agent().config.delegation;
   uint64_t permitted = 0;
   for (pending_tool& t : run_->tools) {
     if (t.done || !delegates(t.call.name)) continue;

@@ -40,7 +40,7 @@ void thread_actor::cancel_quietly(std::unique_ptr<call_handle>& h) {
 }
 
 void thread_actor::storable(std::string* text) const {
-  make_storable_text(text, agent_->config.budgets.output_bytes_max, "output_bytes_max");
+  make_storable_text(text, run_agent().config.budgets.output_bytes_max, "output_bytes_max");
 }
 
 std::string signal_data(std::initializer_list<std::pair<const char*, std::string>> fields) {
@@ -58,16 +58,24 @@ void thread_actor::start_run(pending_input p) {
   // A run never starts on top of an open one: an open run left by a failed
   // closing commit is repaired (repair_open_run) before start_next lets one in.
   assert(manifest_.status != thread_status::running);
+  std::vector<event> dispatch_failed;  // house members that cannot run on this input
+  agent_spec_ptr spec = is_house() ? dispatch_members(p, &dispatch_failed) : agent_;
+  if (!spec) {
+    // A follow-up whose member cannot run (any more): the log says so, the next goes on.
+    start_next();
+    return;
+  }
   // Checked at the start, not at admission: an input queued before the budget
   // ran out is refused when its turn comes, like a new one.
   if (ctx_->ledger) {
-    if (status b = ctx_->ledger->check(agent_->config, wall_now()); !b) {
+    if (status b = ctx_->ledger->check(spec->config, wall_now()); !b) {
       refuse_over_budget(std::move(p), b);
       return;
     }
   }
   run_ = std::make_unique<run_state>();
   run_->gen = ++gens_;
+  run_->agent = spec;
   run_->input = std::move(p.input);
   run_->waiters = std::move(p.waiters);
   run_->inbox_order = p.inbox_order;
@@ -77,10 +85,12 @@ void thread_actor::start_run(pending_input p) {
     conversation_.emplace();  // an empty log: nothing to read, the commits fill it
   if (manifest_.last_seq == 0 && !agent_->config.system_prompt.empty())
     events.push_back(make_system_prompt(agent_->config.system_prompt));
-  events.push_back(make_message(run_->input.role, run_->input.text));
+  if (!p.follow_up) events.push_back(make_message(run_->input.role, run_->input.text));
   events.push_back(make_signal("thread.start", signal_data({{"run_id", run_->input.run_id},
-                                                            {"source", run_->input.source}})));
-  delayed_send(this, std::chrono::milliseconds(agent_->config.budgets.run_time_ms_max),
+                                                            {"source", run_->input.source},
+                                                            {"member", p.member}})));
+  for (auto& e : dispatch_failed) events.push_back(std::move(e));
+  delayed_send(this, std::chrono::milliseconds(spec->config.budgets.run_time_ms_max),
                run_timeout_atom::value, run_->gen);
   delayed_send(this, ctx_->options.heartbeat_interval, heartbeat_atom::value, run_->gen);
   commit_job job;
@@ -148,7 +158,7 @@ bool thread_actor::retire(int64_t before_ms) {
 }
 
 void thread_actor::call_engine() {
-  const auto& budgets = agent_->config.budgets;
+  const auto& budgets = run_agent().config.budgets;
   if (run_->turns >= budgets.ticks_max) {
     end_run(run_outcome::failed, "", "tick budget exhausted: ticks_max (" +
                                           std::to_string(budgets.ticks_max) + ")");
@@ -157,11 +167,18 @@ void thread_actor::call_engine() {
   ++run_->turns;
   engine_request req;
   req.thread_id = manifest_.id;
+  req.task_id = manifest_.task_id;
   req.run_id = run_->input.run_id;
   req.turn = run_->turns;
   req.session_id = run_->resume_disabled ? std::string{} : manifest_.session_id;
   req.conversation = *conversation_;
-  req.tools = agent_->tool_specs;
+  if (run_->agent != agent_) {
+    // A house member speaks with its own system prompt, not the thread agent's.
+    std::erase_if(req.conversation, [](const event& e) { return e.type == event_type::system_prompt; });
+    if (!run_agent().config.system_prompt.empty())
+      req.conversation.insert(req.conversation.begin(), make_system_prompt(run_agent().config.system_prompt));
+  }
+  req.tools = run_agent().tool_specs;
   run_->call_gen = ++gens_;
   run_->engine_pending = true;
   run_->last_activity = clock().now();
@@ -177,7 +194,7 @@ void thread_actor::call_engine() {
   };
   delayed_send(this, std::chrono::milliseconds(budgets.engine_idle_ms), idle_check_atom::value, call_gen);
   try {
-    run_->engine_call = agent_->engine->start(std::move(req), std::move(cb));
+    run_->engine_call = run_agent().engine->start(std::move(req), std::move(cb));
   } catch (const std::exception& e) {
     run_->engine_pending = false;
     end_run(run_outcome::failed, "", storable_error(std::string("engine threw: ") + e.what()));
@@ -219,7 +236,7 @@ void thread_actor::on_engine_done(uint64_t call_gen, engine_reply reply) {
     run_->session_id = to_valid_utf8(step.session_id);
   storable(&step.text);
   storable(&step.thinking);
-  uint32_t calls_max = agent_->config.budgets.tool_calls_max;
+  uint32_t calls_max = run_agent().config.budgets.tool_calls_max;
   if (step.tool_calls.size() > calls_max) {
     end_run(run_outcome::failed, "", "the engine asked for " + std::to_string(step.tool_calls.size()) +
                                          " tool calls in one step: tool_calls_max (" +
@@ -280,7 +297,7 @@ void thread_actor::on_engine_done(uint64_t call_gen, engine_reply reply) {
 void thread_actor::invoke_tools() {
   caf::actor_addr me = address();
   uint64_t gen = run_->gen;
-  auto timeout = std::chrono::milliseconds(agent_->config.budgets.tool_timeout_ms);
+  auto timeout = std::chrono::milliseconds(run_agent().config.budgets.tool_timeout_ms);
   std::vector<pending_tool*> asks;
   for (auto& t : run_->tools) {
     if (t.done) continue;  // answered already (refused arguments, refused delegations)
@@ -291,7 +308,7 @@ void thread_actor::invoke_tools() {
       asks.push_back(&t);
       continue;
     }
-    auto impl = agent_->find_tool(t.call.name);
+    auto impl = run_agent().find_tool(t.call.name);
     if (!impl) {
       finish_tool(t, {"(error: unknown tool '" + t.call.name + "')", true});
       continue;
@@ -349,7 +366,7 @@ void thread_actor::on_tool_timeout(uint64_t gen, const std::string& call_id) {
   if (!current(gen)) return;
   auto* t = find_pending(call_id);
   if (t == nullptr || t->done) return;
-  auto ms = agent_->config.budgets.tool_timeout_ms;
+  auto ms = run_agent().config.budgets.tool_timeout_ms;
   if (t->token) t->token->cancel();
   std::string child = t->child_id.empty() ? "" : " (child thread " + t->child_id + " is cancelled)";
   finish_tool(*t, {"(error: tool '" + t->call.name + "' timed out after " + std::to_string(ms) +
@@ -386,12 +403,12 @@ void thread_actor::commit_tool_results() {
 void thread_actor::on_run_timeout(uint64_t gen) {
   if (!current(gen)) return;
   end_run(run_outcome::failed, "", "run time budget exhausted: run_time_ms_max (" +
-                                       std::to_string(agent_->config.budgets.run_time_ms_max) + " ms)");
+                                       std::to_string(run_agent().config.budgets.run_time_ms_max) + " ms)");
 }
 
 void thread_actor::on_idle_check(uint64_t call_gen) {
   if (!run_ || run_->call_gen != call_gen || !run_->engine_pending || run_->ending) return;
-  auto idle_ms = std::chrono::milliseconds(agent_->config.budgets.engine_idle_ms);
+  auto idle_ms = std::chrono::milliseconds(run_agent().config.budgets.engine_idle_ms);
   auto silent = clock().now() - run_->last_activity;
   if (silent < idle_ms) {
     delayed_send(this, std::chrono::duration_cast<std::chrono::milliseconds>(idle_ms - silent) +

@@ -237,6 +237,14 @@ std::vector<std::string> index_keys_of(const manifest& m) {
   return out;
 }
 
+std::vector<std::string> claim_keys_of(const manifest& m) {
+  std::vector<std::string> out;
+  if (!m.task_id.empty()) out.push_back(keys::claim_key("task", m.task_id));
+  if (m.parent == parent_kind::agent) out.push_back(keys::claim_key("dm", m.parent_id));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 event_log::event_log(log_options options) : options_(std::move(options)), impl_(new impl) {}
 
 event_log::~event_log() = default;
@@ -341,6 +349,7 @@ status event_log::load_projection(const std::string& thread_id, projection* out,
   *found = true;
   out->last_seq = m.last_seq;
   out->index_keys = index_keys_of(m);
+  out->claim_keys = claim_keys_of(m);
   return status::ok();
 }
 
@@ -357,12 +366,44 @@ status event_log::salvage_projection(const std::string& thread_id, projection* o
   }
   if (!s && s.code() != errc::corruption) return s;
   SKEIN_TRY(find_index_keys(thread_id, &out->index_keys));
+  // Claims are no index_keys_of() entries: the diff of a repair must not drop them.
+  std::erase_if(out->index_keys, [](const std::string& k) { return k.starts_with("c/"); });
   std::sort(out->index_keys.begin(), out->index_keys.end());
   return status::ok();
 }
 
+status event_log::prepare_claims(const tick& t, rocksdb::WriteBatch* batch,
+                                 std::unordered_map<std::string, std::string>* claims) const {
+  for (const auto& key : claim_keys_of(t.manifest)) {
+    // "c/task/T": the field that made the claim, for the error.
+    const char* field = key.starts_with("c/task/") ? "task_id" : "dm";
+    if (auto it = claims->find(key); it != claims->end() && it->second != t.thread_id)
+      return status::conflict(std::string{field} + ": " + key.substr(2) + " is claimed by thread " + it->second)
+          .with_field(field);
+    std::string holder;
+    auto s = impl_->db->Get(rocksdb::ReadOptions(), impl_->cf(cf_index), key, &holder);
+    if (!s.IsNotFound()) {
+      SKEIN_TRY(from_rocks(s, "read claim"));
+      if (holder != t.thread_id) {
+        // A claim outlives its thread only if something failed between two
+        // writes that should have been one; a claim naming no thread is taken over.
+        std::string manifest_value;
+        auto h = impl_->db->Get(rocksdb::ReadOptions(), impl_->cf(cf_threads), holder, &manifest_value);
+        if (!h.IsNotFound()) {
+          SKEIN_TRY(from_rocks(h, "read claim holder"));
+          return status::conflict(std::string{field} + ": " + key.substr(2) + " is claimed by thread " + holder)
+              .with_field(field);
+        }
+      }
+    }
+    batch->Put(impl_->cf(cf_index), key, t.thread_id);
+    (*claims)[key] = t.thread_id;
+  }
+  return status::ok();
+}
+
 status event_log::prepare(tick& t, const projection* prev, rocksdb::WriteBatch* batch,
-                          projection* next) const {
+                          projection* next, std::unordered_map<std::string, std::string>* claims) const {
   SKEIN_TRY(validate_id(t.thread_id, "tick.thread_id"));
   if (t.manifest.id != t.thread_id)
     return status::invalid_input("tick.manifest.id: '" + t.manifest.id +
@@ -413,6 +454,7 @@ status event_log::prepare(tick& t, const projection* prev, rocksdb::WriteBatch* 
   }
   if (t.inbox_take != 0) batch->Delete(impl_->cf(cf_inbox), keys::inbox_key(t.thread_id, t.inbox_take));
   SKEIN_TRY(prepare_schedule_rows(t, batch));
+  if (t.create) SKEIN_TRY(prepare_claims(t, batch, claims));
   for (const auto& [effect, cursor] : t.effect_cursors) {
     SKEIN_TRY(validate_id(effect, "tick.effect_cursors"));
     if (cursor > t.manifest.last_seq)
@@ -521,6 +563,7 @@ void event_log::commit_group(std::span<tick* const> ticks, std::span<status> res
   }
   rocksdb::WriteBatch batch;
   std::unordered_map<std::string, projection> pending;  // threads touched by this group
+  std::unordered_map<std::string, std::string> claims;  // claim keys put by this group
   std::vector<size_t> accepted;
   accepted.reserve(ticks.size());
   uint64_t events = 0;
@@ -568,8 +611,12 @@ void event_log::commit_group(std::span<tick* const> ticks, std::span<status> res
     }
     projection next;
     batch.SetSavePoint();
-    status s = prepare(t, prev, &batch, &next);
+    // A refused tick's claims must not stay claimed; only creating ticks claim.
+    std::unordered_map<std::string, std::string> claims_before;
+    if (t.create) claims_before = claims;
+    status s = prepare(t, prev, &batch, &next, &claims);
     if (!s) {
+      if (t.create) claims = std::move(claims_before);
       batch.RollbackToSavePoint().PermitUncheckedError();
       results[i] = s;
       counters_.rejected.fetch_add(1, std::memory_order_relaxed);
@@ -623,6 +670,14 @@ status event_log::erase_thread(std::string_view thread_id) {
   if (loaded.code() == errc::corruption) loaded = find_index_keys(id, &p.index_keys);
   SKEIN_TRY(loaded);
   for (const auto& k : p.index_keys) batch.Delete(impl_->cf(cf_index), k);
+  // Claims (keys.cpp) free with their thread; one that names another thread stays.
+  for (const auto& k : p.claim_keys) {
+    std::string holder;
+    auto c = db->Get(rocksdb::ReadOptions(), impl_->cf(cf_index), k, &holder);
+    if (c.IsNotFound()) continue;
+    SKEIN_TRY(from_rocks(c, "read claim"));
+    if (holder == id) batch.Delete(impl_->cf(cf_index), k);
+  }
   batch.Delete(impl_->cf(cf_threads), id);
 
   auto begin = keys::event_prefix(id), end = keys::event_prefix_end(id);
@@ -727,6 +782,7 @@ status event_log::commit_all(std::span<tick* const> ticks) {
   }
   rocksdb::WriteBatch batch;
   std::unordered_map<std::string, projection> pending;  // threads touched by this call
+  std::unordered_map<std::string, std::string> claims;  // claim keys put by this call
   uint64_t events = 0;
   for (size_t i = 0; i < ticks.size(); ++i) {
     tick& t = *ticks[i];
@@ -745,7 +801,7 @@ status event_log::commit_all(std::span<tick* const> ticks) {
       }
     }
     projection next;
-    if (s) s = prepare(t, prev, &batch, &next);
+    if (s) s = prepare(t, prev, &batch, &next, &claims);
     if (!s) {
       // One refusal refuses them all: the batch is dropped unwritten.
       counters_.rejected.fetch_add(ticks.size(), std::memory_order_relaxed);

@@ -294,6 +294,9 @@ class event_log {
   // Ids of every thread indexed as `running`: the input of recovery. Reads the
   // index only, so a thread whose manifest does not decode is listed too.
   status list_running(std::vector<std::string>* out) const;
+  // The thread holding a claim (keys.cpp, "c/"): kind "task" with a task id, or
+  // "dm" with an agent id. not_found when none does.
+  status find_claim(std::string_view kind, std::string_view id, std::string* thread_id) const;
   // The effect's cursor for the thread: the last seq it processed, 0 if none.
   status read_effect_cursor(std::string_view effect, std::string_view thread_id, uint64_t* out) const;
   // Every thread whose last seq is past the effect's cursor, in id order: the
@@ -368,6 +371,7 @@ class event_log {
   struct projection {
     uint64_t last_seq = 0;
     std::vector<std::string> index_keys;  // index entries currently stored
+    std::vector<std::string> claim_keys;  // erase only: the claims the stored manifest makes
   };
 
   status load_projection(const std::string& thread_id, projection* out, bool* found) const;
@@ -376,8 +380,12 @@ class event_log {
   // `pending`: projections of threads written earlier in the same batch.
   status prepare_effect(const effect_write& w, const std::unordered_map<std::string, projection>& pending,
                         rocksdb::WriteBatch* batch) const;
+  // `claims`: claim keys put earlier in the same batch, and the thread of each.
   status prepare(tick& t, const projection* prev, rocksdb::WriteBatch* batch,
-                 projection* next) const;
+                 projection* next, std::unordered_map<std::string, std::string>* claims) const;
+  // The claims a creating tick makes, checked against the batch and the database.
+  status prepare_claims(const tick& t, rocksdb::WriteBatch* batch,
+                        std::unordered_map<std::string, std::string>* claims) const;
   status write(rocksdb::WriteBatch* batch, size_t ticks);
   status prepare_schedule_rows(const tick& t, rocksdb::WriteBatch* batch) const;
   status refusal() const;  // what a write gets once the log is not writable
@@ -399,5 +407,7 @@ class event_log {
 
 // The index entries a manifest implies (index CF keys).
 std::vector<std::string> index_keys_of(const manifest& m);
+// The claim keys a manifest implies ("c/task/<task_id>", "c/dm/<agent>"), sorted.
+std::vector<std::string> claim_keys_of(const manifest& m);
 
 }  // namespace skein

@@ -301,6 +301,16 @@ status event_log::list_running(std::vector<std::string>* out) const {
   return from_rocks(it->status(), "scan index");
 }
 
+status event_log::find_claim(std::string_view kind, std::string_view id, std::string* thread_id) const {
+  SKEIN_TRY(validate_id(id, kind == "dm" ? "agent id" : "task id"));
+  std::string holder;
+  auto s = impl_->db->Get(rocksdb::ReadOptions(), impl_->cf(cf_index), keys::claim_key(kind, id), &holder);
+  if (s.IsNotFound()) return status::not_found(std::string{kind} + " " + std::string{id} + " has no thread");
+  SKEIN_TRY(from_rocks(s, "read claim"));
+  *thread_id = std::move(holder);
+  return status::ok();
+}
+
 status event_log::last_event_seq(std::string_view thread_id, uint64_t* out) const {
   SKEIN_TRY(validate_id(thread_id, "thread id"));
   *out = 0;
@@ -330,6 +340,11 @@ status event_log::find_index_keys(std::string_view thread_id, std::vector<std::s
   std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->cf(cf_index))};
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     std::string_view key = it->key().ToStringView();
+    if (key.starts_with("c/")) {
+      // A claim names its thread in the value (keys.cpp).
+      if (it->value().ToStringView() == thread_id) out->emplace_back(key);
+      continue;
+    }
     if (key.ends_with(tail) && !key.starts_with(idempotency)) out->emplace_back(key);
   }
   return from_rocks(it->status(), "scan index");
@@ -378,7 +393,9 @@ status event_log::count_thread_keys(std::string_view thread_id, size_t* out) con
         case cf_embeddings:
         case cf_inbox: mine = key.starts_with(keys::event_prefix(id)); break;
         case cf_index:
-          mine = key.ends_with("/" + id) || key.starts_with(keys::idempotency_prefix(id));
+          // A claim ("c/") names its thread in the value, not the key.
+          mine = key.starts_with("c/") ? it->value().ToStringView() == id
+                                       : key.ends_with("/" + id) || key.starts_with(keys::idempotency_prefix(id));
           break;
         case cf_usage: mine = key.starts_with(keys::event_prefix(id)); break;
         case cf_effects: mine = key.ends_with(std::string(1, '\0') + id); break;

@@ -8,6 +8,9 @@
 //                   | "t/" tag "/" thread-id
 //                   | "u/" be64(updated_at_ms - updated_at_ms % 1000) "/" thread-id
 //                   | "k/" thread-id "/" idempotency-key      value := be64(first seq) run-id
+//                   | "c/" claim-kind "/" claimed-id          value := thread-id
+//   claim-kind := "task" (claimed-id: a task id; the task's dedicated thread)
+//               | "dm"   (claimed-id: an agent id; the agent's DM thread)
 //   usage      key := thread-id 0x00 be64(seq)                   value := usage JSON
 //   effects    key := effect-name 0x00 thread-id                 value := be64(last seq processed)
 //   embeddings key := thread-id 0x00 be64(seq)                   value := embedding
@@ -23,6 +26,12 @@
 // Version 1 differed only in the usage key, be64(ts_ms) thread-id 0x00 be64(seq):
 // erasing a thread had to read its log to find its rows. Opening a version-1
 // database rewrites its usage rows (event_log.cpp) before anything else runs.
+//
+// Claims ("c/") make a thread unique for what it claims: the writer puts one in
+// the tick that creates the thread, refusing the tick with `conflict` when the key
+// names another live thread (or another tick of the same group claimed it), and
+// deletes it with the thread. A database from before claims has none: its threads
+// are simply unclaimed (a lookup misses them), and nothing needs migrating.
 //
 // Schedule definitions ("d/") and history rows ("h/") never share a prefix, so a
 // listing of definitions never meets a history row; a schedule's history is the
@@ -108,6 +117,8 @@ std::string idempotency_prefix(std::string_view thread) { return index_prefix('k
 std::string idempotency_key(std::string_view thread, std::string_view key) {
   return index_key('k', thread, key);
 }
+
+std::string claim_key(std::string_view kind, std::string_view id) { return index_key('c', kind, id); }
 
 std::string usage_key(std::string_view thread, uint64_t seq) { return event_key(thread, seq); }
 

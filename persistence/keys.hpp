@@ -33,6 +33,9 @@ std::string updated_value(int64_t updated_at_ms);
 std::string idempotency_prefix(std::string_view thread);
 std::string idempotency_key(std::string_view thread, std::string_view key);
 
+// index CF, claims: "c/<kind>/<id>" -> thread id (kind "task" or "dm")
+std::string claim_key(std::string_view kind, std::string_view id);
+
 // usage CF: thread 0x00 be64(seq) of the result event — the shape of an event
 // key, so a thread's usage rows are the range [event_prefix, event_prefix_end).
 std::string usage_key(std::string_view thread, uint64_t seq);

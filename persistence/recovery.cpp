@@ -56,6 +56,12 @@ status manifest_from_index(event_log& log, const std::string& id, manifest* m) {
   out.id = id;
   std::string parent;
   for (const auto& key : entries) {
+    // Claims (keys.cpp) carry the thread in the value: the key names the claimed id.
+    if (key.starts_with("c/task/")) {
+      out.task_id = key.substr(7);
+      continue;
+    }
+    if (key.starts_with("c/")) continue;
     if (key.size() < 2 + 1 + id.size()) continue;
     std::string value = key.substr(2, key.size() - 2 - 1 - id.size());
     if (key.starts_with("a/")) out.agent_id = value;

@@ -330,9 +330,67 @@ status runtime::list_agents(std::vector<agent_config>* out) {
   return impl_->ask(impl_->actors.directory, out, agent_atom::value);
 }
 
-status runtime::create_thread(thread_options options, manifest* out) {
+status runtime::create_thread(thread_options options, manifest* out, bool* created) {
   SKEIN_TRY(validate_thread_options(options));
-  return impl_->ask(impl_->actors.directory, out, create_atom::value, std::move(options));
+  if (options.dm) return dm_thread(options.agent_id, out, created);
+  std::string task_id = options.task_id;
+  if (created != nullptr) *created = false;
+  status s = impl_->ask(impl_->actors.directory, out, create_atom::value, std::move(options));
+  // The log refused the task's claim (keys.cpp): the thread that holds it answers.
+  if (s.code() == errc::conflict && !task_id.empty() && find_task_thread(task_id, out).is_ok())
+    return status::ok();
+  if (s && created != nullptr) *created = true;
+  return s;
+}
+
+status runtime::add_member(const std::string& thread_id, const house_member& member, manifest* out) {
+  SKEIN_TRY(validate_id(thread_id, "thread id"));
+  SKEIN_TRY(validate_id(member.agent_id, "agent"));
+  agent_config a;
+  SKEIN_TRY(get_agent(member.agent_id, &a));  // a member must be an agent now
+  manifest m;
+  SKEIN_TRY(impl_->ask_thread(thread_id, &m, member_atom::value, member.agent_id,
+                              std::string{to_string(member.trigger)}, true));
+  if (out != nullptr) *out = std::move(m);
+  return status::ok();
+}
+
+status runtime::remove_member(const std::string& thread_id, const std::string& agent_id, manifest* out) {
+  SKEIN_TRY(validate_id(thread_id, "thread id"));
+  SKEIN_TRY(validate_id(agent_id, "agent"));
+  manifest m;
+  SKEIN_TRY(impl_->ask_thread(thread_id, &m, member_atom::value, agent_id, std::string{}, false));
+  if (out != nullptr) *out = std::move(m);
+  return status::ok();
+}
+
+status runtime::find_task_thread(const std::string& task_id, manifest* out) {
+  SKEIN_TRY(impl_->check_open());
+  std::string thread;
+  SKEIN_TRY(impl_->log->find_claim("task", task_id, &thread));
+  status s = impl_->log->read_manifest(thread, out);
+  if (s.code() == errc::not_found) return status::not_found("task " + task_id + " has no thread");
+  return s;
+}
+
+status runtime::dm_thread(const std::string& agent_id, manifest* out, bool* created) {
+  SKEIN_TRY(impl_->check_open());
+  SKEIN_TRY(validate_id(agent_id, "agent_id"));
+  if (created != nullptr) *created = false;
+  auto existing = [&]() -> status {
+    std::string thread;
+    SKEIN_TRY(impl_->log->find_claim("dm", agent_id, &thread));
+    return impl_->log->read_manifest(thread, out);
+  };
+  if (existing().is_ok()) return status::ok();  // the common case: a read, no write
+  thread_options o;
+  o.agent_id = agent_id;
+  o.dm = true;
+  status s = impl_->ask(impl_->actors.directory, out, create_atom::value, std::move(o));
+  // Another first message won the claim: its thread is the DM thread.
+  if (s.code() == errc::conflict && existing().is_ok()) return status::ok();
+  if (s && created != nullptr) *created = true;
+  return s;
 }
 
 status runtime::get_thread(const std::string& id, manifest* out) {
@@ -520,6 +578,30 @@ status runtime::read(const std::string& thread_id, history_view view, uint64_t f
     out->push_back(std::move(e));
   }
   return status::ok();
+}
+
+status runtime::read(const std::string& thread_id, history_view view, uint64_t from_seq, size_t limit,
+                     const group_filter& groups, std::vector<event>* out, uint64_t* next_seq) {
+  std::vector<event> all;
+  SKEIN_TRY(read(thread_id, view, from_seq, limit, &all));
+  out->clear();
+  *next_seq = from_seq;
+  for (auto& e : all) {
+    if (e.seq >= *next_seq) *next_seq = e.seq + 1;
+    if (groups.admits(e.type)) out->push_back(std::move(e));
+  }
+  return status::ok();
+}
+
+status runtime::subscribe(const std::string& thread_id, uint64_t from_seq, const group_filter& groups,
+                          event_sink sink, uint64_t* id) {
+  if (groups.all()) return subscribe(thread_id, from_seq, std::move(sink), id);
+  if (sink.on_event)
+    sink.on_event = [groups, fn = std::move(sink.on_event)](const event& e) {
+      if (groups.admits(e.type)) fn(e);
+    };
+  if (!groups.admits(event_type::assistant_text)) sink.on_delta = nullptr;
+  return subscribe(thread_id, from_seq, std::move(sink), id);
 }
 
 status runtime::subscribe(const std::string& thread_id, uint64_t from_seq, event_sink sink, uint64_t* id) {

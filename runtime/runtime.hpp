@@ -175,8 +175,23 @@ class runtime {
   status get_agent(const std::string& id, agent_config* out);
   status list_agents(std::vector<agent_config>* out);
 
-  // Threads, created through their agent only.
-  status create_thread(thread_options options, manifest* out);
+  // Threads, created through their agent only. A thread bound to a task
+  // (options.task_id) is the task's only thread: when the task has one already,
+  // that thread is the answer and *created (may be null) is false — also when
+  // two creates race, whichever the log wrote first wins. options.dm gives the
+  // agent's DM thread the same way (dm_thread()).
+  status create_thread(thread_options options, manifest* out, bool* created = nullptr);
+  // The task's dedicated thread; not_found when the task has none.
+  status find_task_thread(const std::string& task_id, manifest* out);
+  // The agent's DM thread (parent kind agent), created on first use, atomically:
+  // concurrent first calls get one thread. not_found: an unknown agent.
+  status dm_thread(const std::string& agent_id, manifest* out, bool* created = nullptr);
+  // House members (manifest.members) of a root or DM thread: each input runs every
+  // member it triggers in turn, each under its own agent. Adding records
+  // house.member_added (an existing member gets the new trigger), removing
+  // house.member_removed. not_found: the thread, the agent, or (remove) the member.
+  status add_member(const std::string& thread_id, const house_member& member, manifest* out = nullptr);
+  status remove_member(const std::string& thread_id, const std::string& agent_id, manifest* out = nullptr);
   status get_thread(const std::string& id, manifest* out);
   status list_threads(const thread_query& query, thread_page* out);
   status delete_thread(const std::string& id);  // idempotent
@@ -226,9 +241,17 @@ class runtime {
   // History: the working conversation or the complete log, from a seq on.
   status read(const std::string& thread_id, history_view view, uint64_t from_seq, size_t limit,
               std::vector<event>* out);
+  // read() of the events in `groups` only (payload groups, event.hpp). `limit`
+  // counts the events read before the filter, so a page may hold fewer;
+  // *next_seq is the seq to read from next (past every event read).
+  status read(const std::string& thread_id, history_view view, uint64_t from_seq, size_t limit,
+              const group_filter& groups, std::vector<event>* out, uint64_t* next_seq);
   // Durable events from from_seq on, then live ones, in order and without
   // duplicates; deltas as they stream. *id names the subscription.
   status subscribe(const std::string& thread_id, uint64_t from_seq, event_sink sink, uint64_t* id);
+  // subscribe() to the events of `groups` only; deltas (chat text) pass when chat does.
+  status subscribe(const std::string& thread_id, uint64_t from_seq, const group_filter& groups,
+                   event_sink sink, uint64_t* id);
   status unsubscribe(uint64_t id);
 
   // Usage totals from the usage rows (event_log::query_usage says what each

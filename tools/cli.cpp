@@ -149,6 +149,13 @@ status string_field(const std::string& body, const char* field, bool required, s
   return o.string(field, out, required);
 }
 
+status uint_field(const std::string& body, const char* field, uint64_t* out) {
+  json::document doc;
+  json::object_reader o;
+  SKEIN_TRY(open_response(body, &doc, &o));
+  return o.uint(field, out);
+}
+
 void print_thread_row(const manifest& m) {
   std::printf("%-32s %-16s %-10s %8llu  %s\n", m.id.c_str(), m.agent_id.c_str(), std::string{to_string(m.status)}.c_str(),
               static_cast<unsigned long long>(m.last_seq), m.title.c_str());
@@ -200,6 +207,30 @@ int thread_create(cli& c, const args& a) {
     w.key("tags");
     w.begin_array();
     for (const auto& t : a.options.at("tag")) w.string(t);
+    w.end_array();
+  }
+  // The server checks the patch (an object, its size and depth); sent as given.
+  if (!a.opt("engine-config").empty()) {
+    w.key("engine_config");
+    std::string patch = a.opt("engine-config");
+    json::document doc;
+    if (status s = json::parse(patch, json_limits{}, "--engine-config", &doc); !s)
+      return std::fprintf(stderr, "skein: %s\n", s.to_string().c_str()), usage;
+    w.raw(simdjson::minify(doc.root()));
+  }
+  // --member AGENT[:on_mention]: a house member, `always` unless :on_mention.
+  if (a.options.count("member")) {
+    w.key("members");
+    w.begin_array();
+    for (const auto& spec : a.options.at("member")) {
+      size_t colon = spec.rfind(':');
+      bool mention = colon != std::string::npos && spec.substr(colon + 1) == "on_mention";
+      bool always = colon != std::string::npos && spec.substr(colon + 1) == "always";
+      w.begin_object();
+      w.field("agent", mention || always ? spec.substr(0, colon) : spec);
+      w.field("trigger", mention ? "on_mention" : "always");
+      w.end_object();
+    }
     w.end_array();
   }
   w.end_object();
@@ -304,11 +335,44 @@ int usage_show(cli& c, const args& a) {
   return ok;
 }
 
+int show_manifest(cli& c, const std::string& path);
+
 int thread_show(cli& c, const args& a) {
   if (a.positional.size() != 3) return misuse(a);
+  return show_manifest(c, "/v1/threads/" + q(a.positional[2]));
+}
+
+// house add <thread> <agent> [--trigger always|on_mention] / house remove <thread> <agent>
+int house_member(cli& c, const args& a) {
+  if (a.positional.size() != 4) return misuse(a);
+  const std::string& thread = a.positional[2];
+  const std::string& agent = a.positional[3];
   http::response r;
   int code = ok;
-  if (!c.call("GET", "/v1/threads/" + q(a.positional[2]), "", &r, &code)) return code;
+  if (a.positional[1] == "add") {
+    std::string body;
+    json_writer w{&body};
+    w.begin_object();
+    w.field("agent", agent);
+    w.field("trigger", a.opt("trigger", "always"));
+    w.end_object();
+    if (!c.call("POST", "/v1/threads/" + q(thread) + "/members", body, &r, &code)) return code;
+  } else if (!c.call("DELETE", "/v1/threads/" + q(thread) + "/members/" + q(agent), "", &r, &code)) {
+    return code;
+  }
+  return print_manifest_id(c, r);
+}
+
+// task show <task id>: the task's dedicated thread.
+int task_show(cli& c, const args& a) {
+  if (a.positional.size() != 3) return misuse(a);
+  return show_manifest(c, "/v1/tasks/" + q(a.positional[2]));
+}
+
+int show_manifest(cli& c, const std::string& path) {
+  http::response r;
+  int code = ok;
+  if (!c.call("GET", path, "", &r, &code)) return code;
   manifest m;
   if (status s = decode_manifest(r.body, &m); !s) return c.unreadable_response(s);
   if (c.json) return c.print_json(r);
@@ -317,6 +381,9 @@ int thread_show(cli& c, const args& a) {
               static_cast<unsigned long long>(m.last_seq), m.session_id.c_str(),
               static_cast<unsigned long long>(m.usage.input_tokens), static_cast<unsigned long long>(m.usage.output_tokens));
   if (!m.parent_id.empty()) std::printf("parent    %s %s\n", std::string{to_string(m.parent)}.c_str(), m.parent_id.c_str());
+  if (!m.task_id.empty()) std::printf("task      %s\n", m.task_id.c_str());
+  for (const auto& member : m.members)
+    std::printf("member    %s %s\n", member.agent_id.c_str(), std::string{to_string(member.trigger)}.c_str());
   return ok;
 }
 
@@ -491,38 +558,14 @@ int thread_fork(cli& c, const args& a) {
 
 // --- entries ----------------------------------------------------------------
 
-// A thread id, or an agent id whose direct-message thread is reused or created.
-bool resolve_target(cli& c, const std::string& ref, std::string* thread, int* code) {
+// Where an entry for `ref` goes: the thread's entries when `ref` names a thread
+// the token sees, else the agent's DM route, which reuses or creates the agent's
+// one DM thread on the server, atomically.
+std::string entry_path(cli& c, const std::string& ref) {
   http::response r;
-  if (c.client.call("GET", "/v1/threads/" + q(ref), "", &r).is_ok() && r.status == 200) {
-    *thread = ref;
-    return true;
-  }
-  if (!c.call("GET", "/v1/agents/" + q(ref), "", &r, code)) return false;
-  if (!c.call("GET", "/v1/threads?agent=" + q(ref) + "&tag=dm&limit=1000", "", &r, code)) return false;
-  std::vector<std::string> items;
-  if (status s = json_items(r.body, "threads", &items); !s) return (*code = c.unreadable_response(s)), false;
-  for (const auto& text : items) {
-    manifest m;
-    if (status s = decode_manifest(text, &m); !s) return (*code = c.unreadable_response(s)), false;
-    *thread = m.id;
-    return true;
-  }
-  std::string body;
-  json_writer w{&body};
-  w.begin_object();
-  w.field("agent_id", ref);
-  w.field("name", "direct messages");
-  w.key("tags");
-  w.begin_array();
-  w.string("dm");
-  w.end_array();
-  w.end_object();
-  if (!c.call("POST", "/v1/threads", body, &r, code)) return false;
-  manifest m;
-  if (status s = decode_manifest(r.body, &m); !s) return (*code = c.unreadable_response(s)), false;
-  *thread = m.id;
-  return true;
+  if (c.client.call("GET", "/v1/threads/" + q(ref), "", &r).is_ok() && r.status == 200)
+    return "/v1/threads/" + q(ref) + "/entries";
+  return "/v1/agents/" + q(ref) + "/dm";
 }
 
 // {"run":{..., "outcome", "text"}} of a send that waited.
@@ -541,8 +584,7 @@ status decode_run(const std::string& body, std::string* text, std::string* outco
 int entries_create(cli& c, const args& a) {
   if (a.positional.size() != 4) return misuse(a);
   int code = ok;
-  std::string thread;
-  if (!resolve_target(c, a.positional[2], &thread, &code)) return code;
+  std::string path = entry_path(c, a.positional[2]);
   std::string body;
   json_writer w{&body};
   w.begin_object();
@@ -553,10 +595,11 @@ int entries_create(cli& c, const args& a) {
   w.boolean(a.flag("wait"));
   w.end_object();
   http::response r;
-  if (!c.call("POST", "/v1/threads/" + q(thread) + "/entries", body, &r, &code)) return code;
+  if (!c.call("POST", path, body, &r, &code)) return code;
   if (!a.flag("wait")) {
-    std::string run_id;
+    std::string run_id, thread;
     status s = string_field(r.body, "run_id", true, &run_id);
+    if (s) s = string_field(r.body, "thread_id", true, &thread);
     if (s && run_id.empty()) s = status::invalid_input("response.run_id: empty");
     if (!s) return c.unreadable_response(s);
     if (c.json) return c.print_json(r);
@@ -584,11 +627,13 @@ int entries_list(cli& c, const args& a) {
   uint64_t from = 1;
   if (!a.opt("from").empty() && !parse_u64(a.opt("from"), &from)) return std::fprintf(stderr, "skein: --from expects a number\n"), usage;
   constexpr size_t page_events_max = 1000;
+  std::string group = a.opt("group").empty() ? "" : "&group=" + q(a.opt("group"));
   int code = ok;
   for (;;) {
+    const uint64_t page_from = from;
     http::response r;
     if (!c.call("GET", "/v1/threads/" + q(id) + "/entries?limit=" + std::to_string(page_events_max) +
-                           "&from_seq=" + std::to_string(from),
+                           "&from_seq=" + std::to_string(from) + group,
                 "", &r, &code))
       return code;
     std::vector<std::string> items;
@@ -598,7 +643,16 @@ int entries_list(cli& c, const args& a) {
       if (status s = print_event(c, text, &ev); !s) return c.unreadable_response(s);
       from = ev.seq + 1;
     }
-    if (items.size() < page_events_max) break;
+    if (group.empty()) {
+      if (items.size() < page_events_max) break;
+      continue;
+    }
+    // A filtered page may hold fewer events than it read: next_seq says where
+    // the read stopped, and a read that found nothing is the end.
+    uint64_t next = 0;
+    if (status s = uint_field(r.body, "next_seq", &next); !s) return c.unreadable_response(s);
+    if (next <= page_from) break;
+    from = next;
   }
   std::fflush(stdout);
   if (!a.flag("follow")) return ok;
@@ -606,7 +660,7 @@ int entries_list(cli& c, const args& a) {
   status bad;
   bool deleted = false;
   c.last_request = "GET /v1/threads/" + id + "/stream";
-  status s = c.client.stream("/v1/threads/" + q(id) + "/stream?from_seq=" + std::to_string(from), {},
+  status s = c.client.stream("/v1/threads/" + q(id) + "/stream?from_seq=" + std::to_string(from) + group, {},
                              [&](const http::sse_event& e) {
                                if (e.event == "delta") return true;
                                if (e.event == "deleted") {  // the server's last frame: the thread is gone
@@ -1009,7 +1063,9 @@ struct command {
 };
 
 const command commands[] = {
-    {"thread", "create", "thread create <agent> [--title T] [--name N] [--tag X]... [--parent ID] [--task ID] [--policy P]",
+    {"thread", "create",
+     "thread create <agent> [--title T] [--name N] [--tag X]... [--parent ID] [--task ID] [--policy P]\n"
+     "        [--engine-config JSON] [--member AGENT[:always|:on_mention]]...",
      thread_create},
     {"thread", "list", "thread list [--agent A] [--status S] [--tag T] [--parent ID] [--limit N] [--archived]", thread_list},
     {"thread", "show", "thread show <id>", thread_show},
@@ -1025,9 +1081,13 @@ const command commands[] = {
     {"thread", "fork", "thread fork <id> --at N", thread_fork},
     {"entries", "create", "entries create <thread|agent> \"<msg>\" [--wait] [--key IDEMPOTENCY-KEY] [--role R]",
      entries_create},
-    {"entries", "list", "entries list <id> [--from N] [--follow]", entries_list},
+    {"entries", "list", "entries list <id> [--from N] [--follow] [--group chat,model,signal]", entries_list},
     {"entries", "read", "entries read <id>        prints the run's text as it streams; exits when the run ends",
      entries_read},
+    {"task", "show", "task show <task id>      the task's dedicated thread", task_show},
+    {"house", "add", "house add <thread> <agent> [--trigger always|on_mention]   add (or re-trigger) a member",
+     house_member},
+    {"house", "remove", "house remove <thread> <agent>", house_member},
     {"agent", "create", "agent create <id> [--prompt P] [--engine E] [--engine-config JSON] [--tool T]... [--policy P]"
      " [--delegate-to A,B]... [--depth-max N] [--delegate-self]",
      agent_create},

@@ -44,6 +44,7 @@ enum class engine_purpose : uint8_t {
 struct engine_request {
   engine_purpose purpose = engine_purpose::run;
   std::string thread_id;
+  std::string task_id;              // the task the thread is dedicated to; "" when none
   std::string run_id;
   uint32_t turn = 1;                // 1-based step of the run
   std::string session_id;           // non-empty: resume this engine session

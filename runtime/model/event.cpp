@@ -15,6 +15,60 @@ constexpr std::array<std::string_view, 3> role_names = {"user", "assistant", "sy
 
 std::string_view to_string(event_type type) { return event_type_names[static_cast<size_t>(type)]; }
 
+payload_group event_group(event_type type) {
+  switch (type) {
+    case event_type::message:
+    case event_type::assistant_text:
+    case event_type::local_system_message:
+      return payload_group::chat;
+    case event_type::thinking:
+    case event_type::tool_call:
+    case event_type::tool_result:
+    case event_type::system_prompt:
+    case event_type::result:
+    case event_type::compaction:
+      return payload_group::model;
+    case event_type::signal:
+      return payload_group::signal;
+  }
+  return payload_group::signal;  // unreachable: every type is listed above
+}
+
+namespace {
+constexpr std::array<std::string_view, payload_group_count> group_names = {"chat", "model", "signal"};
+}  // namespace
+
+std::string_view to_string(payload_group g) { return group_names[static_cast<size_t>(g)]; }
+
+std::optional<payload_group> parse_payload_group(std::string_view name) {
+  for (size_t i = 0; i < group_names.size(); ++i)
+    if (group_names[i] == name) return static_cast<payload_group>(i);
+  return std::nullopt;
+}
+
+status parse_group_filter(std::string_view text, group_filter* out) {
+  if (text.empty()) {
+    *out = group_filter{};
+    return status::ok();
+  }
+  group_filter f;
+  f.mask = 0;
+  size_t i = 0;
+  while (i <= text.size()) {
+    size_t j = text.find(',', i);
+    if (j == std::string_view::npos) j = text.size();
+    auto g = parse_payload_group(text.substr(i, j - i));
+    if (!g)
+      return status::invalid_input("group: " + quote_input(text.substr(i, j - i)) +
+                                   " is not chat, model or signal")
+          .with_field("group");
+    f.mask |= static_cast<uint8_t>(1u << static_cast<int>(*g));
+    i = j + 1;
+  }
+  *out = f;
+  return status::ok();
+}
+
 std::optional<event_type> parse_event_type(std::string_view name) {
   for (size_t i = 0; i < event_type_names.size(); ++i)
     if (event_type_names[i] == name) return static_cast<event_type>(i);

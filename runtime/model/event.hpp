@@ -11,6 +11,8 @@
 #include <string>
 #include <string_view>
 
+#include "runtime/model/status.hpp"
+
 namespace skein {
 
 enum class event_type : uint8_t {
@@ -29,6 +31,26 @@ enum class event_type : uint8_t {
 inline constexpr int event_type_count = 10;
 
 enum class message_role : uint8_t { user, assistant, system };
+
+// What a client shows of a thread: the conversation people read (chat), what the
+// model did to get there (model: thinking, tool calls and results, metrics,
+// prompts and compactions), and the runtime's signals (signal).
+enum class payload_group : uint8_t { chat, model, signal };
+inline constexpr int payload_group_count = 3;
+
+payload_group event_group(event_type type);
+std::string_view to_string(payload_group g);
+std::optional<payload_group> parse_payload_group(std::string_view name);
+
+// A set of payload groups ("chat,signal"); the default admits every group.
+struct group_filter {
+  uint8_t mask = (1u << payload_group_count) - 1;
+  bool admits(event_type type) const { return (mask >> static_cast<int>(event_group(type))) & 1u; }
+  bool all() const { return mask == (1u << payload_group_count) - 1; }
+};
+// Parses a comma-separated list of group names; "" is every group. A bad name is
+// invalid_input naming the field `group`.
+status parse_group_filter(std::string_view text, group_filter* out);
 
 std::string_view to_string(event_type type);
 std::optional<event_type> parse_event_type(std::string_view name);

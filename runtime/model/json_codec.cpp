@@ -25,9 +25,15 @@
 //                "tags":[id...],"pinned_at":int,"environment_id":string,"status":status,
 //                "usage":usage,"cost_usd":number,"config":object,"created_at":int,
 //                "updated_at":int,"last_seq":uint,"children_count":uint,"heartbeat_at":int,
-//                "title_generated":bool,"compaction_seq":uint,"archived_at":int,"depth":uint}
+//                "title_generated":bool,"compaction_seq":uint,"archived_at":int,"depth":uint
+//                [,"members":[member...]]}
 //               (depth: written when not 0; a manifest without it is a root, depth 0)
-//   kind     := "none" | "thread" | "task" | "schedule"
+//   kind     := "none" | "thread" | "task" | "schedule" | "agent"
+//   member   := agent-id "=" trigger      (a house member: '=' is no id character)
+//   trigger  := "always" | "on_mention"
+//   (`members` and kind "agent" came later in version 1: written only when set, so
+//   a manifest without them reads as before. config may hold "engine_config":
+//   object, the thread's merge patch of its agent's engine config.)
 //   status   := "open" | "idle" | "running" | "completed" | "failed" | "cancelled"
 //
 // Times are ms since the Unix epoch. A value is written only if it reads back
@@ -409,6 +415,7 @@ status encode_manifest(const manifest& m, std::string* out, const json_limits& l
                              {&m.environment_id, "manifest.environment_id"}})
     SKEIN_TRY(check_text(*text, field));
   SKEIN_TRY(check_number(m.cost_usd, "manifest.cost_usd"));
+  SKEIN_TRY(validate_members(m.members, "manifest.members"));
   std::string config;
   SKEIN_TRY(check_raw(m.config.empty() ? "{}" : m.config,
                       {"manifest.config", "{", manifest_envelope_depth}, limits, &config));
@@ -447,6 +454,12 @@ status encode_manifest(const manifest& m, std::string* out, const json_limits& l
   if (m.compaction_seq != 0) w.field_uint("compaction_seq", m.compaction_seq);
   if (m.archived_at_ms != 0) w.field_int("archived_at", m.archived_at_ms);
   if (m.depth != 0) w.field_uint("depth", m.depth);
+  if (!m.members.empty()) {
+    w.key("members");
+    w.begin_array();
+    for (const auto& member : m.members) w.string(member.agent_id + "=" + std::string{to_string(member.trigger)});
+    w.end_array();
+  }
   w.end_object();
   if (out->size() > limits.json_bytes_max)
     return too_large("manifest", out->size(), limits, biggest_field(m));
@@ -511,6 +524,15 @@ status decode_manifest(std::string_view json, manifest* out, const json_limits& 
   SKEIN_TRY(r.uint("depth", &depth, false));
   if (depth > UINT32_MAX) return status::invalid_input("manifest.depth: out of range");
   m.depth = static_cast<uint32_t>(depth);
+  std::vector<std::string> members;
+  SKEIN_TRY(r.strings("members", &members, false));
+  for (const auto& text : members) {
+    size_t eq = text.rfind('=');
+    auto trigger = eq == std::string::npos ? std::nullopt : parse_member_trigger(std::string_view{text}.substr(eq + 1));
+    if (!trigger) return status::invalid_input("manifest.members: '" + quote_input(text) + "' is not agent=trigger");
+    m.members.push_back({text.substr(0, eq), *trigger});
+  }
+  SKEIN_TRY(validate_members(m.members, "manifest.members"));
   *out = std::move(m);
   return status::ok();
 }

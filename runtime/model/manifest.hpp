@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "runtime/model/event.hpp"
+#include "runtime/model/status.hpp"
 
 namespace skein {
 
@@ -20,11 +21,37 @@ inline constexpr int thread_status_count = 6;
 std::string_view to_string(thread_status s);
 std::optional<thread_status> parse_thread_status(std::string_view name);
 
-// What a thread hangs from, if anything: a parent thread (delegation), a task, a schedule.
-enum class parent_kind : uint8_t { none, thread, task, schedule };
+// What a thread hangs from, if anything: a parent thread (delegation, a sub-job), a
+// task, a schedule, or an agent (that agent's DM thread: parent_id is the agent id).
+// A thread with no parent is a root thread, a house when it has members.
+// New kinds go last: the order is the stored enum's.
+enum class parent_kind : uint8_t { none, thread, task, schedule, agent };
 
 std::string_view to_string(parent_kind k);
 std::optional<parent_kind> parse_parent_kind(std::string_view name);
+
+// When a house member runs on an input to its house thread: on every input, or
+// only when the input's text mentions it (`@<agent id>` as a word).
+enum class member_trigger : uint8_t { always, on_mention };
+
+std::string_view to_string(member_trigger t);
+std::optional<member_trigger> parse_member_trigger(std::string_view name);
+
+struct house_member {
+  std::string agent_id;
+  member_trigger trigger = member_trigger::always;
+  bool operator==(const house_member&) const = default;
+};
+
+inline constexpr size_t house_members_max = 32;  // members of one house thread
+
+// Checks ids, duplicates and house_members_max; `field` names the list in errors.
+status validate_members(const std::vector<house_member>& members, std::string_view field);
+// Whether `text` mentions `agent_id` as `@agent_id` followed by no id character.
+bool mentions(std::string_view text, std::string_view agent_id);
+// The members an input with `text` triggers, in member order.
+std::vector<std::string> triggered_members(const std::vector<house_member>& members,
+                                           std::string_view text);
 
 struct manifest {
   std::string id;
@@ -51,6 +78,9 @@ struct manifest {
   uint64_t compaction_seq = 0;     // seq of the latest compaction event; 0: none
   int64_t archived_at_ms = 0;      // 0: not archived (retention); archived threads leave default listings
   uint32_t depth = 0;              // delegation depth: 0 for a root, a child's is its parent's + 1
+  // A house's members (each input runs every triggered member in turn); empty: an
+  // ordinary thread, run by agent_id alone. A DM thread holds its agent, `always`.
+  std::vector<house_member> members;
 
   bool operator==(const manifest&) const = default;
 };

@@ -126,7 +126,97 @@ status validate_thread_options(const thread_options& o) {
   for (const auto& t : o.tags) SKEIN_TRY(validate_id(t, "tags"));
   if (!o.parent_thread_id.empty()) SKEIN_TRY(validate_id(o.parent_thread_id, "parent_thread_id"));
   if (!o.task_id.empty()) SKEIN_TRY(validate_id(o.task_id, "task_id"));
+  if (o.dm && !o.parent_thread_id.empty())
+    return status::invalid_input("dm: a DM thread hangs from its agent, not from a parent thread").with_field("dm");
+  if (!o.members.empty() && (o.dm || !o.parent_thread_id.empty() || !o.task_id.empty()))
+    return status::invalid_input("members: only a root thread (no parent, no task) is a house").with_field("members");
+  SKEIN_TRY(validate_members(o.members, "members"));
+  if (!o.engine_config.empty()) {
+    if (o.engine_config.size() > engine_config_bytes_max)
+      return status::invalid_input("engine_config: " + std::to_string(o.engine_config.size()) +
+                                   " bytes exceed engine_config_bytes_max (" +
+                                   std::to_string(engine_config_bytes_max) + ")")
+          .with_limit("engine_config_bytes_max")
+          .with_field("engine_config");
+    json_limits limits;
+    limits.json_depth_max = engine_config_depth_max;
+    json::document doc;
+    SKEIN_TRY(json::parse(o.engine_config, limits, "engine_config", &doc));
+    if (!doc.root().is_object())
+      return status::invalid_input("engine_config: must be a JSON object").with_field("engine_config");
+  }
   return status::ok();
+}
+
+namespace {
+
+void write_value(json::dom::element v, std::string* out) { *out += simdjson::minify(v); }
+
+// Writes merge(target, patch) where patch is an object; target may be absent.
+void merge_into(const json::dom::element* target, json::dom::element patch, std::string* out) {
+  json::dom::object p;
+  if (patch.get_object().get(p) != simdjson::SUCCESS) {
+    write_value(patch, out);
+    return;
+  }
+  json::dom::object t;
+  bool has_target = target != nullptr && target->get_object().get(t) == simdjson::SUCCESS;
+  *out += '{';
+  bool first = true;
+  auto sep = [&] {
+    if (!first) *out += ',';
+    first = false;
+  };
+  if (has_target) {
+    for (auto field : t) {
+      json::dom::element pv;
+      if (p.at_key(field.key).get(pv) != simdjson::SUCCESS) {
+        sep();
+        append_json_string(out, field.key);
+        *out += ':';
+        write_value(field.value, out);
+        continue;
+      }
+      if (pv.is_null()) continue;  // null removes the member
+      sep();
+      append_json_string(out, field.key);
+      *out += ':';
+      merge_into(&field.value, pv, out);
+    }
+  }
+  for (auto field : p) {
+    json::dom::element tv;
+    if (has_target && t.at_key(field.key).get(tv) == simdjson::SUCCESS) continue;  // merged above
+    if (field.value.is_null()) continue;
+    sep();
+    append_json_string(out, field.key);
+    *out += ':';
+    merge_into(nullptr, field.value, out);
+  }
+  *out += '}';
+}
+
+}  // namespace
+
+status merge_patch(std::string_view target, std::string_view patch, std::string* out) {
+  json::document t, p;
+  SKEIN_TRY(json::parse(target.empty() ? "{}" : target, json_limits{}, "engine_config", &t));
+  SKEIN_TRY(json::parse(patch.empty() ? "{}" : patch, json_limits{}, "engine_config patch", &p));
+  out->clear();
+  json::dom::element root = t.root();
+  merge_into(&root, p.root(), out);
+  return status::ok();
+}
+
+std::string thread_engine_patch(const std::string& manifest_config) {
+  json::document doc;
+  json::object_reader r;
+  std::string patch;
+  if (!json::parse(manifest_config, json_limits{}, "config", &doc).is_ok() ||
+      !json::object_reader::open(doc.root(), "config", &r).is_ok() ||
+      !r.raw("engine_config", json::dom::element_type::OBJECT, &patch, false).is_ok())
+    return {};
+  return patch == "{}" ? std::string{} : patch;
 }
 
 mid_run_policy effective_policy(const std::string& manifest_config, mid_run_policy agent_policy) {

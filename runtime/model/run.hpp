@@ -9,6 +9,7 @@
 
 #include "runtime/model/agent.hpp"
 #include "runtime/model/event.hpp"
+#include "runtime/model/manifest.hpp"
 #include "runtime/model/status.hpp"
 
 namespace skein {
@@ -64,11 +65,28 @@ struct thread_options {
   std::string name;
   std::vector<std::string> tags;
   std::string parent_thread_id;  // a child thread: its id is minted from the parent
-  std::string task_id;           // a thread bound to a task
+  std::string task_id;           // a thread bound to a task: at most one thread per task
   std::optional<mid_run_policy> policy;  // overrides the agent's
+  // The agent's DM thread (parent kind agent): one per agent, its agent an `always`
+  // member. Use runtime::dm_thread(), which creates or reuses it.
+  bool dm = false;
+  // A house (root thread only): members run on each input they trigger.
+  std::vector<house_member> members;
+  // A JSON object merge-patched (RFC 7386) onto the agent's engine_config for this
+  // thread's engine calls; "" or "{}": none. At most engine_config_bytes_max bytes.
+  std::string engine_config;
 };
 
+inline constexpr size_t engine_config_bytes_max = 64 << 10;  // a thread's engine_config patch
+inline constexpr size_t engine_config_depth_max = 16;        // its nesting
+
 status validate_thread_options(const thread_options& o);
+
+// RFC 7386 JSON merge patch: `patch` applied to `target` (both valid JSON; a
+// non-object patch replaces the target). *out is minified JSON.
+status merge_patch(std::string_view target, std::string_view patch, std::string* out);
+// The engine_config patch a manifest's config holds ("" when none).
+std::string thread_engine_patch(const std::string& manifest_config);
 
 // The mid-run policy a thread runs under: its manifest's override, else the agent's.
 mid_run_policy effective_policy(const std::string& manifest_config, mid_run_policy agent_policy);

@@ -82,7 +82,25 @@ check "thread show has the new title" bash -c "'$SKEIN' thread show $C | grep -q
 check "thread title with no text is a usage error" expect_exit 64 sk thread title "$C"
 check "agent reference creates the dm thread" sk entries create echo "first dm" --wait
 check "agent reference reuses it" sk entries create echo "second dm" --wait
-check "one dm thread" bash -c "[[ \$('$SKEIN' thread list --agent echo --tag dm --json | grep -o '\"id\"' | wc -l) == 1 ]]"
+check "one dm thread, hanging from its agent" bash -c "[[ \$('$SKEIN' thread list --parent echo --json | grep -o '\"parent_kind\":\"agent\"' | wc -l) == 1 ]]"
+DM=$("$SKEIN" thread list --parent echo --json | sed -E 's/.*"id":"([^"]+)".*/\1/')
+check "dm entries filtered to chat" bash -c "'$SKEIN' entries list $DM --group chat --json | grep -q '\"type\":\"message\"' && ! '$SKEIN' entries list $DM --group chat --json | grep -q '\"type\":\"signal\"'"
+check "dm entries filtered to signals" bash -c "'$SKEIN' entries list $DM --group signal | grep -q thread.stop"
+check "a bad group exits 1" expect_exit 1 sk entries list "$DM" --group bogus
+TK1=$("$SKEIN" thread create echo --task ticket-9)
+TK2=$("$SKEIN" thread create echo --task ticket-9)
+check "a task has one thread" bash -c "[[ -n '$TK1' && '$TK1' == '$TK2' ]]"
+check "task show finds it" bash -c "'$SKEIN' task show ticket-9 | grep -q '$TK1'"
+check "task show of an unknown task exits 4" expect_exit 4 sk task show no-such-task
+OV=$("$SKEIN" thread create echo --engine-config '{"default":{"reply":"overridden"}}')
+check "engine override answers" bash -c "[[ \$('$SKEIN' entries create $OV 'hi' --wait) == overridden ]]"
+check "a malformed engine override exits 64" expect_exit 64 sk thread create echo --engine-config '{"default":'
+HS=$("$SKEIN" thread create echo --member echo --member bot:on_mention)
+check "house created with members" bash -c "'$SKEIN' thread show $HS | grep -q 'member    bot on_mention'"
+check "house input with a mention" sk entries create "$HS" "hello @bot" --wait
+check "both members ran" bash -c "for i in \$(seq 50); do [[ \$('$SKEIN' entries list $HS --group signal | grep -c thread.stop) == 2 ]] && exit 0; sleep 0.1; done; exit 1"
+check "house remove" sk house remove "$HS" bot
+check "house add" sk house add "$HS" bot --trigger always
 check "diagnose healthy exits 0" expect_exit 0 sk thread diagnose "$C"
 F=$(sk thread create broken)
 check "failed run exits 2" expect_exit 2 sk entries create "$F" "go" --wait

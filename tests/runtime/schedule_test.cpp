@@ -441,6 +441,16 @@ TEST_CASE("a bound thread that refuses the input gets a failed firing", "[schedu
   CHECK(h[0].outcome == firing_outcome::failed);
   CHECK(h[0].reason.find("reject") != std::string::npos);
   CHECK(t.get(s.id).next_fire_at_ms == s.next_fire_at_ms + 60000);
+  // The bound thread's own log says so too: dispatch.failed naming the schedule.
+  CHECK(runtime_fixture::eventually([&] {
+    std::vector<event> log;
+    if (!t.rt().read(th.id, history_view::complete, 1, 0, &log).is_ok()) return false;
+    for (const auto& e : log)
+      if (e.type == event_type::signal && e.name == "dispatch.failed" && e.json.find(s.id) != std::string::npos &&
+          e.json.find("reject") != std::string::npos)
+        return true;
+    return false;
+  }));
   bool cancelled = false;
   REQUIRE(t.rt().cancel(th.id, &cancelled).is_ok());
 }

@@ -476,7 +476,9 @@ TEST_CASE("every route takes the longest, deepest and most malformed input and a
       {"GET", "/metrics"},             {"POST", "/v1/schedules"},          {"GET", "/v1/schedules?agent={}&cursor={}"},
       {"GET", "/v1/schedules/{}"},     {"DELETE", "/v1/schedules/{}"},     {"POST", "/v1/schedules/{}/pause"},
       {"POST", "/v1/schedules/{}/resume"}, {"GET", "/v1/schedules/{}/history?before={}&limit={}"},
-      {"GET", "/v1/schedules/{}/preview?n={}"}};
+      {"GET", "/v1/schedules/{}/preview?n={}"}, {"POST", "/v1/agents/{}/dm"}, {"GET", "/v1/tasks/{}"},
+      {"POST", "/v1/threads/{}/members"}, {"DELETE", "/v1/threads/{}/members/{}"},
+      {"GET", "/v1/threads/{}/entries?group={}"}};
   size_t calls = 0;
   for (const auto& [method, pattern] : routes)
     for (const auto& id : ids) {

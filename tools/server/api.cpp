@@ -335,6 +335,44 @@ void memory_search_route(ctx& c, const std::string& agent) {
   c.reply(json_response(200, memory_hits_json(hits)));
 }
 
+// A house's members from the body: [{"agent":id,"trigger":"always"|"on_mention"}].
+status members_from(const json::object_reader& r, std::vector<house_member>* out) {
+  if (!r.has("members")) return status::ok();
+  json::dom::element el;
+  SKEIN_TRY(r.element("members", &el));
+  json::dom::array list;
+  if (el.get_array().get(list) != simdjson::SUCCESS)
+    return status::invalid_input("body.members: expected an array").with_field("members");
+  for (json::dom::element item : list) {
+    if (out->size() == house_members_max)
+      return status::invalid_input("body.members: more than house_members_max (" + std::to_string(house_members_max) + ")")
+          .with_limit("house_members_max")
+          .with_field("members");
+    json::object_reader m;
+    SKEIN_TRY(json::object_reader::open(item, "body.members[]", &m));
+    house_member member;
+    std::string trigger = "always";
+    SKEIN_TRY(m.string("agent", &member.agent_id));
+    SKEIN_TRY(m.string("trigger", &trigger, false));
+    auto t = parse_member_trigger(trigger);
+    if (!t) return status::invalid_input("body.members[].trigger: must be always or on_mention").with_field("members");
+    member.trigger = *t;
+    out->push_back(std::move(member));
+  }
+  return status::ok();
+}
+
+// The manifest, and "existing":true when the answer is a thread that was there
+// already (a task's or an agent's DM thread): 200 then, 201 for a new one.
+response created_response(const manifest& m, bool created) {
+  std::string body = manifest_json(m);
+  if (!created) {
+    body.pop_back();  // the closing brace of the manifest object
+    body += R"(,"existing":true})";
+  }
+  return json_response(created ? 201 : 200, std::move(body));
+}
+
 void create_thread(ctx& c, const json_limits& limits) {
   json::document body;
   json::object_reader r;
@@ -348,12 +386,17 @@ void create_thread(ctx& c, const json_limits& limits) {
   if (s) s = r.string("parent_thread_id", &o.parent_thread_id, false);
   if (s) s = r.string("task_id", &o.task_id, false);
   if (s) s = r.string("policy", &policy, false);
+  if (s && r.has("engine_config")) s = r.raw("engine_config", json::dom::element_type::OBJECT, &o.engine_config);
+  if (s) s = members_from(r, &o.members);
   if (!s) return c.fail(s);
   if (!policy.empty()) {
     o.policy = parse_mid_run_policy(policy);
     if (!o.policy) return c.fail(status::invalid_input("body.policy: must be queue, reject or interrupt"));
   }
   if (!c.scope.allows(o.agent_id)) return c.forbidden("create threads of agent " + o.agent_id);
+  // A member runs under its own agent on this thread: the token must speak for each.
+  for (const auto& member : o.members)
+    if (!c.scope.allows(member.agent_id)) return c.forbidden("add agent " + quote_input(member.agent_id) + " to a house");
   if (!o.parent_thread_id.empty()) {
     // The parent's counter is bumped and the child indexed under it: only a
     // parent the token may see qualifies.
@@ -361,7 +404,8 @@ void create_thread(ctx& c, const json_limits& limits) {
     if (s = visible_thread(c.rt(), c.scope, o.parent_thread_id, "parent_thread_id", &parent); !s) return c.fail(s);
   }
   manifest m;
-  if (s = c.rt().create_thread(o, &m); !s) {
+  bool created = false;
+  if (s = c.rt().create_thread(o, &m, &created); !s) {
     // A parent deleted since the check answers as one that never was.
     manifest parent;
     if (s.code() == errc::not_found && !o.parent_thread_id.empty() &&
@@ -369,7 +413,22 @@ void create_thread(ctx& c, const json_limits& limits) {
       return c.fail(missing_thread(o.parent_thread_id, "parent_thread_id"));
     return c.fail(s);
   }
-  c.reply(json_response(201, manifest_json(m)));
+  // The task's thread is another agent's: the token learns only that the task is taken.
+  if (!created && !c.scope.allows(m.agent_id))
+    return c.fail(status::conflict("task_id: " + quote_input(o.task_id) + " is bound to a thread of another agent")
+                      .with_field("task_id"));
+  c.reply(created_response(m, created));
+}
+
+// GET /v1/tasks/{task_id}: the task's dedicated thread; another agent's answers as missing.
+void get_task(ctx& c, const std::string& task_id) {
+  if (status s = validate_id(task_id, "task id"); !s) return c.fail(std::move(s).with_field("task_id"));
+  manifest m;
+  status s = c.rt().find_task_thread(task_id, &m);
+  if (s.code() == errc::not_found || (s && !c.scope.allows(m.agent_id)))
+    return c.fail(status::not_found("task " + quote_input(task_id) + ": not found"));
+  if (!s) return c.fail(s);
+  c.reply(json_response(200, manifest_json(m)));
 }
 
 // Keeps the manifests that match every filter the index could not apply.
@@ -518,9 +577,30 @@ void patch_thread(ctx& c, const std::string& id, const json_limits& limits) {
   c.reply(json_response(200, manifest_json(m)));
 }
 
+void send_entry(ctx& c, const std::string& id, const json_limits& limits);
+
 void post_entry(ctx& c, const std::string& id, const json_limits& limits) {
   manifest m;
   if (!c.thread_allowed(id, &m)) return;
+  send_entry(c, id, limits);
+}
+
+// POST /v1/agents/{id}/dm with an entry body: the agent's DM thread, created on
+// first use (one per agent, whatever races), then the entry sent to it.
+void post_dm(ctx& c, const std::string& agent, const json_limits& limits) {
+  if (!c.scope.allows(agent)) return c.forbidden("message agent " + quote_input(agent));
+  if (status s = validate_id(agent, "agent id"); !s) return c.fail(s);
+  // The body is checked before the thread is made: a bad entry creates nothing.
+  json::document probe;
+  json::object_reader r;
+  if (status s = body_object(c.req, limits, &probe, &r); !s) return c.fail(s);
+  manifest m;
+  if (status s = c.rt().dm_thread(agent, &m); !s) return c.fail(s);
+  send_entry(c, m.id, limits);
+}
+
+// Reads the entry body and sends it to thread `id` (already checked visible).
+void send_entry(ctx& c, const std::string& id, const json_limits& limits) {
   json::document body;
   json::object_reader r;
   if (status s = body_object(c.req, limits, &body, &r); !s) return c.fail(s);
@@ -575,18 +655,19 @@ void list_entries(ctx& c, const std::string& id, size_t limit_max) {
   if (!view_name.empty() && view_name != "working" && view_name != "complete")
     return c.fail(status::invalid_input("view: must be working or complete"));
   auto view = view_name == "working" ? history_view::working : history_view::complete;
+  group_filter groups;
+  if (status s = parse_group_filter(query(c.req, "group"), &groups); !s) return c.fail(s);
   std::vector<event> events;
-  if (status s = c.rt().read(id, view, from, limit, &events); !s) return c.fail(s);
+  uint64_t next = from;
+  if (status s = c.rt().read(id, view, from, limit, groups, &events, &next); !s) return c.fail(s);
   std::string body, one;
   json_writer w{&body};
   w.begin_object();
   w.key("events");
   w.begin_array();
-  uint64_t next = from;
   for (const auto& e : events) {
     encode_event(e, &one).ignore();
     w.raw(one);
-    if (e.seq >= next) next = e.seq + 1;
   }
   w.end_array();
   w.field_uint("next_seq", next);
@@ -612,6 +693,9 @@ void stream_entries(ctx& c, const std::string& id) {
                         .with_field("Last-Event-ID"));
     from = last + 1;  // resume after the last event the client saw
   }
+  // Ids stay seqs under a filter, so Last-Event-ID resumes the filtered stream too.
+  group_filter groups;
+  if (status s = parse_group_filter(query(c.req, "group"), &groups); !s) return c.fail(s);
   auto stream = c.ex->stream({});
   if (!stream) return;
   event_sink sink;
@@ -624,13 +708,43 @@ void stream_entries(ctx& c, const std::string& id) {
     stream->close();
   };
   uint64_t sub = 0;
-  if (status s = c.rt().subscribe(id, from, sink, &sub); !s) {
+  if (status s = c.rt().subscribe(id, from, groups, sink, &sub); !s) {
     stream->send("event: error\ndata: " + error_response(s).body + "\n\n");
     stream->close();
     return;
   }
   runtime* rt = &c.rt();
   stream->on_close([rt, sub] { rt->unsubscribe(sub).ignore(); });
+}
+
+// POST /v1/threads/{id}/members {"agent":id,"trigger":"always"|"on_mention"};
+// DELETE /v1/threads/{id}/members/{agent}. The token must speak for the thread's
+// agent and for the member's.
+void add_member_route(ctx& c, const std::string& id, const json_limits& limits) {
+  manifest m;
+  if (!c.thread_allowed(id, &m)) return;
+  json::document body;
+  json::object_reader r;
+  house_member member;
+  std::string trigger = "always";
+  status s = body_object(c.req, limits, &body, &r);
+  if (s) s = r.string("agent", &member.agent_id);
+  if (s) s = r.string("trigger", &trigger, false);
+  if (!s) return c.fail(s);
+  auto t = parse_member_trigger(trigger);
+  if (!t) return c.fail(status::invalid_input("body.trigger: must be always or on_mention").with_field("trigger"));
+  member.trigger = *t;
+  if (s = validate_id(member.agent_id, "agent"); !s) return c.fail(std::move(s).with_field("agent"));
+  if (!c.scope.allows(member.agent_id)) return c.forbidden("add agent " + quote_input(member.agent_id) + " to a house");
+  if (s = c.rt().add_member(id, member, &m); !s) return c.fail(s);
+  c.reply(json_response(200, manifest_json(m)));
+}
+
+void remove_member_route(ctx& c, const std::string& id, const std::string& agent) {
+  manifest m;
+  if (!c.thread_allowed(id, &m)) return;
+  if (status s = c.rt().remove_member(id, agent, &m); !s) return c.fail(s);
+  c.reply(json_response(200, manifest_json(m)));
 }
 
 void cancel_thread(ctx& c, const std::string& id) {
@@ -1072,6 +1186,9 @@ http::admission api::admit(const http::request& head) {
       a.refuse = forbidden_response("import threads of agent " + quote_input(it->second));
     return a;
   }
+  if (v1 && seg.size() == 4 && seg[1] == "agents" && seg[3] == "dm" && head.method == "POST" &&
+      !scope->allows(seg[2]))
+    a.refuse = forbidden_response("message agent " + quote_input(seg[2]));
   if (v1 && seg.size() == 4 && seg[1] == "threads" && head.method == "POST") {
     manifest m;
     if (status s = visible_thread(rt_, *scope, seg[2], "", &m); !s) a.refuse = error_response(s);
@@ -1141,6 +1258,9 @@ void api::handle(http::request& req, std::shared_ptr<http::exchange> ex) {
     return not_allowed();
   }
   if (seg[1] == "agents" && seg.size() == 3) return m == "GET" ? get_agent(c, seg[2]) : not_allowed();
+  if (seg[1] == "agents" && seg.size() == 4 && seg[3] == "dm")
+    return m == "POST" ? post_dm(c, seg[2], limits) : not_allowed();
+  if (seg[1] == "tasks" && seg.size() == 3) return m == "GET" ? get_task(c, seg[2]) : not_allowed();
   if (seg[1] == "agents" && seg.size() == 4 && seg[3] == "memory")
     return m == "GET" ? memory_search_route(c, seg[2]) : not_allowed();
   if (seg[1] == "prune" && seg.size() == 2) return m == "POST" ? prune(c) : not_allowed();
@@ -1160,8 +1280,10 @@ void api::handle(http::request& req, std::shared_ptr<http::exchange> ex) {
     if (m == "PATCH") return patch_thread(c, id, limits);
     return not_allowed();
   }
+  if (seg.size() == 5 && seg[3] == "members") return m == "DELETE" ? remove_member_route(c, id, seg[4]) : not_allowed();
   if (seg.size() != 4) return c.fail(status::not_found("no route " + quote_input(req.path)));
   const std::string& action = seg[3];
+  if (action == "members") return m == "POST" ? add_member_route(c, id, limits) : not_allowed();
   if (action == "entries") {
     if (m == "POST") return post_entry(c, id, limits);
     if (m == "GET") return list_entries(c, id, options_.entries_limit_max);
