@@ -95,6 +95,8 @@ caf::behavior thread_actor::make_behavior() {
 
 thread_actor::admission thread_actor::admit(run_input in) {
   admission a;
+  in.member.clear();  // the house fields are this actor's, never a caller's
+  in.follow_up = false;
   if (stopping_) {
     a.error = to_error(status::not_found("thread " + manifest_.id + " is being deleted"));
     return a;
@@ -139,7 +141,9 @@ thread_actor::admission thread_actor::admit(run_input in) {
   pending_input p{std::move(in), {}, 0, nullptr};
   if (busy && policy_ == mid_run_policy::interrupt) {
     // The interrupted input's later house members go with its run.
-    std::erase_if(queue_, [](const pending_input& q) { return q.follow_up; });
+    // They are in the inbox: each takes its entry when its turn comes, and runs nothing.
+    for (auto& q : queue_)
+      if (q.input.follow_up) q.dropped = true;
     queue_.push_front(std::move(p));
     a.waiters = &queue_.front().waiters;
     if (run_ && !run_->ending) end_run(run_outcome::cancelled, "", "interrupted by a new input");
@@ -225,6 +229,9 @@ void thread_actor::load_inbox() {
     failed_ = true;  // an unreadable inbox: no input may run out of order
     return;
   }
+  // A house input's later member turns were put in the inbox after inputs that
+  // queued behind it, but run before them: first, in their order.
+  std::stable_partition(items.begin(), items.end(), [](const inbox_item& i) { return i.input.follow_up; });
   for (auto& item : items) {
     inbox_next_ = std::max(inbox_next_, item.order + 1);
     pending_input p{std::move(item.input), {}, 0, nullptr};
@@ -520,7 +527,8 @@ agent_spec_ptr thread_actor::member_spec(const std::string& agent_id, std::strin
   return spec;
 }
 
-agent_spec_ptr thread_actor::dispatch_members(pending_input& p, std::vector<event>* failed) {
+agent_spec_ptr thread_actor::dispatch_members(pending_input& p, std::vector<event>* failed,
+                                              std::vector<std::pair<uint64_t, run_input>>* inbox_put) {
   auto failure = [&](const std::string& agent, const std::string& why) {
     return make_signal("dispatch.failed", signal_data({{"kind", "member"},
                                                        {"agent", agent},
@@ -528,10 +536,11 @@ agent_spec_ptr thread_actor::dispatch_members(pending_input& p, std::vector<even
                                                        {"reason", why}}));
   };
   std::string why;
-  if (p.follow_up) {
-    if (agent_spec_ptr spec = member_spec(p.member, &why)) return spec;
+  if (p.input.follow_up) {
+    if (agent_spec_ptr spec = member_spec(p.input.member, &why)) return spec;
     commit_job job;
-    job.events.push_back(failure(p.member, why));
+    job.events.push_back(failure(p.input.member, why));
+    job.inbox_take = p.inbox_order;
     commit(std::move(job));
     return nullptr;
   }
@@ -545,17 +554,21 @@ agent_spec_ptr thread_actor::dispatch_members(pending_input& p, std::vector<even
   if (runnable.empty()) return agent_;
   // The others follow this run at once, in member order, before any other input:
   // one run per member, never interleaved (this actor runs one at a time).
-  for (size_t i = runnable.size(); i-- > 1;) {
-    pending_input next;
-    next.member = runnable[i].first;
-    next.follow_up = true;
-    next.input.text = p.input.text;  // for the log's readers; not appended again
-    next.input.role = p.input.role;
-    next.input.source = "house";
-    next.input.run_id = new_run_id();
-    queue_.push_front(std::move(next));
+  // Each is durable in the inbox from the tick that starts the first run on.
+  std::vector<pending_input> next(runnable.size() - 1);
+  for (size_t i = 1; i < runnable.size(); ++i) {
+    pending_input& n = next[i - 1];
+    n.input.member = runnable[i].first;
+    n.input.follow_up = true;
+    n.input.text = p.input.text;  // for the log's readers; not appended again
+    n.input.role = p.input.role;
+    n.input.source = "house";
+    n.input.run_id = new_run_id();
+    n.inbox_order = inbox_next_++;
+    inbox_put->emplace_back(n.inbox_order, n.input);
   }
-  p.member = runnable[0].first;
+  for (size_t i = next.size(); i-- > 0;) queue_.push_front(std::move(next[i]));
+  p.input.member = runnable[0].first;
   return runnable[0].second;
 }
 

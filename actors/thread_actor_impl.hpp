@@ -40,11 +40,9 @@ struct pending_input {
   // Set: this entry is a compaction waiting its turn, not an input (`input` is
   // empty; its one waiter gets the compact_result).
   std::shared_ptr<compact_request> compaction;
-  // House threads (manifest.members): the member whose run this is ("" : the
-  // thread's own agent), and whether the input is in the log already (a later
-  // member's turn on it: its run appends no message).
-  std::string member;
-  bool follow_up = false;
+  // A house's later member turn (input.follow_up) whose input was interrupted: it
+  // runs nothing, its turn only takes its inbox entry.
+  bool dropped = false;
 };
 
 // A compaction in progress (thread_compact.cpp): its stages run in order; a
@@ -198,9 +196,11 @@ class thread_actor : public caf::event_based_actor {
   // The spec a member runs under, or null and why it cannot run (gone, over budget).
   agent_spec_ptr member_spec(const std::string& agent_id, std::string* why) const;
   // Picks the members `p` triggers: the first runnable carries the input, the
-  // others queue as follow-ups ahead of any other input. *failed gets a
+  // others queue as follow-ups ahead of any other input, each put in the inbox
+  // (*inbox_put) by the tick that starts the first. *failed gets a
   // dispatch.failed signal per member that cannot run.
-  agent_spec_ptr dispatch_members(pending_input& p, std::vector<event>* failed);
+  agent_spec_ptr dispatch_members(pending_input& p, std::vector<event>* failed,
+                                  std::vector<std::pair<uint64_t, run_input>>* inbox_put);
   // (member_atom, ...): adds or removes a member, with its house.* signal.
   caf::result<manifest> change_member(std::string agent_id, std::string trigger, bool add);
   // (dispatch_atom, data): a dispatch.failed signal in a tick of its own.

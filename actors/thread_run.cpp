@@ -58,8 +58,17 @@ void thread_actor::start_run(pending_input p) {
   // A run never starts on top of an open one: an open run left by a failed
   // closing commit is repaired (repair_open_run) before start_next lets one in.
   assert(manifest_.status != thread_status::running);
+  if (p.dropped) {
+    // A later member's turn on an interrupted input: only its inbox entry goes.
+    commit_job job;
+    job.inbox_take = p.inbox_order;
+    if (job.inbox_take != 0) commit(std::move(job));
+    start_next();
+    return;
+  }
   std::vector<event> dispatch_failed;  // house members that cannot run on this input
-  agent_spec_ptr spec = is_house() ? dispatch_members(p, &dispatch_failed) : agent_;
+  std::vector<std::pair<uint64_t, run_input>> follow_ups;  // their later turns, into the inbox
+  agent_spec_ptr spec = is_house() ? dispatch_members(p, &dispatch_failed, &follow_ups) : agent_;
   if (!spec) {
     // A follow-up whose member cannot run (any more): the log says so, the next goes on.
     start_next();
@@ -85,10 +94,10 @@ void thread_actor::start_run(pending_input p) {
     conversation_.emplace();  // an empty log: nothing to read, the commits fill it
   if (manifest_.last_seq == 0 && !agent_->config.system_prompt.empty())
     events.push_back(make_system_prompt(agent_->config.system_prompt));
-  if (!p.follow_up) events.push_back(make_message(run_->input.role, run_->input.text));
+  if (!run_->input.follow_up) events.push_back(make_message(run_->input.role, run_->input.text));
   events.push_back(make_signal("thread.start", signal_data({{"run_id", run_->input.run_id},
                                                             {"source", run_->input.source},
-                                                            {"member", p.member}})));
+                                                            {"member", run_->input.member}})));
   for (auto& e : dispatch_failed) events.push_back(std::move(e));
   delayed_send(this, std::chrono::milliseconds(spec->config.budgets.run_time_ms_max),
                run_timeout_atom::value, run_->gen);
@@ -103,6 +112,7 @@ void thread_actor::start_run(pending_input p) {
   job.idempotency_key = run_->input.idempotency_key;
   job.run_id = run_->input.run_id;
   job.inbox_take = run_->inbox_order;  // consumed in the batch that appends it
+  job.inbox_put = std::move(follow_ups);  // a house's later member turns: durable with this start
   job.schedule_rows = take_firing_rows(run_->input.run_id);  // a schedule's firing, if this is one
   uint64_t gen = run_->gen;
   std::string run_id = run_->input.run_id;

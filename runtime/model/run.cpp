@@ -56,6 +56,8 @@ status encode_inbox_input(const run_input& in, std::string* out) {
   w.field("text", in.text);
   w.field("source", in.source);
   w.field("idempotency_key", in.idempotency_key);
+  if (!in.member.empty()) w.field("member", in.member);
+  if (in.follow_up) w.field_bool("follow_up", true);
   w.end_object();
   return status::ok();
 }
@@ -72,6 +74,9 @@ status decode_inbox_input(std::string_view json, run_input* out, const json_limi
   SKEIN_TRY(r.string("text", &in.text));
   SKEIN_TRY(r.string("source", &in.source));
   SKEIN_TRY(r.string("idempotency_key", &in.idempotency_key, false));
+  SKEIN_TRY(r.string("member", &in.member, false));
+  SKEIN_TRY(r.boolean("follow_up", &in.follow_up, false));
+  if (!in.member.empty()) SKEIN_TRY(validate_id(in.member, "inbox input.member"));
   auto parsed = parse_role(role);
   if (!parsed) return status::invalid_input("inbox input.role: must be user, assistant or system");
   in.role = *parsed;

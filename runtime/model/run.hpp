@@ -24,6 +24,12 @@ struct run_input {
   std::string idempotency_key;  // optional: a retried send with the same key gets the first run
   std::string source = "api";   // who sent it: api, user, scheduler, agent
   std::string run_id;           // minted by the runtime when empty
+  // House threads only, set by the thread actor (a caller's values are ignored):
+  // the member agent whose run this is, and whether the input is in the log
+  // already (a later member's turn on it: its run appends no message). Kept in
+  // the inbox so that a crash between two members' runs loses none of them.
+  std::string member;
+  bool follow_up = false;
 };
 
 // Checks text (UTF-8, input_bytes_max), key and source; names the field.
@@ -31,7 +37,9 @@ status validate_input(const run_input& in);
 
 // An accepted input waiting in a thread's inbox (the `inbox` column family):
 //   inbox value := {"v":1,"run_id":id,"role":"user"|"assistant"|"system","text":string,
-//                   "source":id,"idempotency_key":string}      (format version 1)
+//                   "source":id,"idempotency_key":string
+//                   [,"member":id,"follow_up":true]}           (format version 1)
+// (member and follow_up came later in version 1: written only when set.)
 // Decoding checks what validate_input checks.
 status encode_inbox_input(const run_input& in, std::string* out);
 status decode_inbox_input(std::string_view json, run_input* out, const json_limits& limits = {});

@@ -318,6 +318,47 @@ TEST_CASE("house: an interrupting input drops the interrupted input's later memb
         std::vector<std::string>{"(stopped by user)", "alice here", "bob here", "alice here", "bob here"});
 }
 
+TEST_CASE("house: the later members' turns are durable: a close mid-run loses none of them") {
+  temp_dir dir;
+  runtime_options o = without_effects();
+  o.data_dir = dir.str();
+  manifest house;
+  {
+    runtime_fixture f{o, false};
+    f.agent("alice", R"({"default": {"reply": "alice here"}, "rules": [{"match": "slow", "stall": true}]})");
+    f.agent("bob", R"({"default": {"reply": "bob here"}})");
+    f.agent("carol", R"({"default": {"reply": "carol here"}})");
+    thread_options t;
+    t.agent_id = "alice";
+    t.members = {{"alice", member_trigger::always}, {"bob", member_trigger::always}, {"carol", member_trigger::always}};
+    REQUIRE(f.rt->create_thread(t, &house).is_ok());
+    run_input slow;
+    slow.text = "slow";
+    std::string run_id;
+    REQUIRE(f.rt->submit(house.id, slow, &run_id).is_ok());
+    // Alice's run has started (its first tick is durable), and stalls: bob's and
+    // carol's turns exist only as what that tick wrote.
+    REQUIRE(runtime_fixture::eventually([&] { return count_signals(f.events(house.id), "thread.start") == 1; }));
+    REQUIRE(f.rt->close().is_ok());
+  }
+  runtime_fixture g{o, false};
+  auto log = wait_runs(g, house.id, 3);
+  auto texts = assistant_texts(log);
+  // Alice's stalled run ended with the close (or was repaired at open); bob and
+  // carol each answered once, in member order, and the input is in the log once.
+  REQUIRE(texts.size() >= 2);
+  CHECK(std::vector<std::string>(texts.end() - 2, texts.end()) == std::vector<std::string>{"bob here", "carol here"});
+  size_t inputs = 0;
+  for (const auto& e : log)
+    if (e.type == event_type::message && e.role == message_role::user) ++inputs;
+  CHECK(inputs == 1);
+  CHECK(check_runs(log) == 3);
+  // Nothing is left behind: another input runs alice (and the others) afresh.
+  CHECK(g.run(house.id, "again").text == "alice here");
+  log = wait_runs(g, house.id, 6);
+  CHECK(check_runs(log) == 6);
+}
+
 TEST_CASE("engine override: a thread's engine_config patch changes that thread's answers only") {
   runtime_fixture f{without_effects()};
   f.agent("a", R"({"default": {"reply": "base"}, "rules": [{"match": "ping", "reply": "pong"}]})");
