@@ -142,21 +142,7 @@ class agent_actor : public caf::event_based_actor {
     manifest m = new_manifest(f.thread_id, *spec_, f.options, wall_now());
     m.parent = parent_kind::schedule;
     m.parent_id = f.schedule_id;
-    tick t;
-    t.thread_id = m.id;
-    t.create = true;
-    t.manifest = m;
-    t.inbox_put.emplace_back(1, std::move(f.input));
-    t.schedule_rows = std::move(f.rows);
-    auto promise = make_response_promise<manifest>();
-    request(ctx_->journal, caf::infinite, commit_atom::value, std::move(t))
-        .then(
-            [m, promise](uint64_t last_seq) mutable {
-              m.last_seq = last_seq;
-              promise.deliver(m);
-            },
-            [promise](caf::error& e) mutable { promise.deliver(e); });
-    return promise;
+    return create_with_input(std::move(m), std::move(f.input), std::move(f.rows));
   }
 
   // As fire: the child and its question are durable together or not at all.
@@ -168,11 +154,18 @@ class agent_actor : public caf::event_based_actor {
     o.parent_thread_id = c.parent_id;
     manifest m = new_manifest(c.thread_id, *spec_, o, wall_now());
     m.depth = c.depth;
+    return create_with_input(std::move(m), std::move(c.input), {});
+  }
+
+  // One tick: the new thread `m` with `input` first in its inbox, and `rows`.
+  // The caller wakes the thread (as open does) once this answers.
+  caf::result<manifest> create_with_input(manifest m, run_input input, std::vector<schedule_row> rows) {
     tick t;
     t.thread_id = m.id;
     t.create = true;
     t.manifest = m;
-    t.inbox_put.emplace_back(1, std::move(c.input));
+    t.inbox_put.emplace_back(1, std::move(input));
+    t.schedule_rows = std::move(rows);
     auto promise = make_response_promise<manifest>();
     request(ctx_->journal, caf::infinite, commit_atom::value, std::move(t))
         .then(
