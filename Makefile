@@ -50,7 +50,7 @@ SAN_FLAGS := -fno-omit-frame-pointer -g
 UBSAN_ENV := UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:suppressions=$(CURDIR)/tests/ubsan.supp
 SAN_ENV := $(UBSAN_ENV) \
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=0
-TSAN_ENV := TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/tests/tsan.supp"
+TSAN_ENV := TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:history_size=7:suppressions=$(CURDIR)/tests/tsan.supp"
 TSAN_TESTS ?= actors_test|runtime_test
 
 test-asan: setup
