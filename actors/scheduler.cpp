@@ -170,24 +170,7 @@ class scheduler_actor : public caf::event_based_actor {
     // The agent must exist: the directory knows every agent.
     request(config_.directory, caf::infinite, agent_atom::value, s.agent_id)
         .then(
-            [this, s, promise](agent_config&) mutable {
-              std::vector<schedule_row> rows;
-              if (status r = schedule_rows_of(s, nullptr, &rows); !r) {
-                done(s.id);
-                promise.deliver(to_error(r));
-                return;
-              }
-              write_rows(std::move(rows), [this, s, promise](const status& w) mutable {
-                if (w) put_memory(s);
-                done(s.id);
-                if (!w) {
-                  promise.deliver(to_error(w));
-                  return;
-                }
-                wake_soon(s);
-                promise.deliver(s);
-              });
-            },
+            [this, s, promise](agent_config&) mutable { store(s, promise); },
             [this, id = s.id, agent = s.agent_id, promise](caf::error& e) mutable {
               done(id);
               status st = to_status(e);
@@ -222,24 +205,31 @@ class scheduler_actor : public caf::event_based_actor {
         }
         s.next_fire_at_ms = next;
       }
-      std::vector<schedule_row> rows;
-      if (status r = schedule_rows_of(s, nullptr, &rows); !r) {
-        promise.deliver(to_error(r));
-        return;
-      }
       busy_.insert(id);
-      write_rows(std::move(rows), [this, s, promise](const status& w) mutable {
-        if (w) put_memory(s);
-        done(s.id);
-        if (!w) {
-          promise.deliver(to_error(w));
-          return;
-        }
-        wake_soon(s);
-        promise.deliver(s);
-      });
+      store(std::move(s), promise);
     });
     return promise;
+  }
+
+  // Writes `s` (definition and state, no history row) while its id is busy;
+  // answers `promise` with it once durable, and lets the next op on it in.
+  void store(schedule s, caf::typed_response_promise<schedule> promise) {
+    std::vector<schedule_row> rows;
+    if (status r = schedule_rows_of(s, nullptr, &rows); !r) {
+      done(s.id);
+      promise.deliver(to_error(r));
+      return;
+    }
+    write_rows(std::move(rows), [this, s, promise](const status& w) mutable {
+      if (w) put_memory(s);
+      done(s.id);
+      if (!w) {
+        promise.deliver(to_error(w));
+        return;
+      }
+      wake_soon(s);
+      promise.deliver(s);
+    });
   }
 
   caf::result<void> erase(const std::string& id) {

@@ -1,8 +1,9 @@
 // The thread actor's class, shared by its translation units: thread_actor.cpp
 // (inputs, commits, subscribers, lifecycle), thread_run.cpp (the run: engine
 // calls, tools, budgets, heartbeats, the end of a run), thread_compact.cpp
-// (compaction between runs, and the working view read at activation) and
-// thread_delegate.cpp (the built-in ask_agent tool: delegation to other agents).
+// (compaction between runs, and the working view read at activation),
+// thread_delegate.cpp (the built-in ask_agent tool: delegation to other agents)
+// and thread_house.cpp (house members: who runs an input, member changes).
 // Internal to actors/.
 #pragma once
 
@@ -186,7 +187,7 @@ class thread_actor : public caf::event_based_actor {
 
   void start_run(pending_input p);
 
-  // --- houses (manifest.members) -------------------------------------------------
+  // --- houses (manifest.members; thread_house.cpp) ------------------------------
 
   // A house whose runs may go to agents other than the thread's own (a DM thread,
   // whose one member is its own agent, runs as any thread does).
