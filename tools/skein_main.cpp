@@ -3,6 +3,8 @@
 #include <cstring>
 #include <string>
 
+#include "skein/version.hpp"
+
 namespace skein::tools {
 int run_demo(int argc, char** argv);
 int run_serve(int argc, char** argv);
@@ -50,6 +52,7 @@ const char* cli_usage =
     "\n"
     "client options: --server URL (SKEIN_SERVER, default http://127.0.0.1:7411),\n"
     "                --token T (SKEIN_TOKEN), --json (machine-readable output)\n"
+    "skein --version prints the version of skein (the library's, MAJOR.MINOR.PATCH)\n"
     "every command answers --help (or -h) with its usage on stdout: skein serve --help,\n"
     "skein thread --help, skein entries list --help, ...\n"
     "\n"
@@ -69,6 +72,10 @@ int main(int argc, char** argv) {
   std::string cmd = argv[1];
   if (cmd == "--help" || cmd == "-h" || cmd == "help") {
     std::fputs(cli_usage, stdout);
+    return 0;
+  }
+  if (cmd == "--version" || cmd == "version") {
+    std::printf("skein %s\n", skein::library_version());
     return 0;
   }
   if (cmd == "demo") return run_demo(argc - 2, argv + 2);
