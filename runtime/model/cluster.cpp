@@ -1,0 +1,157 @@
+#include "runtime/model/cluster.hpp"
+
+#include <charconv>
+#include <set>
+
+#include "runtime/model/ids.hpp"
+
+namespace skein {
+namespace {
+
+// FNV-1a then MurmurHash3's 64-bit finalizer: stable across platforms and
+// releases (std::hash is neither), and well mixed in every bit.
+uint64_t fnv1a(std::string_view s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+uint64_t fmix64(uint64_t k) {
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdull;
+  k ^= k >> 33;
+  k *= 0xc4ceb9fe1a85ec53ull;
+  k ^= k >> 33;
+  return k;
+}
+
+uint64_t node_seed(std::string_view node_id) { return fmix64(fnv1a(node_id)); }
+
+uint64_t weight(uint64_t seed, uint64_t key_hash) { return fmix64(seed ^ key_hash); }
+
+bool valid_host_name(std::string_view h) {
+  if (h.empty() || h.size() > 253) return false;
+  for (char c : h)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.'))
+      return false;
+  return h.front() != '-' && h.front() != '.';
+}
+
+bool valid_ipv6(std::string_view h) {
+  if (h.size() < 2 || h.size() > 45) return false;
+  for (char c : h)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || c == ':' || c == '.'))
+      return false;
+  return h.find(':') != std::string_view::npos;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+status line_error(size_t line, const std::string& what) {
+  return status::invalid_input("cluster file line " + std::to_string(line) + ": " + what).with_field("cluster");
+}
+
+// "host:port" or "[v6]:port".
+status parse_address(std::string_view a, size_t line, cluster_member* m) {
+  std::string_view host, port;
+  if (!a.empty() && a.front() == '[') {
+    size_t close = a.find(']');
+    if (close == std::string_view::npos || close + 1 >= a.size() || a[close + 1] != ':')
+      return line_error(line, "address '" + std::string(a.substr(0, 80)) + "' is not [IPv6]:port");
+    host = a.substr(1, close - 1);
+    port = a.substr(close + 2);
+    if (!valid_ipv6(host)) return line_error(line, "bad IPv6 address '" + std::string(host.substr(0, 80)) + "'");
+  } else {
+    size_t colon = a.rfind(':');
+    if (colon == std::string_view::npos)
+      return line_error(line, "address '" + std::string(a.substr(0, 80)) + "' has no :port");
+    host = a.substr(0, colon);
+    port = a.substr(colon + 1);
+    if (!valid_host_name(host)) return line_error(line, "bad host '" + std::string(host.substr(0, 80)) + "'");
+  }
+  unsigned p = 0;
+  auto r = std::from_chars(port.data(), port.data() + port.size(), p);
+  if (port.empty() || r.ec != std::errc{} || r.ptr != port.data() + port.size() || p == 0 || p > 65535)
+    return line_error(line, "bad port '" + std::string(port.substr(0, 20)) + "' (1..65535)");
+  m->host = std::string(host);
+  m->port = static_cast<uint16_t>(p);
+  return status::ok();
+}
+
+}  // namespace
+
+status parse_cluster(std::string_view text, std::vector<cluster_member>* out) {
+  out->clear();
+  if (text.size() > cluster_file_bytes_max)
+    return status::invalid_input("cluster file: larger than cluster_file_bytes_max (" +
+                                 std::to_string(cluster_file_bytes_max) + " bytes)")
+        .with_limit("cluster_file_bytes_max")
+        .with_field("cluster");
+  std::set<std::string> ids, addresses;
+  size_t line_no = 0;
+  while (!text.empty()) {
+    ++line_no;
+    size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+    if (size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+    line = trim(line);
+    if (line.empty()) continue;
+    size_t ws = line.find_first_of(" \t");
+    if (ws == std::string_view::npos) return line_error(line_no, "expected 'node-id host:port'");
+    std::string_view id = line.substr(0, ws);
+    std::string_view address = trim(line.substr(ws));
+    if (address.find_first_of(" \t") != std::string_view::npos)
+      return line_error(line_no, "expected 'node-id host:port', found more fields");
+    if (id.size() > node_id_bytes_max)
+      return line_error(line_no, "node id longer than node_id_bytes_max (" + std::to_string(node_id_bytes_max) + ")");
+    if (status s = validate_id(id, "node id"); !s) return line_error(line_no, s.message());
+    cluster_member m;
+    m.id = std::string(id);
+    if (status s = parse_address(address, line_no, &m); !s) return s;
+    if (!ids.insert(m.id).second) return line_error(line_no, "node id '" + m.id + "' is listed twice");
+    std::string addr = m.host + "|" + std::to_string(m.port);
+    if (!addresses.insert(addr).second)
+      return line_error(line_no, "address of '" + m.id + "' is another member's too");
+    if (out->size() == cluster_members_max)
+      return status::invalid_input("cluster file: more than cluster_members_max (" +
+                                   std::to_string(cluster_members_max) + ") members")
+          .with_limit("cluster_members_max")
+          .with_field("cluster");
+    out->push_back(std::move(m));
+  }
+  if (out->empty()) return status::invalid_input("cluster file: no members").with_field("cluster");
+  return status::ok();
+}
+
+uint64_t rendezvous_weight(std::string_view node_id, std::string_view key) {
+  return weight(node_seed(node_id), fnv1a(key));
+}
+
+rendezvous::rendezvous(std::vector<std::string> node_ids) : ids_(std::move(node_ids)) {
+  seeds_.reserve(ids_.size());
+  for (const std::string& id : ids_) seeds_.push_back(node_seed(id));
+}
+
+size_t rendezvous::owner(std::string_view key) const {
+  uint64_t key_hash = fnv1a(key);
+  size_t best = 0;
+  uint64_t best_weight = weight(seeds_[0], key_hash);
+  for (size_t i = 1; i < ids_.size(); ++i) {
+    uint64_t w = weight(seeds_[i], key_hash);
+    if (w > best_weight || (w == best_weight && ids_[i] < ids_[best])) {
+      best = i;
+      best_weight = w;
+    }
+  }
+  return best;
+}
+
+}  // namespace skein

@@ -1,0 +1,65 @@
+// cluster: who the nodes of a skein cluster are, and which node owns a thread.
+//
+// Membership is a static file (`skein serve --cluster FILE`), the same on every
+// node. Ownership is rendezvous (highest-random-weight) hashing of the thread id
+// over the member ids: every node computes the same owner with no coordination,
+// and adding or removing a member moves only the threads whose owner changes —
+// onto the new member, or off the removed one (about 1/n of them).
+//
+// The hash is part of the on-disk contract: a thread lives in its owner's
+// database, so a change to owner() would strand threads. cluster_test pins it.
+//
+// Membership file grammar (one member per line; '#' starts a comment):
+//   file   := { line '\n' }
+//   line   := [ ws ] [ member ] [ ws ] [ '#' any* ]
+//   member := node-id ws host ':' port
+//   node-id: validate_id's charset, at most node_id_bytes_max
+//   host   := name | IPv4 | '[' IPv6 ']'       port := 1..65535
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/model/status.hpp"
+
+namespace skein {
+
+inline constexpr size_t cluster_members_max = 64;
+inline constexpr size_t node_id_bytes_max = 64;
+inline constexpr size_t cluster_file_bytes_max = 64 << 10;
+
+struct cluster_member {
+  std::string id;    // the node id (`skein serve --node-id`)
+  std::string host;  // its cluster link's address, IPv6 without brackets
+  uint16_t port = 0;
+};
+
+// The members of `text`, in file order. Errors name the line and what is wrong
+// (an empty file, a bad id, host or port, a duplicate id or address, too many).
+status parse_cluster(std::string_view text, std::vector<cluster_member>* out);
+
+// The 64-bit weight of `node_id` for `key`: the owner is the member with the
+// highest weight (ties, astronomically rare: the smaller id).
+uint64_t rendezvous_weight(std::string_view node_id, std::string_view key);
+
+// Ownership over a fixed member list. Cheap to copy; safe to share read-only.
+class rendezvous {
+ public:
+  rendezvous() = default;
+  explicit rendezvous(std::vector<std::string> node_ids);
+
+  // Index (into the ids given) of the owner of `key`; members must not be empty.
+  size_t owner(std::string_view key) const;
+  const std::string& owner_id(std::string_view key) const { return ids_[owner(key)]; }
+  const std::vector<std::string>& ids() const { return ids_; }
+  bool empty() const { return ids_.empty(); }
+
+ private:
+  std::vector<std::string> ids_;
+  std::vector<uint64_t> seeds_;  // per member: the mixed hash of its id
+};
+
+}  // namespace skein
