@@ -1,0 +1,179 @@
+// wire: how skein's values cross a node's edge — CAF 0.17 `inspect` overloads
+// for the model values the cluster protocol carries (events, manifests, agents,
+// run inputs and results, thread options).
+//
+// Each overload lists every field of its struct. A field added to a struct and
+// not here would silently not cross nodes, so each struct's size is pinned
+// below: when one fails, add the new field to its inspect() and to wire_test's
+// filled_* value, then update the size. (The sizes are those of g++ 12 on
+// x86-64 with libstdc++, the one platform skein builds on.)
+//
+// Enums cross as their underlying integers (wire_detail::checked); a value out
+// of range is refused on load (a node never trusts another's bytes more than a
+// client's).
+#pragma once
+
+#include <caf/error.hpp>
+#include <caf/meta/type_name.hpp>
+#include <caf/sec.hpp>
+#include <cstdint>
+#include <optional>
+#include <type_traits>
+
+#include "runtime/model/agent.hpp"
+#include "runtime/model/event.hpp"
+#include "runtime/model/manifest.hpp"
+#include "runtime/model/run.hpp"
+
+namespace skein {
+
+namespace wire_detail {
+
+// An enum field, crossing as its underlying integer and checked against its last
+// enumerator on load (CAF's own enum handling casts any integer). Passed to the
+// inspector as a temporary: `f(..., checked(x.status, thread_status::cancelled))`.
+template <class E>
+struct checked_enum {
+  E& value;
+  E last;
+};
+
+template <class E>
+checked_enum<E> checked(E& value, E last) {
+  return {value, last};
+}
+
+template <class Inspector, class E>
+typename Inspector::result_type inspect(Inspector& f, checked_enum<E>& x) {
+  using U = std::underlying_type_t<E>;
+  U u = static_cast<U>(x.value);
+  if constexpr (Inspector::writes_state) {
+    if (auto e = f(u)) return e;
+    if (u > static_cast<U>(x.last)) return caf::make_error(caf::sec::invalid_argument, "enum value out of range");
+    x.value = static_cast<E>(u);
+    return {};
+  } else {
+    return f(u);
+  }
+}
+
+}  // namespace wire_detail
+
+using wire_detail::checked;
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, token_usage& x) {
+  return f(caf::meta::type_name("skein.token_usage"), x.input_tokens, x.output_tokens, x.cache_read_tokens,
+           x.cache_write_tokens);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, event& x) {
+  return f(caf::meta::type_name("skein.event"), x.seq, x.ts_ms, x.run_id, checked(x.type, event_type::signal), checked(x.role, message_role::system), x.text, x.call_id,
+           x.name, x.json, x.is_error, x.usage, x.cost_usd, x.duration_ms, x.turns, x.outcome, x.from_seq,
+           x.to_seq, x.original_events, x.tokens_before, x.tokens_after, x.prompt_seq);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, house_member& x) {
+  return f(caf::meta::type_name("skein.house_member"), x.agent_id, checked(x.trigger, member_trigger::on_mention));
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, manifest& x) {
+  return f(caf::meta::type_name("skein.manifest"), x.id, x.agent_id, checked(x.parent, parent_kind::agent), x.parent_id, x.session_id,
+           x.task_id, x.title, x.name, x.tags, x.pinned_at_ms, x.environment_id, checked(x.status, thread_status::cancelled), x.usage, x.cost_usd,
+           x.config, x.created_at_ms, x.updated_at_ms, x.last_seq, x.children_count, x.heartbeat_at_ms,
+           x.title_generated, x.compaction_seq, x.archived_at_ms, x.depth, x.members);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_input& x) {
+  return f(caf::meta::type_name("skein.run_input"), x.text, checked(x.role, message_role::system), x.idempotency_key, x.source, x.run_id,
+           x.member, x.follow_up);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_result& x) {
+  return f(caf::meta::type_name("skein.run_result"), x.thread_id, x.run_id, checked(x.outcome, run_outcome::cancelled), x.text, x.error, x.usage,
+           x.cost_usd, x.duration_ms, x.turns, x.first_seq, x.last_seq);
+}
+
+namespace wire_detail {
+
+// std::optional<mid_run_policy> as 0 (none) or 1 + the policy.
+template <class Inspector>
+typename Inspector::result_type optional_policy(Inspector& f, std::optional<mid_run_policy>& x) {
+  uint8_t code = x ? static_cast<uint8_t>(*x) + 1 : 0;
+  if constexpr (Inspector::writes_state) {
+    auto e = f(code);
+    if (e) return e;
+    if (code > static_cast<uint8_t>(mid_run_policy::interrupt) + 1)
+      return caf::make_error(caf::sec::invalid_argument, "policy out of range");
+    if (code == 0) x.reset();
+    else x = static_cast<mid_run_policy>(code - 1);
+    return e;
+  } else {
+    return f(code);
+  }
+}
+
+}  // namespace wire_detail
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, thread_options& x) {
+  if (auto e = f(caf::meta::type_name("skein.thread_options"), x.agent_id, x.title, x.name, x.tags,
+                 x.parent_thread_id, x.task_id))
+    return e;
+  if (auto e = wire_detail::optional_policy(f, x.policy)) return e;
+  return f(x.dm, x.members, x.engine_config);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_budgets& x) {
+  return f(caf::meta::type_name("skein.run_budgets"), x.ticks_max, x.run_time_ms_max, x.engine_idle_ms,
+           x.tool_timeout_ms, x.output_bytes_max, x.tool_calls_max, x.tokens_per_day_max, x.cost_usd_per_day_max);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, effect_settings& x) {
+  return f(caf::meta::type_name("skein.effect_settings"), x.titles, x.embedder, x.embedder_config);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, compaction_settings& x) {
+  return f(caf::meta::type_name("skein.compaction_settings"), x.auto_tokens, x.stages, x.keep_turns,
+           x.tool_result_bytes_max);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, retention_policy& x) {
+  return f(caf::meta::type_name("skein.retention_policy"), x.archive_after_days, x.delete_after_days);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, delegation_settings& x) {
+  return f(caf::meta::type_name("skein.delegation_settings"), x.agents, x.depth_max, x.self_allowed);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, agent_config& x) {
+  return f(caf::meta::type_name("skein.agent_config"), x.id, x.system_prompt, x.engine, x.engine_config, x.tools,
+           checked(x.policy, mid_run_policy::interrupt), x.budgets, x.effects, x.compaction, x.retention, x.delegation, x.created_at_ms);
+}
+
+// A failure here means a struct changed: see the top of this file.
+static_assert(sizeof(token_usage) == 32, "token_usage changed: update wire.hpp");
+static_assert(sizeof(event) == 328, "event changed: update wire.hpp");
+static_assert(sizeof(house_member) == 40, "house_member changed: update wire.hpp");
+static_assert(sizeof(manifest) == 472, "manifest changed: update wire.hpp");
+static_assert(sizeof(run_input) == 176, "run_input changed: update wire.hpp");
+static_assert(sizeof(run_result) == 208, "run_result changed: update wire.hpp");
+static_assert(sizeof(thread_options) == 248, "thread_options changed: update wire.hpp");
+static_assert(sizeof(run_budgets) == 64, "run_budgets changed: update wire.hpp");
+static_assert(sizeof(effect_settings) == 72, "effect_settings changed: update wire.hpp");
+static_assert(sizeof(compaction_settings) == 48, "compaction_settings changed: update wire.hpp");
+static_assert(sizeof(retention_policy) == 8, "retention_policy changed: update wire.hpp");
+static_assert(sizeof(delegation_settings) == 32, "delegation_settings changed: update wire.hpp");
+static_assert(sizeof(agent_config) == 392, "agent_config changed: update wire.hpp");
+}  // namespace skein
