@@ -89,7 +89,9 @@ function watch_timeline() {
     for (const r of records) {
       for (const n of r.addedNodes) {
         if (n.nodeType !== 1 || !n.matches('li.msg.assistant')) continue;
-        seen.push({ live: n.classList.contains('live'), node: n, run: n.closest('li.run')?.dataset.run || '' });
+        // The record's target, not the node: a live node added and removed in
+        // one task (its deltas and final text in one read) is detached by now.
+        seen.push({ live: n.classList.contains('live'), node: n, run: r.target.closest('li.run')?.dataset.run || '' });
       }
     }
   }).observe(document.getElementById('timeline'), { childList: true, subtree: true });
@@ -120,6 +122,11 @@ async function main() {
     page.on('pageerror', (e) => page_errors.push(String(e)));
     page.on('console', (m) => { if (/Content Security Policy/i.test(m.text())) csp_violations.push(m.text()); });
     page.on('dialog', (d) => { dialogs.push(d.message()); d.dismiss().catch(() => {}); });
+    const t0 = Date.now();
+    const stream_log = [];
+    page.on('request', (r) => { if (r.url().endsWith('/stream')) stream_log.push(`+${Date.now() - t0} ms GET stream (Last-Event-ID ${r.headers()['last-event-id'] || '-'})`); });
+    page.on('requestfailed', (r) => { if (r.url().endsWith('/stream')) stream_log.push(`+${Date.now() - t0} ms stream failed: ${r.failure()?.errorText}`); });
+    page.on('requestfinished', (r) => { if (r.url().endsWith('/stream')) stream_log.push(`+${Date.now() - t0} ms stream ended`); });
 
     const res = await page.goto(`${base}/ui`);
     check('GET /ui is 200 text/html', res.status() === 200 && /^text\/html/.test(res.headers()['content-type']),
@@ -158,7 +165,8 @@ async function main() {
     const texts = (await page.evaluate(seen_texts)).filter((s) => s.run === run2_id);
     const live_at = texts.findIndex((s) => s.live);
     const final_at = texts.findIndex((s) => !s.live);
-    check('deltas streamed before the final text', live_at >= 0 && final_at > live_at, JSON.stringify(texts));
+    check('deltas streamed before the final text', live_at >= 0 && final_at > live_at,
+      `${JSON.stringify(texts)}\n${stream_log.join('\n')}`);
     check('the deltas were the reply\'s tokens', live_at >= 0 && texts[live_at].text === 'It is 18°C in Lisbon.',
       JSON.stringify(texts));
     check('the durable text replaced the deltas',
