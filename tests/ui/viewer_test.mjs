@@ -24,7 +24,7 @@ if (!skein || !out_dir) {
 }
 const chromium_path = process.env.SKEIN_CHROMIUM || '/usr/bin/chromium';
 const server_start_ms_max = 30000;  // until the demo's first run has answered
-const step_ms_max = 15000;          // any one wait on the page
+const step_ms_max = 30000;          // any one wait on the page (sanitizer builds are slow)
 const server_stop_ms_max = 15000;
 
 let passed = 0;

@@ -185,6 +185,12 @@ function thread_row(m) {
   return row;
 }
 
+// A listed thread's row, with the manifest a run left (status, title, time).
+function update_row(m) {
+  for (const row of $('threads').tBodies[0].rows)
+    if (row.dataset.id === m.id) row.replaceWith(thread_row(m));
+}
+
 async function refresh_threads(more) {
   const body = $('threads').tBodies[0];
   try {
@@ -598,6 +604,7 @@ async function after_run(view) {
   try {
     const m = await api('GET', thread_path(view.id));
     if (state.view === view) show_manifest(m);
+    update_row(m);
   } catch (_) { /* the stream goes on; the header stays as it was */ }
   diagnose(view);
 }
