@@ -116,6 +116,11 @@ TEST_CASE("ui: nothing else under /ui, and the API still wants its token") {
   }
   auto post = f.call("POST", "/ui", "{}");
   CHECK(post.status == 405);
+  CHECK(header(post, "Allow") == "GET");
+  // A body to /ui is refused from the head: without a token it is never read.
+  auto big = f.call("PUT", "/ui/app.js", std::string(64 << 10, 'x'));
+  CHECK(big.status == 405);
+  CHECK(f.srv->counters().rejected >= 2);
   // Only /ui and what is under /ui/ go without a token.
   CHECK(f.call("GET", "/uix").status == 401);
   CHECK(f.call("GET", "/v1/threads").status == 401);

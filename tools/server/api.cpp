@@ -1159,10 +1159,15 @@ void schedules_routes(ctx& c, const std::vector<std::string>& seg, const json_li
 
 // GET /ui, /ui/app.js, /ui/style.css: the viewer's files, which need no token
 // (ui.hpp). Any other name under /ui is a 404 like any unknown route.
+response ui_method_not_allowed(const request& req) {
+  response r = error_response(
+      status::invalid_input("method " + quote_input(req.method) + " is not allowed on " + quote_input(req.path)), 405);
+  r.headers.emplace_back("Allow", "GET");
+  return r;
+}
+
 void serve_ui(const request& req, const exchange_ptr& ex) {
-  if (req.method != "GET")
-    return ex->reply(error_response(
-        status::invalid_input("method " + quote_input(req.method) + " is not allowed on " + quote_input(req.path)), 405));
+  if (req.method != "GET") return ex->reply(ui_method_not_allowed(req));
   const embedded_file* file = find_ui_file(req.path);
   if (!file) return ex->reply(error_response(status::not_found("no route " + quote_input(req.path))));
   ex->reply(ui_file_response(*file, req));
@@ -1180,7 +1185,12 @@ http::admission api::admit(const http::request& head) {
   bool v1 = seg.size() >= 2 && seg[0] == "v1";
   bool import = v1 && seg.size() == 2 && seg[1] == "import";
   if (import) a.body = http::body_class::import;
-  if (head.path == "/healthz" || is_ui_path(head.path)) return a;
+  if (head.path == "/healthz") return a;
+  // The viewer's files need no token; a body to them is refused unread.
+  if (is_ui_path(head.path)) {
+    if (head.method != "GET") a.refuse = ui_method_not_allowed(head);
+    return a;
+  }
   auto scope = tokens_.authenticate(head.header("authorization"));
   if (!scope) {
     a.refuse = unauthorized_response();
