@@ -7,7 +7,9 @@
 // file, opens /ui, enters the token, opens the demo thread, sends a message and
 // sees its run live (token deltas, then the durable text; the weather tool call
 // folded with its result), drops and resumes the stream (Last-Event-ID: no event
-// twice), checks that markup in a message shows as text and runs nothing, saves
+// twice), checks that markup in a message shows as text and runs nothing,
+// makes a thread with the page's form for an agent that thinks and fails (thinking
+// collapsed, the diagnosis of the failed run shown), saves
 // a screenshot to OUTPUT_DIR and stops the server. Every wait is on a real event
 // (a line the server prints, an element the page shows) with a deadline.
 import { spawn } from 'node:child_process';
@@ -149,6 +151,7 @@ async function main() {
 
     await link.click();
     await page.locator('#stream-state', { hasText: 'live' }).waitFor();
+    const demo_link = page.url();  // /ui#thread=<id>
     const first_reply = page.locator('li.run').first().locator('li.msg.assistant');
     await first_reply.waitFor();
     check('the demo run is shown from the log', /18°C in Lisbon/.test(await first_reply.textContent()));
@@ -215,8 +218,46 @@ async function main() {
     check('after the resume no event shows twice', new Set(seqs).size === seqs.length && seqs.length > seq_before.length,
       JSON.stringify(seqs));
 
+    // A thread made with the page's form: thinking collapsed, a failure diagnosed.
+    const made = await fetch(`${base}/v1/agents`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ id: 'thinker', system_prompt: 'test', engine_config: {
+        rules: [{ match: 'fail', error: 'model <b>exploded</b>' }],
+        default: { reply: 'ok', thinking: 'pondering <i>this</i>' } } }),
+    });
+    check('the test agent is made', made.status === 201, String(made.status));
+    await page.click('#refresh');
+    await page.locator('#new-agent option[value=thinker]').waitFor({ state: 'attached' });
+    await page.selectOption('#new-agent', 'thinker');
+    await page.fill('#new-title', 'thinking and failing');
+    await page.click('#new-thread button[type=submit]');
+    await page.locator('#thread-title', { hasText: 'thinking and failing' }).waitFor();
+    await page.locator('#stream-state', { hasText: 'live' }).waitFor();
+    check('the new thread is listed', (await page.locator('#threads a.title', { hasText: 'thinking and failing' }).count()) === 1);
+    await page.fill('#message', 'think');
+    await page.click('#send');
+    const thought = page.locator('li.run').first().locator('li.thinking details');
+    await thought.waitFor();
+    check('thinking shows collapsed, as text', (await thought.getAttribute('open')) === null &&
+      (await thought.locator('pre').textContent()) === 'pondering <i>this</i>');
+    await page.locator('li.run').first().locator('li.boundary.stop').waitFor();
+    check('the diagnosis hides while the thread is well', await page.locator('#diagnosis').isHidden());
+    await page.fill('#message', 'fail now');
+    await page.click('#send');
+    const diagnosis = page.locator('#diagnosis.stage-failed');
+    await diagnosis.waitFor();
+    check('a failed run shows its diagnosis', (await diagnosis.textContent()).includes('error: model <b>exploded</b>'),
+      await diagnosis.textContent());
+    check('and its stop says so', /failed/.test(await page.locator('li.run').nth(1).locator('li.boundary.stop').textContent()));
+
     check('no script error on the page', page_errors.length === 0, JSON.stringify(page_errors));
     check('no CSP violation', csp_violations.length === 0, JSON.stringify(csp_violations));
+    // A reload keeps the tab's token; the link opens the demo thread again.
+    await page.goto(demo_link);  // only the hash changes: no load yet
+    await page.reload();
+    await page.locator('li.run').nth(2).locator('li.boundary.stop').waitFor();
+    check('a reload keeps the token and opens the linked thread', await page.locator('#banner').isHidden());
     const shot = join(out_dir, 'ui-viewer.png');
     await page.screenshot({ path: shot, fullPage: false });
     console.log(`# screenshot: ${shot}`);

@@ -691,7 +691,10 @@ function start() {
     use_token($('token-input').value.trim());
   });
   $('forget-token').addEventListener('click', forget_token);
-  $('refresh').addEventListener('click', () => refresh_threads());
+  $('refresh').addEventListener('click', () => {
+    refresh_threads();
+    load_agents();
+  });
   $('more').addEventListener('click', () => refresh_threads(true));
   $('agent-filter').addEventListener('change', () => refresh_threads());
   $('status-filter').addEventListener('change', () => refresh_threads());
