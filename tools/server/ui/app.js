@@ -277,10 +277,16 @@ function sse_parser(on_frame) {
   };
 }
 
+// Resolves after `ms`, or at once when `signal` aborts (the view closed).
 function sleep(ms, signal) {
   return new Promise((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
+    const done = () => {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const t = setTimeout(done, ms);
+    signal.addEventListener('abort', done);
   });
 }
 
