@@ -213,7 +213,8 @@ void print_serve_usage() {
   std::printf(
       "usage: skein serve [--NAME VALUE]... [--config FILE] [--demo]\n"
       "\n"
-      "Serves the HTTP API (tools/API.md) on an embedded runtime until SIGINT or SIGTERM.\n"
+      "Serves the HTTP API (tools/API.md) and the thread viewer at /ui on an embedded runtime\n"
+      "until SIGINT or SIGTERM.\n"
       "Settings come from the defaults, then the config file (--config or SKEIN_CONFIG,\n"
       "`name = value` lines), then SKEIN_<NAME> in the environment, then flags; the later wins.\n"
       "A flag spells the name with dashes: --body-bytes-max 2097152.\n"
