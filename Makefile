@@ -19,7 +19,7 @@ run: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target skein
 	$(BUILD_DIR)/tools/skein serve --demo
 
-test: build
+test: build ui-test-deps
 	@scripts/check-registered.sh $(BUILD_DIR)
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
@@ -32,6 +32,19 @@ bench-deps:
 	elif [ ! $(KERNL_DIR)/node_modules/.package-lock.json -nt $(KERNL_DIR)/package-lock.json ]; then \
 	  npm ci --prefix $(KERNL_DIR) --no-audit --no-fund || \
 	    echo "bench-deps: npm ci failed: skein-bench will skip the kernl baseline"; \
+	fi
+
+# The /ui viewer's browser test (tests/ui): playwright-core, pinned by its lock
+# file; it drives the system's chromium (packages.txt). Never fails the build:
+# without node 20 or npm the test is skipped with a hint.
+UI_TEST_DIR := tests/ui
+.PHONY: ui-test-deps
+ui-test-deps:
+	@if ! command -v node >/dev/null || ! command -v npm >/dev/null; then \
+	  echo "ui-test-deps: no node/npm: the /ui browser test will be skipped"; \
+	elif [ ! $(UI_TEST_DIR)/node_modules/.package-lock.json -nt $(UI_TEST_DIR)/package-lock.json ]; then \
+	  npm ci --prefix $(UI_TEST_DIR) --no-audit --no-fund || \
+	    echo "ui-test-deps: npm ci failed: the /ui browser test will be skipped"; \
 	fi
 
 bench: configure bench-deps

@@ -161,9 +161,10 @@ const char* demo_rules = R"({"rules": [
   {"match": "weather", "turn": 2, "reply": "It is 18°C in Lisbon with a light northerly wind.", "deltas": ["It is 18°C ", "in Lisbon."], "latency_ms": 200}],
   "default": {"reply": "I am the skein demo agent. Ask me about the weather.", "latency_ms": 100}})";
 
-// Holds one conversation through the server's own HTTP API, as a client would.
-void run_demo(uint16_t port) {
-  http::client c{{"127.0.0.1", port}};
+// Holds one conversation through the server's own HTTP API, as a client would:
+// with `token` when the server has a tokens file (an admin one: it creates an agent).
+void run_demo(uint16_t port, const std::string& token) {
+  http::client c{{"127.0.0.1", port}, token};
   http::response r;
   agent_config a;
   a.id = "demo";
@@ -187,6 +188,7 @@ void run_demo(uint16_t port) {
   std::printf("demo: %s\n\n", r.body.c_str());
   std::string base = "http://127.0.0.1:" + std::to_string(port);
   std::printf("Go on from here:\n");
+  std::printf("  open %s/ui#thread=%s  (the live thread viewer)\n", base.c_str(), m.id.c_str());
   std::printf("  curl -s %s/v1/threads/%s/entries\n", base.c_str(), m.id.c_str());
   std::printf("  curl -N %s/v1/threads/%s/stream\n", base.c_str(), m.id.c_str());
   std::printf("  curl -s -X POST %s/v1/threads/%s/entries -d '{\"text\":\"hello\",\"wait\":true}'\n", base.c_str(), m.id.c_str());
@@ -211,7 +213,8 @@ void print_serve_usage() {
   std::printf(
       "usage: skein serve [--NAME VALUE]... [--config FILE] [--demo]\n"
       "\n"
-      "Serves the HTTP API (tools/API.md) on an embedded runtime until SIGINT or SIGTERM.\n"
+      "Serves the HTTP API (tools/API.md) and the thread viewer at /ui on an embedded runtime\n"
+      "until SIGINT or SIGTERM.\n"
       "Settings come from the defaults, then the config file (--config or SKEIN_CONFIG,\n"
       "`name = value` lines), then SKEIN_<NAME> in the environment, then flags; the later wins.\n"
       "A flag spells the name with dashes: --body-bytes-max 2097152.\n"
@@ -298,7 +301,12 @@ int run_serve(int argc, char** argv) {
     pf.close();
     std::rename((c.port_file + ".tmp").c_str(), c.port_file.c_str());
   }
-  if (c.demo) run_demo(srv->port());
+  std::printf("skein serve: the thread viewer is at http://%s:%u/ui\n", host.c_str(), srv->port());
+  std::fflush(stdout);
+  if (c.demo && tokens.enabled() && tokens.admin_token().empty())
+    std::fprintf(stderr, "skein serve --demo: skipped: the tokens file has no admin token to create the demo agent with\n");
+  else if (c.demo)
+    run_demo(srv->port(), tokens.admin_token());
 
   int sig = 0;
   sigwait(&signals, &sig);

@@ -11,6 +11,7 @@
 #include "runtime/model/json_writer.hpp"
 #include "runtime/model/text.hpp"
 #include "tools/io/import_export.hpp"
+#include "tools/server/ui.hpp"
 
 namespace skein::server {
 namespace {
@@ -1156,6 +1157,22 @@ void schedules_routes(ctx& c, const std::vector<std::string>& seg, const json_li
   c.fail(status::not_found("no route " + quote_input(c.req.path)));
 }
 
+// GET /ui, /ui/app.js, /ui/style.css: the viewer's files, which need no token
+// (ui.hpp). Any other name under /ui is a 404 like any unknown route.
+response ui_method_not_allowed(const request& req) {
+  response r = error_response(
+      status::invalid_input("method " + quote_input(req.method) + " is not allowed on " + quote_input(req.path)), 405);
+  r.headers.emplace_back("Allow", "GET");
+  return r;
+}
+
+void serve_ui(const request& req, const exchange_ptr& ex) {
+  if (req.method != "GET") return ex->reply(ui_method_not_allowed(req));
+  const embedded_file* file = find_ui_file(req.path);
+  if (!file) return ex->reply(error_response(status::not_found("no route " + quote_input(req.path))));
+  ex->reply(ui_file_response(*file, req));
+}
+
 }  // namespace
 
 // Decided from the head alone, so that a client refused here never makes the
@@ -1169,6 +1186,11 @@ http::admission api::admit(const http::request& head) {
   bool import = v1 && seg.size() == 2 && seg[1] == "import";
   if (import) a.body = http::body_class::import;
   if (head.path == "/healthz") return a;
+  // The viewer's files need no token; a body to them is refused unread.
+  if (is_ui_path(head.path)) {
+    if (head.method != "GET") a.refuse = ui_method_not_allowed(head);
+    return a;
+  }
   auto scope = tokens_.authenticate(head.header("authorization"));
   if (!scope) {
     a.refuse = unauthorized_response();
@@ -1200,6 +1222,7 @@ void api::handle(http::request& req, std::shared_ptr<http::exchange> ex) {
   auto seg = segments(req.path);
   const std::string& m = req.method;
   if (req.path == "/healthz" && m == "GET") return ex->reply(json_response(200, R"({"status":"ok"})"));
+  if (is_ui_path(req.path)) return serve_ui(req, ex);
   auto scope = tokens_.authenticate(req.header("authorization"));
   if (!scope) return ex->reply(unauthorized_response());
   context c{*this, req, ex, *scope};

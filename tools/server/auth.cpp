@@ -75,4 +75,10 @@ std::optional<token_scope> token_store::authenticate(const std::string& authoriz
   return found;
 }
 
+std::string token_store::admin_token() const {
+  for (const auto& [token, scope] : tokens_)
+    if (scope.admin) return token;
+  return "";
+}
+
 }  // namespace skein::server

@@ -34,6 +34,9 @@ class token_store {
   // The scope of an "Authorization: Bearer <token>" header value; nullopt when it
   // is missing or unknown. With auth disabled, admin.
   std::optional<token_scope> authenticate(const std::string& authorization) const;
+  // One admin token of the file, for the server's own calls as a client
+  // (`serve --demo`); "" with auth disabled or no admin token.
+  std::string admin_token() const;
 
  private:
   bool enabled_ = false;
