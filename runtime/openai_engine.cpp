@@ -520,7 +520,7 @@ class reply_reader {
 // One call in flight. The io thread alone touches everything but `cancelled`.
 struct call_state {
   std::shared_ptr<const openai_config> c;
-  ssl::context* tls = nullptr;  // the engine's, for https; outlives every call
+  ssl::context* tls = nullptr;  // the engine core's, for https; outlives every call
   std::string target;
   std::string body;
   status body_status;  // not ok: the request could not be built; the call fails with it
@@ -779,6 +779,7 @@ net::awaitable<void> run_call(std::shared_ptr<call_state> cs) {
 // What the engine and the handles of its calls share. The handles hold it weakly:
 // a handle may outlive its engine.
 struct engine_core {
+  std::unique_ptr<ssl::context> tls;  // for https; here so that a detached io thread keeps it
   net::io_context ioc{1};
   std::mutex mu;  // guards everything below
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
@@ -813,7 +814,9 @@ class openai_call_handle final : public call_handle {
 class openai_engine final : public engine {
  public:
   openai_engine(std::shared_ptr<const openai_config> c, std::unique_ptr<ssl::context> tls)
-      : c_(std::move(c)), tls_(std::move(tls)), core_(std::make_shared<engine_core>()) {}
+      : c_(std::move(c)), core_(std::make_shared<engine_core>()) {
+    core_->tls = std::move(tls);
+  }
 
   ~openai_engine() override {
     std::vector<std::shared_ptr<call_state>> calls;
@@ -835,7 +838,7 @@ class openai_engine final : public engine {
   std::unique_ptr<call_handle> start(engine_request request, engine_callbacks callbacks) override {
     auto cs = std::make_shared<call_state>();
     cs->c = c_;
-    cs->tls = tls_.get();
+    cs->tls = core_->tls.get();
     cs->target = c_->at.path_prefix + "/chat/completions";
     cs->body_status = build_body(*c_, request, &cs->body);
     cs->cb = std::move(callbacks);
@@ -881,7 +884,6 @@ class openai_engine final : public engine {
   }
 
   const std::shared_ptr<const openai_config> c_;
-  const std::unique_ptr<ssl::context> tls_;
   const std::shared_ptr<engine_core> core_;
   const uint64_t seed_ = std::random_device{}();
 };

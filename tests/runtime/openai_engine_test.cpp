@@ -331,7 +331,7 @@ TEST_CASE("openai sse: events come out whole whatever the split: LF, CRLF, CR, c
   CHECK(got == expected);
 }
 
-TEST_CASE("openai sse: a line past line_bytes_max fails the feed, naming the limit; a handler's failure stops it") {
+TEST_CASE("openai sse: a line past line_bytes_max fails the feed, naming the limit — a handler's failure stops it") {
   sse_parser p{16, [](std::string_view) { return status::ok(); }};
   auto s = p.feed("data: " + std::string(40, 'x'));
   CHECK(s.limit() == "line_bytes_max");
@@ -540,7 +540,7 @@ TEST_CASE("openai engine: 429 then success honours Retry-After, bounded by retry
   CHECK(clock_type::now() - t0 < 10s);
 }
 
-TEST_CASE("openai engine: 500 on all retries+1 attempts fails clearly; another 4xx fails at once with its message") {
+TEST_CASE("openai engine: 500 on all retries+1 attempts fails clearly — another 4xx fails at once with its message") {
   llm_server srv{[](const request&, int) {
     return script{{http_reply(500, "Internal Server Error", R"({"error":{"message":"upstream exploded"}})")}};
   }};
@@ -565,7 +565,7 @@ TEST_CASE("openai engine: 500 on all retries+1 attempts fails clearly; another 4
   CHECK(bad.seen().size() == 1);
 }
 
-TEST_CASE("openai engine: a connection that breaks before the reply begins is retried; after it began, not") {
+TEST_CASE("openai engine: a connection that breaks before the reply begins is retried — after it began, not") {
   llm_server srv{[](const request&, int n) {
     if (n == 1) return script{{sse_head()}};  // headers, then the server closes: nothing began
     if (n == 2) return streamed({text("part"), text("ial")});  // began, then closed without [DONE]
@@ -687,7 +687,7 @@ TEST_CASE("openai engine: destroying the engine cancels its calls in flight, clo
 
 // ---- https --------------------------------------------------------------------------------
 
-TEST_CASE("openai engine https: a reply over TLS with the test CA; an untrusted server fails, not retried") {
+TEST_CASE("openai engine https: a reply over TLS with the test CA — an untrusted server fails, not retried") {
   test::temp_dir dir;
   auto ca = test::make_test_ca();
   auto cert = test::make_server_cert(ca, "IP:127.0.0.1,DNS:localhost");
@@ -772,7 +772,7 @@ runtime_options with_weather_tool() {
 
 }  // namespace
 
-TEST_CASE("openai engine end to end: the model calls a tool, then answers; the log is as with any engine") {
+TEST_CASE("openai engine end to end: the model calls a tool, then answers — the log is as with any engine") {
   llm_server srv{[](const request&, int n) {
     if (n == 1)
       return streamed({delta(R"({"role":"assistant","content":"Let me look.","tool_calls":[{"index":0,"id":"call_w1","type":"function","function":{"name":"weather","arguments":"{\"city\":"}}]})"),
@@ -861,7 +861,7 @@ TEST_CASE("openai engine end to end: a stall after a partial answer is caught by
   CHECK(srv.seen().size() == 1);
 }
 
-TEST_CASE("openai engine end to end: a malformed chunk fails the run with a clear error; a missing key refuses the agent") {
+TEST_CASE("openai engine end to end: a malformed chunk fails the run with a clear error — a missing key refuses the agent") {
   llm_server srv{[](const request&, int) { return streamed({text("fi"), sse_event(R"({"choices":"nope"})"), done}); }};
   test::runtime_fixture f{test::without_effects()};
   ::setenv(key_env, test_key, 1);
