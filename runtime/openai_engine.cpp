@@ -631,8 +631,9 @@ net::awaitable<void> exchange(stream_type& stream, call_state& cs, attempt* a) {
     if (sse) {
       if (status s = events.feed(bytes); !s) {
         a->started = reader.started();
-        a->result = s.limit().empty() ? s
-                                      : status(s.code(), std::string{who} + ": " + s.message()).with_limit(s.limit());
+        // The framing's own errors (line_bytes_max) do not say whose they are yet.
+        bool ours = s.message().rfind(who, 0) == 0;
+        a->result = ours ? s : status(s.code(), std::string{who} + ": " + s.message()).with_limit(s.limit());
         co_return;
       }
       if (reader.done()) break;  // nothing after [DONE] is read

@@ -643,6 +643,8 @@ TEST_CASE("openai engine: a reply past reply_bytes_max, a line past line_bytes_m
   CHECK(r3.reply.result.limit() == "tool_calls_max");
   auto r4 = call(*e2, ask("x"));
   CHECK(r4.reply.result.limit() == "reply_depth_max");
+  for (const auto* x : {&r, &r2, &r3, &r4})  // said once whose error it is
+    CHECK(x->reply.result.message().find("openai engine: openai engine") == std::string::npos);
   CHECK(srv.seen().size() == 4);  // none retried
 }
 
