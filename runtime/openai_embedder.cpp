@@ -2,19 +2,15 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
-#include <openssl/x509_vfy.h>
 
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
-#include <charconv>
 #include <cmath>
 #include <condition_variable>
-#include <cstdlib>
 #include <deque>
-#include <filesystem>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -22,6 +18,7 @@
 #include "runtime/model/embedding.hpp"
 #include "runtime/model/json_reader.hpp"
 #include "runtime/model/json_writer.hpp"
+#include "runtime/openai_http.hpp"
 
 namespace skein {
 namespace {
@@ -32,15 +29,11 @@ namespace net = boost::asio;
 namespace ssl = boost::asio::ssl;
 using tcp = net::ip::tcp;
 
-constexpr size_t error_text_bytes_max = 200;  // of a server's error message quoted in ours
 constexpr size_t reply_bytes_max = 256 << 20;  // one response body
 constexpr size_t reply_depth_max = 8;
 
 struct openai_config {
-  bool tls = false;  // https://
-  std::string host;
-  std::string port;  // base_url's, else 80 (http) or 443 (https)
-  std::string path_prefix;  // base_url's path, without a trailing slash
+  openai_http::endpoint at;
   std::string model;
   std::string api_key_env = "OPENAI_API_KEY";
   std::string api_key;  // read once, at construction
@@ -55,32 +48,6 @@ struct openai_config {
   uint64_t queue_max = 1024;
 };
 
-status parse_base_url(const std::string& url, openai_config* c) {
-  std::string rest;
-  if (url.rfind("http://", 0) == 0) rest = url.substr(7);
-  else if (url.rfind("https://", 0) == 0) {
-    rest = url.substr(8);
-    c->tls = true;
-  } else return status::invalid_input("base_url: must start with http:// or https://").with_field("base_url");
-  c->port = c->tls ? "443" : "80";
-  size_t slash = rest.find('/');
-  std::string authority = rest.substr(0, slash);
-  c->path_prefix = slash == std::string::npos ? "" : rest.substr(slash);
-  while (!c->path_prefix.empty() && c->path_prefix.back() == '/') c->path_prefix.pop_back();
-  size_t colon = authority.rfind(':');
-  c->host = authority.substr(0, colon);
-  if (colon != std::string::npos) {
-    c->port = authority.substr(colon + 1);
-    unsigned port = 0;
-    auto r = std::from_chars(c->port.data(), c->port.data() + c->port.size(), port);
-    if (c->port.empty() || r.ec != std::errc{} || r.ptr != c->port.data() + c->port.size() || port == 0 ||
-        port > 65535)
-      return status::invalid_input("base_url: bad port '" + c->port + "'").with_field("base_url");
-  }
-  if (c->host.empty()) return status::invalid_input("base_url: no host").with_field("base_url");
-  return status::ok();
-}
-
 status parse_config(std::string_view json_text, openai_config* c) {
   json::document doc;
   json::object_reader r;
@@ -88,7 +55,7 @@ status parse_config(std::string_view json_text, openai_config* c) {
   SKEIN_TRY(json::object_reader::open(doc.root(), "config", &r));
   std::string url;
   SKEIN_TRY(r.string("base_url", &url));
-  SKEIN_TRY(parse_base_url(url, c));
+  SKEIN_TRY(openai_http::parse_base_url(url, &c->at));
   SKEIN_TRY(r.string("model", &c->model));
   SKEIN_TRY(r.uint("dims", &c->dims));
   SKEIN_TRY(r.string("api_key_env", &c->api_key_env, false));
@@ -110,40 +77,9 @@ status parse_config(std::string_view json_text, openai_config* c) {
   if (c->timeout_ms == 0) return status::invalid_input("config.timeout_ms: must be at least 1").with_field("timeout_ms");
   if (c->queue_max == 0) return status::invalid_input("config.queue_max: must be at least 1").with_field("queue_max");
   // A CA file with plain http would suggest a protection the traffic does not have.
-  if (!c->ca_file.empty() && !c->tls)
+  if (!c->ca_file.empty() && !c->at.tls)
     return status::invalid_input("config.ca_file: only for an https:// base_url").with_field("ca_file");
-  if (const char* key = std::getenv(c->api_key_env.c_str())) c->api_key = key;
-  return status::ok();
-}
-
-// The client side of TLS, built once per embedder: TLS 1.2 or later, the peer's
-// chain verified against ca_file (else the system's trusted CAs). The host name
-// is checked per connection (exchange_https). A bad ca_file is a config error
-// now rather than a failed handshake at the first call.
-status make_tls_context(const openai_config& c, std::unique_ptr<ssl::context>* out) {
-  try {
-    auto ctx = std::make_unique<ssl::context>(ssl::context::tls_client);
-    if (SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION) != 1)
-      return status::io_error("openai embedder: cannot require TLS 1.2");
-    ctx->set_verify_mode(ssl::verify_peer);
-    beast::error_code ec;
-    if (c.ca_file.empty()) {
-      ctx->set_default_verify_paths(ec);
-      if (ec) return status::io_error("openai embedder: cannot load the system's trusted CAs: " + ec.message());
-    } else {
-      std::error_code fs_ec;
-      if (!std::filesystem::is_regular_file(c.ca_file, fs_ec))
-        return status::invalid_input("config.ca_file: '" + c.ca_file + "' is not a file").with_field("ca_file");
-      ctx->load_verify_file(c.ca_file, ec);
-      if (ec)
-        return status::invalid_input("config.ca_file: '" + c.ca_file + "' holds no PEM certificate: " + ec.message())
-            .with_field("ca_file");
-    }
-    *out = std::move(ctx);
-    return status::ok();
-  } catch (const boost::system::system_error& e) {  // SSL_CTX_new failed: OpenSSL itself is unusable
-    return status::io_error(std::string("openai embedder: cannot set up TLS: ") + e.what());
-  }
+  return openai_http::read_api_key(c->api_key_env, false, &c->api_key);
 }
 
 // One attempt's outcome: what it got, and whether trying again may help.
@@ -193,28 +129,13 @@ net::awaitable<beast::error_code> exchange_https(tcp::resolver::results_type end
   beast::ssl_stream<beast::tcp_stream> stream{co_await net::this_coro::executor, ctx};
   auto& tcp_layer = beast::get_lowest_layer(stream);
   tcp_layer.expires_after(timeout);
-  beast::error_code addr_ec;
-  net::ip::make_address(host, addr_ec);
-  const bool host_is_ip = !addr_ec;
-  // SNI picks the certificate on shared hosts; RFC 6066 allows no IP literal in it.
-  if (!host_is_ip && SSL_set_tlsext_host_name(stream.native_handle(), host.c_str()) != 1)
+  if (!openai_http::prepare_tls_peer(stream.native_handle(), host))
     co_return beast::error_code(static_cast<int>(::ERR_get_error()), net::error::get_ssl_category());
-  // host_name_verification only answers no; naming the mismatch in the store makes
-  // OpenSSL's verify result say why ("hostname mismatch", "IP address mismatch").
-  stream.set_verify_callback([check = ssl::host_name_verification(host), host_is_ip](bool preverified,
-                                                                                     ssl::verify_context& vc) {
-    if (!preverified) return false;
-    if (check(preverified, vc)) return true;
-    X509_STORE_CTX_set_error(vc.native_handle(),
-                             host_is_ip ? X509_V_ERR_IP_ADDRESS_MISMATCH : X509_V_ERR_HOSTNAME_MISMATCH);
-    return false;
-  });
   auto tok = net::as_tuple(net::use_awaitable);
   auto [ec, ep] = co_await tcp_layer.async_connect(endpoints, tok);
   if (!ec) {
     std::tie(ec) = co_await stream.async_handshake(ssl::stream_base::client, tok);
-    if (long v = SSL_get_verify_result(stream.native_handle()); ec && v != X509_V_OK)
-      *verify_failure = X509_verify_cert_error_string(v);
+    if (ec) *verify_failure = openai_http::tls_verify_failure(stream.native_handle());
   }
   if (!ec) ec = co_await write_read(stream, req, parser);
   // No TLS close_notify of ours: the reply is complete by now (a peer that closed
@@ -320,27 +241,13 @@ class openai_embedder final : public embedder {
         return status::ok();
       }
       if (!a.retryable || n >= c_.retries) break;
-      uint64_t delay_ms = a.retry_after_ms > 0 ? std::min(a.retry_after_ms, c_.retry_after_max_ms) : backoff_ms(n);
+      uint64_t delay_ms = a.retry_after_ms > 0 ? std::min(a.retry_after_ms, c_.retry_after_max_ms) : openai_http::backoff_delay_ms(n, c_.backoff_ms, c_.backoff_max_ms, rng_);
       std::unique_lock lock{mu_};
       if (cv_.wait_for(lock, std::chrono::milliseconds(delay_ms), [&] { return stopping_; }))
         return status::io_error("openai embedder: closed while retrying; last error: " + a.result.message());
     }
     std::string tries = a.retryable ? " (after " + std::to_string(c_.retries) + " attempts)" : "";
     return status(a.result.code(), a.result.message() + tries).with_limit(a.retryable ? "retries" : "");
-  }
-
-  uint64_t backoff_ms(uint64_t attempt_no) {
-    double base = static_cast<double>(c_.backoff_ms) * std::pow(2.0, static_cast<double>(attempt_no - 1));
-    base = std::min(base, static_cast<double>(c_.backoff_max_ms));
-    std::uniform_real_distribution<double> jitter(0.5, 1.0);  // spreads the retries of many clients
-    return static_cast<uint64_t>(base * jitter(rng_));
-  }
-
-  // The server's text with the key masked: nothing we report may carry it.
-  std::string scrub(std::string text) const {
-    if (!c_.api_key.empty())
-      for (size_t at; (at = text.find(c_.api_key)) != std::string::npos;) text.replace(at, c_.api_key.size(), "***");
-    return text;
   }
 
   std::string body_of(const std::vector<std::string>& texts) const {
@@ -358,8 +265,8 @@ class openai_embedder final : public embedder {
 
   attempt send_once(const std::vector<std::string>& texts) {
     attempt a;
-    bhttp::request<bhttp::string_body> req{bhttp::verb::post, c_.path_prefix + "/v1/embeddings", 11};
-    req.set(bhttp::field::host, c_.host);
+    bhttp::request<bhttp::string_body> req{bhttp::verb::post, c_.at.path_prefix + "/v1/embeddings", 11};
+    req.set(bhttp::field::host, c_.at.host);
     req.set(bhttp::field::content_type, "application/json");
     req.set(bhttp::field::user_agent, "skein");
     if (!c_.api_key.empty()) req.set(bhttp::field::authorization, "Bearer " + c_.api_key);
@@ -370,9 +277,9 @@ class openai_embedder final : public embedder {
     net::io_context ioc;
     tcp::resolver resolver{ioc};
     beast::error_code ec;
-    auto endpoints = resolver.resolve(c_.host, c_.port, ec);
+    auto endpoints = resolver.resolve(c_.at.host, c_.at.port, ec);
     if (ec) {
-      a.result = status::io_error("openai embedder: cannot resolve " + c_.host + ": " + ec.message());
+      a.result = status::io_error("openai embedder: cannot resolve " + c_.at.host + ": " + ec.message());
       a.retryable = true;
       return a;
     }
@@ -380,12 +287,12 @@ class openai_embedder final : public embedder {
     std::string verify_failure;
     auto on_end = [&](std::exception_ptr e, beast::error_code r) { ec = e ? beast::error_code(net::error::fault) : r; };
     if (tls_)
-      net::co_spawn(ioc, exchange_https(endpoints, timeout, *tls_, c_.host, req, parser, &verify_failure), on_end);
+      net::co_spawn(ioc, exchange_https(endpoints, timeout, *tls_, c_.at.host, req, parser, &verify_failure), on_end);
     else
       net::co_spawn(ioc, exchange_http(endpoints, timeout, req, parser), on_end);
     ioc.run();
     if (!verify_failure.empty()) {  // the same certificate will come back: not retried
-      a.result = status::io_error("openai embedder: the TLS certificate of " + c_.host + ":" + c_.port +
+      a.result = status::io_error("openai embedder: the TLS certificate of " + c_.at.host + ":" + c_.at.port +
                                   " failed verification: " + verify_failure);
       return a;
     }
@@ -394,54 +301,24 @@ class openai_embedder final : public embedder {
       a.result = ec == beast::error::timeout
                      ? status::io_error("openai embedder: no answer within timeout_ms " + std::to_string(c_.timeout_ms))
                            .with_limit("timeout_ms")
-                     : status::io_error("openai embedder: " + c_.host + ":" + c_.port + ": " + ec.message());
+                     : status::io_error("openai embedder: " + c_.at.host + ":" + c_.at.port + ": " + ec.message());
       return a;
     }
     const auto& res = parser.get();
     unsigned code = res.result_int();
     if (code == 429 || code >= 500) {
       a.retryable = true;
-      a.retry_after_ms = retry_after_ms(res);
-      a.result = status::overloaded("openai embedder: HTTP " + std::to_string(code) + ": " + error_message(res.body()));
+      if (auto it = res.find(bhttp::field::retry_after); it != res.end())
+        a.retry_after_ms = openai_http::parse_retry_after_ms({it->value().data(), it->value().size()});
+      a.result = status::overloaded("openai embedder: HTTP " + std::to_string(code) + ": " + openai_http::error_message(res.body(), c_.api_key));
       return a;
     }
     if (code < 200 || code >= 300) {
-      a.result = status::invalid_input("openai embedder: HTTP " + std::to_string(code) + ": " + error_message(res.body()));
+      a.result = status::invalid_input("openai embedder: HTTP " + std::to_string(code) + ": " + openai_http::error_message(res.body(), c_.api_key));
       return a;
     }
     a.result = parse_reply(res.body(), texts.size(), &a.vectors);
     return a;
-  }
-
-  static uint64_t retry_after_ms(const bhttp::response<bhttp::string_body>& res) {
-    auto it = res.find(bhttp::field::retry_after);
-    if (it == res.end()) return 0;
-    std::string_view v{it->value().data(), it->value().size()};
-    double seconds = 0;
-    auto r = std::from_chars(v.data(), v.data() + v.size(), seconds);
-    if (r.ec != std::errc{} || seconds < 0) return 0;  // an HTTP date: use our own backoff
-    return static_cast<uint64_t>(seconds * 1000);
-  }
-
-  // {"error":{"message":...}} when the server says so, else the body's start; cut, key masked.
-  std::string error_message(const std::string& body) const {
-    std::string msg;
-    json::document doc;
-    json::object_reader r, e;
-    json::dom::element el;
-    if (json::parse(body, {}, "error", &doc).is_ok() && json::object_reader::open(doc.root(), "reply", &r).is_ok() &&
-        r.element("error", &el).is_ok()) {
-      if (json::object_reader::open(el, "error", &e).is_ok()) e.string("message", &msg).ignore();
-      else if (el.is_string()) msg = std::string{el.get_string().value_unsafe()};
-    }
-    if (msg.empty()) msg = body;
-    msg = scrub(std::move(msg));
-    if (msg.size() > error_text_bytes_max) {
-      size_t cut = error_text_bytes_max;
-      while (cut > 0 && (static_cast<unsigned char>(msg[cut]) & 0xC0) == 0x80) --cut;
-      msg = msg.substr(0, cut) + "...";
-    }
-    return msg.empty() ? "(no body)" : msg;
   }
 
   status parse_reply(const std::string& body, size_t count, std::vector<std::vector<float>>* out) const {
@@ -505,7 +382,7 @@ status make_openai_embedder(std::string_view config_json, timer_service&, std::s
   openai_config c;
   SKEIN_TRY(parse_config(config_json, &c));
   std::unique_ptr<ssl::context> tls;
-  if (c.tls) SKEIN_TRY(make_tls_context(c, &tls));
+  if (c.at.tls) SKEIN_TRY(openai_http::make_tls_context(c.ca_file, "openai embedder", &tls));
   *out = std::make_shared<openai_embedder>(std::move(c), std::move(tls));
   return status::ok();
 }
