@@ -369,6 +369,22 @@ TEST_CASE("process engine: a program that ignores end of input and SIGTERM is ki
   CHECK(gone(pid));
 }
 
+TEST_CASE("process engine: writing to a program that closed its stdin fails its calls, never skein") {
+  log_sink log;
+  // The shell closes its stdin and lives on: a write to the pipe then raises
+  // SIGPIPE, which must not end the test process.
+  auto e = make(R"({"command":["sh","-c","exec 0<&-; echo closed >&2; exec sleep 30"]})", log);
+  recorder first;
+  auto h1 = e->start(request("first"), first.callbacks());
+  REQUIRE(log.wait_for("closed"));
+  recorder second;
+  auto h2 = e->start(request("second"), second.callbacks());
+  auto reply = second.wait();
+  CHECK(reply.result.code() == errc::io_error);
+  CHECK(reply.result.message() == "engine process closed its stdin");
+  CHECK(first.wait().result.code() == errc::io_error);
+}
+
 TEST_CASE("process engine through the runtime: an echo run streams its deltas in order") {
   runtime_fixture f{without_effects()};
   make_process_agent(f, "proc", fixture_config(R"("echo")"));
