@@ -348,7 +348,7 @@ struct child {
   }
 };
 
-class process_core {
+class process_core : public std::enable_shared_from_this<process_core> {
  public:
   process_core(process_config config, process_engine_hooks hooks)
       : config_(std::move(config)), hooks_(std::move(hooks)) {
@@ -372,7 +372,13 @@ class process_core {
 
   // Registers the call and queues its line; false with *refusal set when it cannot.
   bool begin_call(const engine_request& req, const engine_callbacks& cb, std::string* id, status* refusal) {
+    // Encoded before the lock: a long conversation must not hold up the I/O thread.
+    *id = "c" + std::to_string(next_id_.fetch_add(1) + 1);
     std::string line;
+    if (status s = encode_call(*id, req, &line); !s) {
+      *refusal = status::invalid_input("process engine: the call cannot be encoded: " + s.message());
+      return false;
+    }
     std::lock_guard<std::mutex> lock{mu_};
     if (stopping_) {
       *refusal = status::io_error("the process engine is shutting down");
@@ -384,15 +390,11 @@ class process_core {
                      .with_limit("calls_in_flight_max");
       return false;
     }
-    *id = "c" + std::to_string(++next_id_);
-    status s = encode_call(*id, req, &line);
-    if (!s) {
-      *refusal = status::invalid_input("process engine: the call cannot be encoded: " + s.message());
-      return false;
-    }
     calls_.emplace(*id, cb);
     queue_.push_back(std::move(line));
-    if (!io_.joinable()) io_ = std::thread([this] { run(); });
+    // The thread holds the core: if a callback drops the engine's last reference
+    // on the I/O thread itself (stop() detaches then), the core outlives the thread.
+    if (!io_.joinable()) io_ = std::thread([self = shared_from_this()] { self->run(); });
     return true;
   }
 
@@ -834,10 +836,10 @@ class process_core {
   std::string name_;  // argv[0]'s base name, in log lines
   int wake_fd_ = -1;  // eventfd: new lines to write, or stop
   std::atomic<int> pid_{0};
+  std::atomic<uint64_t> next_id_{0};
 
   std::mutex mu_;  // guards what follows, shared by start(), cancel() and the I/O thread
   bool stopping_ = false;
-  uint64_t next_id_ = 0;
   std::map<std::string, engine_callbacks> calls_;  // in flight, by id
   std::deque<std::string> queue_;                  // lines to write, each ending in '\n'
   std::thread io_;                                 // started by the first call
