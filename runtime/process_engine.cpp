@@ -60,8 +60,11 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-// Reads from the program's pipes go in chunks of this size.
+// Reads from the program's pipes go in chunks of this size, at most this many
+// per pipe before the I/O thread polls again: a program that never stops
+// writing must not starve its stdin, its other pipe or a stop.
 constexpr size_t read_chunk_bytes = 64 << 10;
+constexpr int read_chunks_per_poll_max = 16;
 // Between checks that the program still lives when its stdout stays open (a
 // grandchild may hold it after the program itself exited).
 constexpr int liveness_check_ms = 1000;
@@ -623,7 +626,7 @@ class process_core : public std::enable_shared_from_this<process_core> {
   // program is broken or gone, or "".
   std::string read_stdout(child& c) {
     char buf[read_chunk_bytes];
-    for (;;) {
+    for (int chunk = 0; chunk < read_chunks_per_poll_max; ++chunk) {
       ssize_t n = ::read(c.out, buf, sizeof buf);
       if (n < 0) {
         if (errno == EAGAIN || errno == EINTR) return "";
@@ -643,6 +646,7 @@ class process_core : public std::enable_shared_from_this<process_core> {
       c.out_buf.erase(0, from);
       if (c.out_buf.size() > config_.line_bytes_max) return too_long(c.out_buf.size());
     }
+    return "";
   }
 
   std::string too_long(size_t bytes) const {
@@ -652,7 +656,7 @@ class process_core : public std::enable_shared_from_this<process_core> {
 
   void read_stderr(child& c) {
     char buf[read_chunk_bytes];
-    for (;;) {
+    for (int chunk = 0; chunk < read_chunks_per_poll_max; ++chunk) {
       ssize_t n = ::read(c.err, buf, sizeof buf);
       if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
       if (n <= 0) {

@@ -27,7 +27,9 @@
 // callback runs after the destructor returns.
 //
 // Thread-safe: start() and the handles' cancel() may be called from any thread.
-// Callbacks run on the engine's I/O thread, one at a time, deltas before on_done.
+// Callbacks run on the engine's I/O thread, one at a time, deltas before on_done;
+// a call refused at once (calls_in_flight_max, shutting down) gets its on_done
+// inside start().
 #pragma once
 
 #include <cstdint>

@@ -200,7 +200,9 @@ TEST_CASE("process engine: calls past calls_in_flight_max fail with an error nam
 
 TEST_CASE("process engine: the program exits mid-call, the call fails clearly, the next one succeeds") {
   log_sink log;
-  auto e = make(fixture_config(R"("exit")", R"("restart_backoff_ms":1,"restart_backoff_max_ms":5)"), log);
+  // The failed call's reply comes just before the backoff: the next call arrives
+  // while the program is down and waits for the restart.
+  auto e = make(fixture_config(R"("exit")", R"("restart_backoff_ms":200,"restart_backoff_max_ms":200)"), log);
   recorder first;
   auto ok = call(*e, "warm up", first);
   REQUIRE(ok.result.is_ok());
@@ -242,6 +244,15 @@ TEST_CASE("process engine: lines that are not JSON or name no call are dropped a
   CHECK(log.count("no call in flight has this id") == 1);
   CHECK(log.count("unknown type") == 1);
   CHECK(log.count("expected an object") == 1);
+  // The log is bounded: 4 dropped lines a call, 24 in all, 20 logged. The garbage
+  // precedes each reply on the same pipe, so it is handled when the reply is.
+  for (int i = 0; i < 5; ++i) {
+    recorder more;
+    REQUIRE(call(*e, "more noise", more).result.is_ok());
+  }
+  std::lock_guard<std::mutex> lock{log.mu};
+  CHECK(log.count("dropped a line") == process_dropped_lines_logged_max);
+  CHECK(log.count("further dropped lines are not logged") == 1);
 }
 
 TEST_CASE("process engine: a line past line_bytes_max kills the program; it restarts") {
@@ -460,6 +471,26 @@ TEST_CASE("process engine through the runtime: the program dies mid-run, the run
   auto back = f.run(t.id, "hello again");
   CHECK(back.outcome == run_outcome::completed);
   CHECK(back.text == "echo: hello again");
+  check_runs(f.events(t.id));
+}
+
+TEST_CASE("process engine through the runtime: a stalled call trips the idle watchdog and is cancelled") {
+  runtime_fixture f{without_effects()};
+  agent_config a;
+  a.id = "proc";
+  a.engine = "process";
+  a.engine_config = fixture_config(R"("slow")");
+  a.budgets.engine_idle_ms = 300;
+  auto s = f.rt->create_agent(a);
+  REQUIRE(s.is_ok());
+  auto t = f.thread("proc");
+  auto stalled = f.run(t.id, "a slow question");
+  CHECK(stalled.outcome == run_outcome::failed);
+  CHECK_THAT(stalled.error, Catch::Contains("engine_idle_ms"));
+  // The cancelled call's slot is free and the program still serves.
+  auto next = f.run(t.id, "a quick one");
+  CHECK(next.outcome == run_outcome::completed);
+  CHECK(next.text == "echo: a quick one");
   check_runs(f.events(t.id));
 }
 
