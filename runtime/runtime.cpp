@@ -21,6 +21,7 @@
 #include "runtime/openai_embedder.hpp"
 #include "runtime/openai_engine.hpp"
 #include "runtime/model/text.hpp"
+#include "runtime/process_engine.hpp"
 #include "runtime/scripted_engine.hpp"
 
 namespace skein {
@@ -265,6 +266,7 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   p->core_opts = cc.options;
   cc.reg.engines["scripted"] = make_scripted_engine;
   cc.reg.engines["openai"] = make_openai_engine;
+  cc.reg.engines["process"] = make_process_engine;
   cc.reg.embedders["openai"] = make_openai_embedder;
   for (auto& [name, factory] : p->options.engines) cc.reg.engines[name] = factory;
   for (auto& [name, factory] : p->options.embedders) cc.reg.embedders[name] = factory;

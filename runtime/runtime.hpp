@@ -58,7 +58,7 @@ struct runtime_options {
   uint64_t idle_passivate_ms = 60000;   // an idle thread actor is passivated after this
   size_t thread_queue_max = 64;         // inputs waiting on one thread
   size_t worker_threads = 0;            // CAF scheduler threads; 0: one per core (at least 2)
-  std::map<std::string, engine_factory> engines;  // besides the built-in "scripted" and "openai"
+  std::map<std::string, engine_factory> engines;  // besides the built-in "scripted", "openai" and "process"
   std::map<std::string, embedder_factory> embedders;  // besides the built-in "hashing" and "openai"
   std::vector<std::shared_ptr<tool>> tools;
   // Wall time in ms since the epoch, for event times, heartbeats and staleness.
