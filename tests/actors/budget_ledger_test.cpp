@@ -36,7 +36,7 @@ agent_config budgeted(uint64_t tokens_max) {
 
 }  // namespace
 
-TEST_CASE("budget ledger: a row the build read is not counted again by add; other days do not count") {
+TEST_CASE("budget ledger: a row the build read is not counted again by add, other days do not count") {
   temp_dir dir;
   std::unique_ptr<event_log> log;
   log_options o;

@@ -19,7 +19,7 @@ const char* slow_rules =
 
 }  // namespace
 
-TEST_CASE("retire: a running thread is not erased; an idle one untouched since the cutoff is") {
+TEST_CASE("retire: a running thread is not erased, an idle one untouched since the cutoff is") {
   det_runtime rt;
   rt.add_agent(scripted_agent("a", slow_rules, {"slow"}));
   auto t = rt.add_thread("a");

@@ -204,7 +204,7 @@ TEST_CASE("more tool calls than tool_calls_max in one step fail the run") {
   CHECK(closed_runs(rt.events(t.id)) == 1);
 }
 
-TEST_CASE("a refused commit ends the run as failed; the next input runs alone") {
+TEST_CASE("a refused commit ends the run as failed, the next input runs alone") {
   // tick_events_max 3: a step of thinking + text + 2 calls (4 events) is refused.
   det_runtime rt{{}, [](core_config& cc, log_options& lo) {
     lo.tick_events_max = 3;

@@ -163,7 +163,7 @@ TEST_CASE("cancel during a tool cancels the tool and closes its call with an err
   CHECK(count_signal(log, "thread.stop") == 1);
 }
 
-TEST_CASE("tools run in parallel within a tick; errors and unknown tools become error results") {
+TEST_CASE("tools run in parallel within a tick, errors and unknown tools become error results") {
   det_runtime rt;
   rt.add_agent(scripted_agent("a", R"({"rules": [
       {"turn": 1, "tool_calls": [{"name": "slow", "id": "s1"}, {"name": "slow", "id": "s2"},

@@ -152,7 +152,7 @@ TEST_CASE("compacted events round-trip through their stored form") {
   CHECK_FALSE(decode_compacted(R"([{"seq":1}])", &back).is_ok());
 }
 
-TEST_CASE("the compaction event keeps counts and estimates; a v1 one decodes with zeros") {
+TEST_CASE("the compaction event keeps counts and estimates, a v1 one decodes with zeros") {
   event e = make_compaction("trim-tool-results+summarize", 1, 40, "[]");
   e.seq = 41;
   e.original_events = 40;

@@ -210,7 +210,7 @@ TEST_CASE("cron: steps, ranges and lists", "[cron]") {
   CHECK(parse_ok("007 * * * *").minutes == bits({7}));
 }
 
-TEST_CASE("cron: blanks separate fields; none inside, any around", "[cron]") {
+TEST_CASE("cron: blanks separate fields, none inside, any around", "[cron]") {
   cron_expr a = parse_ok("5 4 * * 1");
   CHECK(parse_ok("5\t4  *\t \t* 1") == a);
   CHECK(parse_ok("  5 4 * * 1\t ") == a);
@@ -311,7 +311,7 @@ TEST_CASE("cron: day of month and day of week: OR when both are restricted", "[c
                              utc_ms(2027, 2, 27, 8, 30), utc_ms(2028, 2, 5, 8, 30)});
 }
 
-TEST_CASE("cron: the 31st skips short months; Feb 29 waits for a leap year", "[cron]") {
+TEST_CASE("cron: the 31st skips short months, Feb 29 waits for a leap year", "[cron]") {
   zone_handle utc;
   CHECK(fires("0 0 31 * *", utc, utc_ms(2026, 1, 31), 6) ==
         std::vector<int64_t>{utc_ms(2026, 3, 31), utc_ms(2026, 5, 31), utc_ms(2026, 7, 31), utc_ms(2026, 8, 31),
@@ -397,7 +397,7 @@ TEST_CASE("cron: arguments out of range are refused with their limits", "[cron]"
 
 // ---------------------------------------------------------------- time zones
 
-TEST_CASE("cron: zones resolve by IANA name; unknown ones are refused by name", "[cron]") {
+TEST_CASE("cron: zones resolve by IANA name, unknown ones are refused by name", "[cron]") {
   CHECK(zone_handle{}.name() == "UTC");
   CHECK(zone("UTC").name() == "UTC");
   CHECK(zone("Europe/Berlin").name() == "Europe/Berlin");

@@ -53,7 +53,7 @@ TEST_CASE("memory index: top-k by dot product, best first, per agent") {
   CHECK(ix.dimensions("b") == 4);
 }
 
-TEST_CASE("memory index: a repeated (thread, seq) replaces its row; wrong dims are refused, naming both") {
+TEST_CASE("memory index: a repeated (thread, seq) replaces its row, wrong dims are refused, naming both") {
   memory_index ix;
   REQUIRE(ix.add("t1", 1, rec("a", {1, 0, 0, 0})).is_ok());
   REQUIRE(ix.add("t1", 2, rec("a", {0, 1, 0, 0})).is_ok());

@@ -67,7 +67,7 @@ TEST_CASE("claims: the second claim of a task or a DM is refused, also within on
   CHECK(log->commit(later).code() == errc::conflict);
 }
 
-TEST_CASE("claims: erasing the thread frees the claim; a claim naming no thread is taken over") {
+TEST_CASE("claims: erasing the thread frees the claim, a claim naming no thread is taken over") {
   temp_dir dir;
   auto log = open_claims_log(dir.str());
   tick a = task_tick("t1", "task-1");

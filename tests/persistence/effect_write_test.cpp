@@ -32,7 +32,7 @@ effect_write embeddings_write(const std::string& thread, uint64_t cursor,
 
 }  // namespace
 
-TEST_CASE("an effect write stores its rows and cursor together; the cursor never moves back") {
+TEST_CASE("an effect write stores its rows and cursor together, the cursor never moves back") {
   temp_dir dir;
   auto log = open_log(dir.str());
   tick t = make_tick("t1", 1, 4);

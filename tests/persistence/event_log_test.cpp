@@ -452,7 +452,7 @@ TEST_CASE("opening without create_if_missing reports a missing database") {
   CHECK(event_log::open(o, &log).code() == errc::not_found);
 }
 
-TEST_CASE("agents are stored and listed; idempotency keys map to their run") {
+TEST_CASE("agents are stored and listed, idempotency keys map to their run") {
   temp_dir dir;
   {
     auto log = open_log(dir.str());

@@ -81,7 +81,7 @@ struct flaky_embedder : embedder {
 
 }  // namespace
 
-TEST_CASE("titles: a thread with 2 user messages gets one sanitized title; one with 1 gets none") {
+TEST_CASE("titles: a thread with 2 user messages gets one sanitized title, one with 1 gets none") {
   runtime_fixture f;
   add_agent(f, "a", titled_rules);
   auto two = f.thread("a");
@@ -136,7 +136,7 @@ TEST_CASE("titles: a user's title is never overwritten, and replaces a generated
   CHECK(f.rt->set_title("nope", "x").code() == errc::not_found);
 }
 
-TEST_CASE("embeddings: every user and assistant message gets exactly one row; the hook hears each once") {
+TEST_CASE("embeddings: every user and assistant message gets exactly one row, the hook hears each once") {
   std::mutex mu;
   std::map<std::string, std::vector<uint64_t>> heard;  // guarded by mu
   runtime_options o;

@@ -78,7 +78,7 @@ TEST_CASE("task binding: 32 concurrent creates for one task give one thread, fou
   CHECK(f.rt->find_task_thread("task-8", &none).code() == errc::not_found);
 }
 
-TEST_CASE("task binding: erasing the thread frees the task; the claim survives a reopen") {
+TEST_CASE("task binding: erasing the thread frees the task, the claim survives a reopen") {
   temp_dir dir;
   runtime_options o = without_effects();
   o.data_dir = dir.str();
@@ -276,7 +276,7 @@ TEST_CASE("house: an always member runs on every input, an on_mention member onl
   }
 }
 
-TEST_CASE("house: a member that cannot run records dispatch.failed; the others still run") {
+TEST_CASE("house: a member that cannot run records dispatch.failed, the others still run") {
   runtime_fixture f{without_effects()};
   f.agent("alice", R"({"default": {"reply": "alice here"}})");
   f.agent("bob", R"({"default": {"reply": "bob here"}})");

@@ -89,7 +89,7 @@ TEST_CASE("memory search: the planted message is found first among 10,000 others
   CHECK(hits[0].score > hits[1].score);
 }
 
-TEST_CASE("memory search: limits name q and k; an unknown agent is not found") {
+TEST_CASE("memory search: limits name q and k, an unknown agent is not found") {
   runtime_fixture f;
   f.agent("mem", R"({"default": {"reply": "ok"}})");
   std::vector<memory_hit> hits;
@@ -109,7 +109,7 @@ TEST_CASE("memory search: limits name q and k; an unknown agent is not found") {
   CHECK(hits.empty());
 }
 
-TEST_CASE("memory search: snippets are cut on a UTF-8 boundary; a deleted thread's rows are gone") {
+TEST_CASE("memory search: snippets are cut on a UTF-8 boundary, a deleted thread's rows are gone") {
   runtime_fixture f;
   f.agent("mem", R"({"default": {"reply": "ok"}})");
   std::string long_text = "café lighthouse ";

@@ -217,7 +217,7 @@ embed_reply embed_wait(embedder& e, std::vector<std::string> texts) {
 
 }  // namespace
 
-TEST_CASE("openai embedder: vectors in input order, normalized; model, input and the key as Bearer") {
+TEST_CASE("openai embedder: vectors in input order, normalized, model, input and the key as Bearer") {
   fake_server srv{[](const request& r, int) { return reply(200, embeddings_body(inputs_in(r), 4)); }};
   auto e = make(config(srv));
   CHECK(e->dimensions() == 4);
@@ -348,7 +348,7 @@ TEST_CASE("openai embedder: the key never appears in an error, even when the ser
   CHECK(r.result.to_string().find(test_key) == std::string::npos);
 }
 
-TEST_CASE("openai embedder: config errors name the field; a bad scheme and a closed port are clear") {
+TEST_CASE("openai embedder: config errors name the field, a bad scheme and a closed port are clear") {
   no_timers timers;
   std::shared_ptr<embedder> e;
   status s = make_openai_embedder(R"({"model":"m","dims":4})", timers, &e);
@@ -387,7 +387,7 @@ response embeddings_reply(const request& r, int) { return reply(200, embeddings_
 
 }  // namespace
 
-TEST_CASE("openai embedder https: vectors come back over TLS with ca_file; key and body sent; SNI for a name") {
+TEST_CASE("openai embedder https: vectors come back over TLS with ca_file, key and body sent, SNI for a name") {
   test_pki pki;
   fake_server srv{embeddings_reply, pki.server()};
   auto e = make(config(srv, pki.ca_field()));

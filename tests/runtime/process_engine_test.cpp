@@ -255,7 +255,7 @@ TEST_CASE("process engine: lines that are not JSON or name no call are dropped a
   CHECK(log.count("further dropped lines are not logged") == 1);
 }
 
-TEST_CASE("process engine: a line past line_bytes_max kills the program; it restarts") {
+TEST_CASE("process engine: a line past line_bytes_max kills the program, it restarts") {
   log_sink log;
   auto e = make(fixture_config(R"("huge","3000000")", R"("line_bytes_max":1000000,"restart_backoff_ms":1)"), log);
   recorder big;

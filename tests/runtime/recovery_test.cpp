@@ -16,7 +16,7 @@ using namespace skein;
 using namespace skein::test;
 using namespace std::chrono_literals;
 
-TEST_CASE("a run killed mid-tool is repaired at open; other threads are untouched") {
+TEST_CASE("a run killed mid-tool is repaired at open, other threads are untouched") {
   temp_dir dir;
   child_process writer{{SKEIN_RUN_WRITER, dir.str()}};
   auto line = writer.read_until(60s, [](const std::string& out) { return out.find('\n') != std::string::npos; });
@@ -99,7 +99,7 @@ std::string nested(size_t levels) { return std::string(levels, '[') + "1" + std:
 
 }  // namespace
 
-TEST_CASE("a poison record in a running thread is quarantined at open; the rest of the database opens") {
+TEST_CASE("a poison record in a running thread is quarantined at open, the rest of the database opens") {
   temp_dir dir;
   {
     log_options lo;

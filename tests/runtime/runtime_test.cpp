@@ -79,7 +79,7 @@ TEST_CASE("two concurrent sends to one thread: queue runs both in turn, reject r
   }
 }
 
-TEST_CASE("idle threads passivate; a message reactivates one with its state; activation is single-flight") {
+TEST_CASE("idle threads passivate, a message reactivates one with its state, activation is single-flight") {
   runtime_options o;
   o.mode = durability::flush;
   o.idle_passivate_ms = 300;
@@ -307,7 +307,7 @@ TEST_CASE("close ends a running run as cancelled and a reopened runtime finds no
   check_runs(log);
 }
 
-TEST_CASE("a running thread records heartbeats; a stale one is reconciled as orphaned") {
+TEST_CASE("a running thread records heartbeats, a stale one is reconciled as orphaned") {
   std::atomic<int64_t> now{1'800'000'000'000};
   runtime_options o;
   o.clock = [&] { return now.load(); };
@@ -360,7 +360,7 @@ TEST_CASE("a running thread records heartbeats; a stale one is reconciled as orp
   CHECK(pruned.empty());
 }
 
-TEST_CASE("import writes a whole thread under its agent; an existing id is a conflict") {
+TEST_CASE("import writes a whole thread under its agent, an existing id is a conflict") {
   runtime_fixture f;
   f.agent("a", R"({"default": {"reply": "ok"}})");
   manifest m;
@@ -390,7 +390,7 @@ TEST_CASE("import writes a whole thread under its agent; an existing id is a con
   CHECK(r.first_seq == 4);
 }
 
-TEST_CASE("submit returns once the input is taken; refusals come back at once") {
+TEST_CASE("submit returns once the input is taken, refusals come back at once") {
   runtime_fixture f;
   f.agent("a", R"({"default": {"reply": "ok", "latency_ms": 60000}})", mid_run_policy::reject);
   auto t = f.thread("a");

@@ -247,7 +247,7 @@ TEST_CASE("a trigger thread hangs from its schedule and runs the input once", "[
   CHECK(check_runs(t.settled(m.id, 1)) == 1);
 }
 
-TEST_CASE("a bound thread gets the input; gone, the firing fails and the schedule goes on", "[scheduler]") {
+TEST_CASE("a bound thread gets the input, gone, the firing fails and the schedule goes on", "[scheduler]") {
   int64_t t0 = utc_ms(2026, 5, 1);
   sched_fixture t{t0};
   manifest th = t.f->thread("a");

@@ -73,7 +73,7 @@ uint64_t last_seq_of(const std::string& body) {
 
 }  // namespace
 
-TEST_CASE("acknowledged entries survive a SIGKILL of the server; logs stay gapless") {
+TEST_CASE("acknowledged entries survive a SIGKILL of the server, logs stay gapless") {
   const uint64_t seed = std::random_device{}();
   std::printf("server durability test: seed %llu\n", static_cast<unsigned long long>(seed));
   std::mt19937_64 rng{seed};

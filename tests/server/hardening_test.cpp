@@ -378,7 +378,7 @@ TEST_CASE("another agent's thread answers byte for byte as a missing one, on eve
   }
 }
 
-TEST_CASE("seq values out of range are 400 naming the field; Last-Event-ID of 2^64-1 replays nothing") {
+TEST_CASE("seq values out of range are 400 naming the field, Last-Event-ID of 2^64-1 replays nothing") {
   server_fixture f;
   f.agent("a", ok_rules);
   std::string id = f.thread("a");

@@ -22,7 +22,7 @@ manifest decoded(const http::response& r) {
 
 }  // namespace
 
-TEST_CASE("HTTP tasks: a second create answers 200 with the first thread; lookup is scoped") {
+TEST_CASE("HTTP tasks: a second create answers 200 with the first thread, lookup is scoped") {
   server_fixture f{{}, {}, tokens_file};
   f.agent("alpha", rules, admin);
   f.agent("beta", rules, admin);

@@ -52,7 +52,7 @@ const std::string hourly = R"({"agent_id":"alpha","kind":"cron","cron":"0 * * * 
 
 }  // namespace
 
-TEST_CASE("POST /v1/schedules creates; other agents, bad and deep bodies are refused", "[scheduler][http]") {
+TEST_CASE("POST /v1/schedules creates, other agents, bad and deep bodies are refused", "[scheduler][http]") {
   sched_server f;
   std::string id = f.create(hourly);
   CHECK(id.rfind("sc_", 0) == 0);
