@@ -751,7 +751,8 @@ class process_core : public std::enable_shared_from_this<process_core> {
       calls.swap(calls_);
       queue_.clear();
     }
-    for (auto& [id, cb] : calls) {
+    for (auto& entry : calls) {
+      engine_callbacks& cb = entry.second;  // not a structured binding: clang 14 cannot capture one
       engine_reply reply;
       reply.result = status::io_error(why);
       if (cb.on_done) guarded("on_done", [&] { cb.on_done(std::move(reply)); });
