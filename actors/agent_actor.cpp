@@ -1,5 +1,6 @@
 #include "actors/agent_actor.hpp"
 #include "runtime/model/compaction.hpp"
+#include "runtime/model/engine_policy.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
@@ -116,6 +117,7 @@ class agent_actor : public caf::event_based_actor {
     if (o.agent_id != spec_->config.id)
       return to_error(status::invalid_input("agent_id: thread options name agent " + o.agent_id +
                                             ", not " + spec_->config.id));
+    if (status s = check_thread_engine_patch(spec_->config.engine, o.engine_config); !s) return to_error(s);
     auto promise = make_response_promise<manifest>();
     if (o.parent_thread_id.empty()) {
       write(new_manifest(new_thread_id(now_ms()), *spec_, o, wall_now()), {}, promise);
@@ -138,6 +140,7 @@ class agent_actor : public caf::event_based_actor {
   caf::result<manifest> fire(trigger_firing f) {
     f.options.agent_id = spec_->config.id;
     if (status s = validate_thread_options(f.options); !s) return to_error(s);
+    if (status s = check_thread_engine_patch(spec_->config.engine, f.options.engine_config); !s) return to_error(s);
     if (status s = validate_id(f.thread_id, "thread id"); !s) return to_error(s);
     manifest m = new_manifest(f.thread_id, *spec_, f.options, wall_now());
     m.parent = parent_kind::schedule;

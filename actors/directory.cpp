@@ -11,6 +11,7 @@
 #include "actors/error.hpp"
 #include "actors/journal.hpp"
 #include "persistence/event_log.hpp"
+#include "runtime/model/engine_policy.hpp"
 #include "runtime/model/ids.hpp"
 
 namespace skein {
@@ -145,7 +146,8 @@ class directory_actor : public caf::event_based_actor {
   agent_spec_ptr thread_spec(const agent_spec& agent, const std::string& patch, const std::string& thread) {
     agent_config config = agent.config;
     std::string merged;
-    status s = merge_patch(config.engine_config, patch, &merged);
+    status s = check_thread_engine_patch(config.engine, patch);
+    if (s) s = merge_patch(config.engine_config, patch, &merged);
     agent_spec_ptr spec;
     if (s) {
       config.engine_config = merged;

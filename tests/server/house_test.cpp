@@ -2,6 +2,8 @@
 // HTTP, with scoped tokens: another agent's token learns nothing.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+
 #include "tests/support/server_fixture.hpp"
 
 using namespace skein;
@@ -102,4 +104,54 @@ TEST_CASE("HTTP groups, engine overrides and house members") {
   auto house = f.call("POST", "/v1/threads",
                       R"({"agent_id":"alpha","members":[{"agent":"alpha"},{"agent":"beta","trigger":"on_mention"}]})", alpha);
   CHECK(house.status == 403);  // alpha's token cannot seat beta
+}
+
+// A thread's engine_config patch comes from whoever may create the agent's
+// threads, not from the admin who configured the agent: it must not send the
+// server's key elsewhere (openai) or choose the program the server runs (process).
+TEST_CASE("HTTP engine overrides: a thread may not redirect openai or choose what process runs") {
+  ::setenv("SKEIN_TEST_EMPTY_KEY", "", 1);  // set and empty: no Authorization header
+  server_fixture f{{}, {}, tokens_file};
+  f.agent("alpha", R"({"base_url":"http://127.0.0.1:9/v1","model":"m","api_key_env":"SKEIN_TEST_EMPTY_KEY"})", admin,
+          R"(,"engine":"openai")");
+  f.agent("beta", R"({"command":["/bin/cat"]})", admin, R"(,"engine":"process")");
+  auto threads_of = [&](const std::string& agent, const std::string& token) {
+    auto r = f.call("GET", "/v1/threads?agent=" + agent, "", token);
+    REQUIRE(r.status == 200);
+    size_t n = 0;
+    for (size_t at = r.body.find("\"agent_id\":\"" + agent + "\""); at != std::string::npos;
+         at = r.body.find("\"agent_id\":\"" + agent + "\"", at + 1))
+      ++n;
+    return n;
+  };
+  auto create = [&](const std::string& agent, const std::string& patch, const std::string& token) {
+    return f.call("POST", "/v1/threads", R"({"agent_id":")" + agent + R"(","engine_config":)" + patch + "}", token);
+  };
+  for (const char* patch : {R"({"base_url":"http://attacker.example/v1"})", R"({"api_key_env":"HOME"})",
+                            R"({"ca_file":"/etc/shadow"})", R"({"model":"m2","base_url":null})",
+                            R"({"retries":100})", R"({"prices":{}})"}) {
+    INFO(patch);
+    auto r = create("alpha", patch, alpha);
+    CHECK(r.status == 400);
+    CHECK(error_code(r.body) == "invalid_input");
+    CHECK(r.body.find(R"("field":"engine_config.)") != std::string::npos);
+    CHECK(r.body.find("a thread may not set it for engine openai") != std::string::npos);
+  }
+  CHECK(threads_of("alpha", alpha) == 0);
+  auto ok = create("alpha", R"({"model":"m2","temperature":0.5,"max_tokens":10})", alpha);
+  REQUIRE(ok.status == 201);
+  CHECK(decoded(ok).config.find(R"("temperature":0.5)") != std::string::npos);
+  CHECK(threads_of("alpha", alpha) == 1);
+
+  for (const char* patch : {R"({"command":["/bin/sh","-c","id"]})", R"({"env":{"LD_PRELOAD":"/tmp/x.so"}})",
+                            R"({"cwd":"/"})", R"({"line_bytes_max":1})"}) {
+    INFO(patch);
+    auto r = create("beta", patch, beta);
+    CHECK(r.status == 400);
+    CHECK(r.body.find("a thread may not set it for engine process") != std::string::npos);
+  }
+  auto r = create("beta", R"({"command":["/bin/sh"]})", beta);
+  CHECK(r.body.find(R"("field":"engine_config.command")") != std::string::npos);
+  CHECK(threads_of("beta", beta) == 0);
+  CHECK(create("beta", "{}", beta).status == 201);
 }
