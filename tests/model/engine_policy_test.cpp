@@ -20,7 +20,7 @@ TEST_CASE("engine policy: openai threads set model, temperature and max_tokens o
   }
 }
 
-TEST_CASE("engine policy: process threads set nothing; other engines anything", "[engine_policy]") {
+TEST_CASE("engine policy: process threads set nothing, other engines anything", "[engine_policy]") {
   CHECK(check_thread_engine_patch("process", "{}").is_ok());
   CHECK(check_thread_engine_patch("process", R"({"command":["/bin/sh"]})").field() == "engine_config.command");
   CHECK(check_thread_engine_patch("process", R"({"model":"m"})").field() == "engine_config.model");

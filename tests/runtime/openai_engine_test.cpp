@@ -811,7 +811,7 @@ TEST_CASE("openai engine end to end: the model calls a tool, then answers — th
                              R"({"role":"tool","tool_call_id":"call_w1","content":"sunny at {\"city\":\"Oslo\"}"})"));
 }
 
-TEST_CASE("openai engine end to end: a thread's engine_config patch changes its model and temperature only") {
+TEST_CASE("openai engine end to end: a thread's engine_config patch changes its model and temperature only, and no more") {
   llm_server srv{[](const request&, int) { return streamed({text("ok"), finish(), done}); }};
   test::runtime_fixture f{test::without_effects()};
   ::setenv(key_env, test_key, 1);
@@ -830,8 +830,16 @@ TEST_CASE("openai engine end to end: a thread's engine_config patch changes its 
                                  Catch::Contains(R"("temperature":0.5,"max_tokens":7,)"));
   CHECK_THAT(seen[1].body(), Catch::StartsWith(R"({"model":"gpt-test",)") && Catch::Contains(R"("temperature":1,)"));
   CHECK(seen[1].body().find("max_tokens") == std::string::npos);
-  // A patch naming an unknown field fails that thread's runs, naming it.
+  // A key a thread may not set (a misspelt one too) is refused at creation, naming it.
   o.engine_config = R"({"temprature":0.5})";
+  manifest refused;
+  status s = f.rt->create_thread(o, &refused);
+  CHECK(s.code() == errc::invalid_input);
+  CHECK(s.field() == "engine_config.temprature");
+  o.engine_config = R"({"base_url":"http://127.0.0.1:1/v1"})";
+  CHECK(f.rt->create_thread(o, &refused).field() == "engine_config.base_url");
+  // A patch the factory refuses (a mistyped value) fails that thread's runs, naming it.
+  o.engine_config = R"({"temperature":"hot"})";
   manifest broken;
   REQUIRE(f.rt->create_thread(o, &broken).is_ok());
   run_input in;
@@ -839,7 +847,8 @@ TEST_CASE("openai engine end to end: a thread's engine_config patch changes its 
   run_result r;
   REQUIRE(f.rt->send(broken.id, in).wait(&r, 60s).is_ok());
   CHECK(r.outcome == run_outcome::failed);
-  CHECK_THAT(r.error, Catch::Contains("temprature"));
+  CHECK_THAT(r.error, Catch::Contains("temperature"));
+  CHECK(srv.seen().size() == 2);  // neither reached the server
 }
 
 TEST_CASE("openai engine end to end: a stall after a partial answer is caught by engine_idle_ms, not retried") {
