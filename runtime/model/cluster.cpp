@@ -64,22 +64,22 @@ status parse_address(std::string_view a, size_t line, cluster_member* m) {
   if (!a.empty() && a.front() == '[') {
     size_t close = a.find(']');
     if (close == std::string_view::npos || close + 1 >= a.size() || a[close + 1] != ':')
-      return line_error(line, "address '" + std::string(a.substr(0, 80)) + "' is not [IPv6]:port");
+      return line_error(line, "address '" + quote_input(a, 80) + "' is not [IPv6]:port");
     host = a.substr(1, close - 1);
     port = a.substr(close + 2);
-    if (!valid_ipv6(host)) return line_error(line, "bad IPv6 address '" + std::string(host.substr(0, 80)) + "'");
+    if (!valid_ipv6(host)) return line_error(line, "bad IPv6 address '" + quote_input(host, 80) + "'");
   } else {
     size_t colon = a.rfind(':');
     if (colon == std::string_view::npos)
-      return line_error(line, "address '" + std::string(a.substr(0, 80)) + "' has no :port");
+      return line_error(line, "address '" + quote_input(a, 80) + "' has no :port");
     host = a.substr(0, colon);
     port = a.substr(colon + 1);
-    if (!valid_host_name(host)) return line_error(line, "bad host '" + std::string(host.substr(0, 80)) + "'");
+    if (!valid_host_name(host)) return line_error(line, "bad host '" + quote_input(host, 80) + "'");
   }
   unsigned p = 0;
   auto r = std::from_chars(port.data(), port.data() + port.size(), p);
   if (port.empty() || r.ec != std::errc{} || r.ptr != port.data() + port.size() || p == 0 || p > 65535)
-    return line_error(line, "bad port '" + std::string(port.substr(0, 20)) + "' (1..65535)");
+    return line_error(line, "bad port '" + quote_input(port, 20) + "' (1..65535)");
   m->host = std::string(host);
   m->port = static_cast<uint16_t>(p);
   return status::ok();

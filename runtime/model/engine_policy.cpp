@@ -28,7 +28,7 @@ status check_thread_engine_patch(std::string_view engine, std::string_view patch
     bool allowed = openai && std::find(openai_thread_keys.begin(), openai_thread_keys.end(), key) !=
                                  openai_thread_keys.end();
     if (allowed) continue;
-    std::string shown(key.substr(0, 64));
+    std::string shown = quote_input(key, 64);  // cut on a UTF-8 boundary
     std::string what = openai ? "only model, temperature and max_tokens" : "nothing";
     return status::invalid_input("engine_config." + shown + ": a thread may not set it for engine " +
                                  std::string(engine) + " (a thread may set " + what + ")")

@@ -28,7 +28,14 @@ TEST_CASE("engine policy: process threads set nothing, other engines anything", 
   CHECK(check_thread_engine_patch("host-engine", R"({"base_url":"x"})").is_ok());
   // A long key is named, cut; a patch that is not an object is refused.
   status s = check_thread_engine_patch("process", "{\"" + std::string(500, 'k') + "\":1}");
-  CHECK(s.field().size() == std::string("engine_config.").size() + 64);
+  CHECK(s.field().rfind("engine_config." + std::string(64, 'k'), 0) == 0);
+  CHECK(s.field().size() < 100);
+  // Cut on a UTF-8 boundary: 40 two-byte characters are 80 bytes.
+  std::string wide;
+  for (int i = 0; i < 40; ++i) wide += "\xc3\xa9";
+  s = check_thread_engine_patch("process", "{\"" + wide + "\":1}");
+  CHECK(s.field().rfind("engine_config." + wide.substr(0, 64), 0) == 0);
+  CHECK(s.field().find("\xc3", std::string("engine_config.").size() + 64) == std::string::npos);
   CHECK(check_thread_engine_patch("openai", "[1]").code() == errc::invalid_input);
   CHECK(check_thread_engine_patch("openai", "{").code() == errc::invalid_input);
 }
