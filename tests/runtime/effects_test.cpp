@@ -139,11 +139,14 @@ TEST_CASE("titles: a user's title is never overwritten, and replaces a generated
 TEST_CASE("embeddings: every user and assistant message gets exactly one row, the hook hears each once") {
   std::mutex mu;
   std::map<std::string, std::vector<uint64_t>> heard;  // guarded by mu
+  std::set<std::string> heard_agents;                    // guarded by mu
   runtime_options o;
+  // The hook runs on a runtime thread: it records, and the test thread checks
+  // (Catch2's assertions are not thread-safe).
   o.effects.on_embedded = [&](const std::string& thread, uint64_t seq, const embedding_record& r) {
-    CHECK(r.agent_id == "a");
     std::lock_guard<std::mutex> lock{mu};
     heard[thread].push_back(seq);
+    heard_agents.insert(r.agent_id);
   };
   runtime_fixture f{o};
   add_agent(f, "a", R"({"default": {"reply": "a reply to remember"}})");
@@ -155,6 +158,10 @@ TEST_CASE("embeddings: every user and assistant message gets exactly one row, th
   std::map<std::string, std::set<uint64_t>> expected;
   for (const auto& id : threads) expected[id] = message_seqs(f.events(id));
   REQUIRE(f.rt->close().is_ok());
+  {
+    std::lock_guard<std::mutex> lock{mu};
+    CHECK(heard_agents == std::set<std::string>{"a"});
+  }
   auto log = open_log(f.dir.str());
   for (const auto& id : threads) {
     INFO("thread " << id);
