@@ -213,7 +213,7 @@ TEST_CASE("auth, route, scope and the in-flight limit are decided before a body 
   SECTION("the in-flight limit: 429 at once") {
     f.agent("slow", R"({"default":{"reply":"ok","latency_ms":1500}})", admin);
     std::string slow = f.thread("slow", admin);
-    std::thread waiter([&] { f.call("POST", "/v1/threads/" + slow + "/entries", R"({"text":"w","wait":true})", admin); });
+    std::thread waiter([&] { f.call_off_thread("POST", "/v1/threads/" + slow + "/entries", R"({"text":"w","wait":true})", admin); });
     REQUIRE(runtime_fixture::eventually([&] { return f.srv->counters().in_flight == 1; }));
     raw_conn c{f.srv->port()};
     REQUIRE(c.send(head("POST", "/v1/threads", big + bearer(admin))));

@@ -45,6 +45,17 @@ struct server_fixture {
     return r;
   }
 
+  // call() for a thread other than the test's own: Catch2's macros are not
+  // thread-safe (two INFOs at once corrupt its message stack), so this one uses
+  // none. A transport failure answers status 0.
+  http::response call_off_thread(const std::string& method, const std::string& target, const std::string& body = "",
+                                 const std::string& token = "") {
+    http::client c{endpoint(), token};
+    http::response r;
+    if (!c.call(method, target, body, &r)) r.status = 0;
+    return r;
+  }
+
   // POST an agent with scripted rules (admin).
   void agent(const std::string& id, const std::string& rules, const std::string& token = "", const std::string& extra = "") {
     auto r = call("POST", "/v1/agents",
