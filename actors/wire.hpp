@@ -80,11 +80,40 @@ typename Inspector::result_type inspect(Inspector& f, house_member& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, work_item& x) {
+  return f(caf::meta::type_name("skein.work_item"), x.text, checked(x.status, work_status::archived),
+           checked(x.cls, work_class::backlog), x.project_state, x.touch_count, x.created_at_ms, x.last_touched_at_ms,
+           x.dormant_since_ms, x.resolved_at_ms, x.resolution, x.resolved_session, x.archived_at_ms);
+}
+
+namespace wire_detail {
+
+// std::optional<work_item> as a flag, then the item when there is one.
+template <class Inspector>
+typename Inspector::result_type optional_work(Inspector& f, std::optional<work_item>& x) {
+  bool has = x.has_value();
+  auto e = f(has);
+  if (e || !has) {
+    if constexpr (Inspector::writes_state)
+      if (!e) x.reset();
+    return e;
+  }
+  if constexpr (Inspector::writes_state)
+    if (!x) x.emplace();
+  return f(*x);
+}
+
+}  // namespace wire_detail
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, manifest& x) {
-  return f(caf::meta::type_name("skein.manifest"), x.id, x.agent_id, checked(x.parent, parent_kind::agent), x.parent_id, x.session_id,
-           x.task_id, x.title, x.name, x.tags, x.pinned_at_ms, x.environment_id, checked(x.status, thread_status::cancelled), x.usage, x.cost_usd,
-           x.config, x.created_at_ms, x.updated_at_ms, x.last_seq, x.children_count, x.heartbeat_at_ms,
-           x.title_generated, x.compaction_seq, x.archived_at_ms, x.depth, x.members);
+  if (auto e = f(caf::meta::type_name("skein.manifest"), x.id, x.agent_id, checked(x.parent, parent_kind::agent), x.parent_id,
+                 x.session_id, x.task_id, x.title, x.name, x.tags, x.pinned_at_ms, x.environment_id,
+                 checked(x.status, thread_status::cancelled), x.usage, x.cost_usd, x.config, x.created_at_ms,
+                 x.updated_at_ms, x.last_seq, x.children_count, x.heartbeat_at_ms, x.title_generated,
+                 x.compaction_seq, x.archived_at_ms, x.depth, x.members))
+    return e;
+  return wire_detail::optional_work(f, x.work);
 }
 
 template <class Inspector>
@@ -166,7 +195,8 @@ typename Inspector::result_type inspect(Inspector& f, agent_config& x) {
 static_assert(sizeof(token_usage) == 32, "token_usage changed: update wire.hpp");
 static_assert(sizeof(event) == 328, "event changed: update wire.hpp");
 static_assert(sizeof(house_member) == 40, "house_member changed: update wire.hpp");
-static_assert(sizeof(manifest) == 472, "manifest changed: update wire.hpp");
+static_assert(sizeof(work_item) == 152, "work_item changed: update wire.hpp");
+static_assert(sizeof(manifest) == 632, "manifest changed: update wire.hpp");
 static_assert(sizeof(run_input) == 176, "run_input changed: update wire.hpp");
 static_assert(sizeof(run_result) == 208, "run_result changed: update wire.hpp");
 static_assert(sizeof(thread_options) == 248, "thread_options changed: update wire.hpp");

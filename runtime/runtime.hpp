@@ -33,6 +33,7 @@
 #include "runtime/model/engine.hpp"
 #include "runtime/model/run.hpp"
 #include "runtime/model/tool.hpp"
+#include "runtime/model/work_api.hpp"
 #include "runtime/memory_service.hpp"
 
 namespace skein {
@@ -74,6 +75,9 @@ struct runtime_options {
   // Between the scheduler's wakes; 0: no periodic wake, only fire_due_schedules()
   // fires (tests under their own clock).
   uint64_t schedule_wake_ms = 1000;
+  // Between sweeps of the work items (sweep_items with work_auto_archive); 0: none.
+  uint64_t work_sweep_interval_ms = 3600000;
+  bool work_auto_archive = false;
   // Test hook: the RocksDB environment of the event log (fault injection), passed
   // to log_options::env. Borrowed: must outlive the runtime. nullptr: the default.
   rocksdb::Env* env = nullptr;
@@ -295,6 +299,37 @@ class runtime {
   // Fires every schedule due at the runtime's clock now and returns once each
   // firing is durable; *fired counts those that delivered their input.
   status fire_due_schedules(size_t* fired = nullptr);
+
+  // Work items (runtime/model/work.hpp, DESIGN §10): threads an agent carries
+  // across sessions. Every transition is a signal in the item's log, written
+  // with its manifest and its graph triples in one batch. Errors name the field
+  // or limit; not_found for an unknown agent or thread (a thread that is no
+  // item: invalid_input naming thread_id); conflict for a transition a terminal
+  // item (resolved, archived) refuses.
+  status create_item(const work_create& in, work_create_result* out);
+  // Records a touch (touch_count + 1, last touched now); revives a dormant item.
+  status touch_item(const std::string& thread_id, work_entry* out);
+  status resolve_item(const work_resolve& in, work_entry* out);
+  // Links an item to an external issue (a relates_to_thread triple and a signal).
+  status relate_item(const std::string& thread_id, const std::string& issue_id, work_entry* out);
+  status get_item(const std::string& thread_id, work_entry* out);
+  status list_items(const work_list_query& query, work_list_page* out);
+  // Records dormancy the clock implies and, with auto_archive, archives items
+  // dormant >= 30 days. Also runs every work_sweep_interval_ms.
+  status sweep_items(const work_sweep_options& options, work_sweep_result* out);
+  // Knowledge-graph lenses (each bounded by `limit`, 1..work_list_limit_max).
+  status graph_connected_to(const std::string& node, size_t limit, std::vector<work_triple>* out);
+  status graph_produced_by(const std::string& agent_id, size_t limit, std::vector<work_triple>* out);
+  // Triples reaching `node` backwards (who created, resolved, related it), up
+  // to `depth` hops (1..work_graph_depth_max), breadth first.
+  status graph_provenance(const std::string& node, size_t depth, size_t limit, std::vector<work_triple>* out);
+  status graph_stats(work_graph_stats* out);
+  // Suggestions of one agent, pending ones unless `all`.
+  status list_suggestions(const std::string& agent_id, bool all, std::vector<work_suggestion>* out);
+  status promote_suggestion(const std::string& suggestion_id, work_create_result* out);
+  status dismiss_suggestion(const std::string& suggestion_id, work_suggestion* out);
+  status session_start(const work_session_start& in, work_session_started* out);
+  status session_close(const work_session_close& in, work_session_closed* out);
 
   status stats(runtime_stats* out);
   // Threads that recovery repaired when this runtime opened.

@@ -12,6 +12,7 @@
 
 #include "runtime/model/event.hpp"
 #include "runtime/model/status.hpp"
+#include "runtime/model/work.hpp"
 
 namespace skein {
 
@@ -81,6 +82,9 @@ struct manifest {
   // A house's members (each input runs every triggered member in turn); empty: an
   // ordinary thread, run by agent_id alone. A DM thread holds its agent, `always`.
   std::vector<house_member> members;
+  // The work-item fields (work.hpp) when the thread is an item an agent carries
+  // across sessions; empty for an ordinary thread.
+  std::optional<work_item> work;
 
   bool operator==(const manifest&) const = default;
 };

@@ -105,6 +105,20 @@ manifest filled_manifest() {
   m.archived_at_ms = 400;
   m.depth = 2;
   m.members = {{"helper", member_trigger::always}, {"critic", member_trigger::on_mention}};
+  work_item w;
+  w.text = "fix the deploy";
+  w.status = work_status::resolved;
+  w.cls = work_class::operational;
+  w.project_state = true;
+  w.touch_count = 3;
+  w.created_at_ms = 10;
+  w.last_touched_at_ms = 20;
+  w.dormant_since_ms = 30;
+  w.resolved_at_ms = 40;
+  w.resolution = "done";
+  w.resolved_session = "s1";
+  w.archived_at_ms = 50;
+  m.work = w;
   return m;
 }
 
@@ -130,6 +144,11 @@ agent_config filled_agent() {
 TEST_CASE_METHOD(wire_fixture, "wire: model values round-trip with every field set", "[wire]") {
   SECTION("event") { CHECK(round_trip(filled_event()) == filled_event()); }
   SECTION("manifest") { CHECK(round_trip(filled_manifest()) == filled_manifest()); }
+  SECTION("manifest without work fields") {
+    manifest m = filled_manifest();
+    m.work.reset();
+    CHECK(round_trip(m) == m);
+  }
   SECTION("agent_config") { CHECK(round_trip(filled_agent()) == filled_agent()); }
   SECTION("token_usage") { CHECK(round_trip(filled_usage(0)) == filled_usage(0)); }
   SECTION("run_input") {
