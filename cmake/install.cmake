@@ -41,7 +41,9 @@ set(SKEIN_PUBLIC_HEADERS
   runtime/model/run.hpp
   runtime/model/schedule.hpp
   runtime/model/status.hpp
-  runtime/model/tool.hpp)
+  runtime/model/tool.hpp
+  runtime/model/work.hpp
+  runtime/model/work_api.hpp)
 
 add_library(skein_shared SHARED "${SKEIN_GENERATED_DIR}/skein/skein.hpp")
 set_target_properties(skein_shared PROPERTIES
