@@ -168,7 +168,7 @@ class agent_actor : public caf::event_based_actor {
     t.create = true;
     t.manifest = m;
     t.inbox_put.emplace_back(1, std::move(input));
-    t.schedule_rows = std::move(rows);
+    t.side_rows = std::move(rows);
     auto promise = make_response_promise<manifest>();
     request(ctx_->journal, caf::infinite, commit_atom::value, std::move(t))
         .then(

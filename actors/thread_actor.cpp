@@ -208,7 +208,7 @@ void thread_actor::put_in_inbox(const std::string& run_id) {
   it->inbox_order = inbox_next_++;
   commit_job job;
   job.inbox_put.emplace_back(it->inbox_order, it->input);
-  job.schedule_rows = take_firing_rows(run_id);
+  job.side_rows = take_firing_rows(run_id);
   job.on_done = [this, run_id](uint64_t) { answer_accepted(run_id, caf::error{}); };
   job.on_failed = [this, run_id](const caf::error& e) {
     answer_accepted(run_id, e);
@@ -297,7 +297,7 @@ void thread_actor::pump() {
   t.inbox_put = job.inbox_put;
   t.inbox_take = job.inbox_take;
   t.effect_cursors = job.effect_cursors;
-  t.schedule_rows = job.schedule_rows;
+  t.side_rows = job.side_rows;
   manifest after = t.manifest;
   request(ctx_->journal, caf::infinite, commit_atom::value, std::move(t))
       .then(

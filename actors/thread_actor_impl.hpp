@@ -127,7 +127,7 @@ struct commit_job {
   // The manifest keeps its updated_at: a retention mark (archive) is no touch.
   bool keep_updated_at = false;
   std::vector<std::pair<std::string, uint64_t>> effect_cursors;  // tick::effect_cursors
-  std::vector<schedule_row> schedule_rows;  // tick::schedule_rows: a schedule's firing
+  std::vector<schedule_row> side_rows;  // tick::side_rows: a schedule's firing
 };
 
 class thread_actor : public caf::event_based_actor {
@@ -158,7 +158,7 @@ class thread_actor : public caf::event_based_actor {
   caf::result<run_result> on_send(run_input in);
 
   // (submit_atom, input): answers with the run id as soon as the input is taken.
-  // `rows`: a schedule's firing (tick::schedule_rows), written in the tick that
+  // `rows`: a schedule's firing (tick::side_rows), written in the tick that
   // takes the input — its inbox entry, or its run's first tick.
   caf::result<std::string> on_submit(run_input in, std::vector<schedule_row> rows = {});
   std::vector<schedule_row> take_firing_rows(const std::string& run_id);
