@@ -20,6 +20,7 @@
 
 #include "actors/error.hpp"
 #include "actors/journal.hpp"
+#include "actors/work_messages.hpp"
 #include "persistence/event_log.hpp"
 #include "persistence/recovery.hpp"
 #include "runtime/model/conversation.hpp"
@@ -62,6 +63,7 @@ caf::behavior thread_actor::make_behavior() {
         return generated_title(std::move(title), cursor);
       },
       [this](title_atom, std::string& title) -> caf::result<manifest> { return user_title(std::move(title)); },
+      [this](work_atom, work_op& op) -> caf::result<manifest> { return on_work(std::move(op)); },
       [this](member_atom, std::string& agent, std::string& trigger, bool add) -> caf::result<manifest> {
         return change_member(std::move(agent), std::move(trigger), add);
       },
@@ -298,6 +300,10 @@ void thread_actor::pump() {
   t.inbox_take = job.inbox_take;
   t.effect_cursors = job.effect_cursors;
   t.side_rows = job.side_rows;
+  if (job.rows_of) {
+    auto more = job.rows_of(t.manifest, manifest_.last_seq + 1);
+    t.side_rows.insert(t.side_rows.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+  }
   manifest after = t.manifest;
   request(ctx_->journal, caf::infinite, commit_atom::value, std::move(t))
       .then(
