@@ -36,7 +36,11 @@ status apply_work_op(const std::string& thread_id, const work_op& op, work_item*
   j.begin_object();
   switch (op.kind) {
     case work_op_kind::touch: {
-      bool dormant = w->dormant_since_ms != 0 || assess_work(*w, op.at_ms).stage == work_stage::dormant;
+      // Dormant as recorded, or by the clock (archived by it too, while no sweep
+      // archived it): the touch revives it.
+      auto v = assess_work(*w, op.at_ms);
+      bool dormant = w->dormant_since_ms != 0 || v.stage == work_stage::dormant || v.stage == work_stage::archived;
+      int64_t since = w->dormant_since_ms != 0 ? w->dormant_since_ms : v.dormant_since_ms;
       ++w->touch_count;
       w->last_touched_at_ms = op.at_ms;
       j.field_uint("touch_count", w->touch_count);
@@ -46,7 +50,7 @@ status apply_work_op(const std::string& thread_id, const work_op& op, work_item*
         std::string revived;
         json_writer r(&revived);
         r.begin_object();
-        r.field_int("dormant_since", w->dormant_since_ms);
+        r.field_int("dormant_since", since);
         r.end_object();
         w->dormant_since_ms = 0;
         signals->push_back(make_signal("work.revived", revived));

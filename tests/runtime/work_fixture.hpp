@@ -59,11 +59,12 @@ struct work_fixture {
     open();
   }
 
-  void agent(const std::string& id, const std::string& embedder_name = "") {
+  void agent(const std::string& id, const std::string& embedder_name = "", const std::string& engine_config = "") {
     agent_config a;
     a.id = id;
     a.system_prompt = "test";
     a.effects.embedder = embedder_name;
+    if (!engine_config.empty()) a.engine_config = engine_config;
     auto s = rt->create_agent(a);
     INFO(s.to_string());
     REQUIRE(s.is_ok());

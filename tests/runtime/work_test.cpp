@@ -266,3 +266,32 @@ TEST_CASE("every input limit is refused naming the field, nothing stored", "[wor
   CHECK(s.field() == "topics");
   CHECK(s.limit() == "work_session_texts_max");
 }
+
+TEST_CASE("a running thread takes a work transition between its run's commits, like a title", "[work]") {
+  work_fixture f;
+  f.agent("slow", "", R"({"default":{"reply":"done","latency_ms":1500}})");
+  auto x = f.create("slow", "answer the customer");
+  run_input in;
+  in.text = "go";
+  auto handle = f.rt->send(x.thread.id, in);
+  // Bounded wait on the run's start (the thread's status), then the touch.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  manifest m;
+  do {
+    REQUIRE(f.rt->get_thread(x.thread.id, &m).is_ok());
+    if (m.status != thread_status::running) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  } while (m.status != thread_status::running && std::chrono::steady_clock::now() < deadline);
+  REQUIRE(m.status == thread_status::running);
+  work_entry e;
+  REQUIRE(f.rt->touch_item(x.thread.id, &e).is_ok());
+  CHECK(e.thread.work->touch_count == 1);
+  run_result r;
+  REQUIRE(handle.wait(&r, std::chrono::seconds(60)).is_ok());
+  CHECK(r.text == "done");
+  REQUIRE(f.rt->get_thread(x.thread.id, &m).is_ok());
+  CHECK(m.work->touch_count == 1);  // the run's closing commit kept it
+  auto names = f.signals(x.thread.id);
+  auto at = [&](const std::string& n) { return std::find(names.begin(), names.end(), n) - names.begin(); };
+  CHECK(at("thread.start") < at("work.touched"));
+  CHECK(at("work.touched") < at("thread.stop"));
+}
