@@ -30,7 +30,11 @@ struct work_fixture {
   std::shared_ptr<std::atomic<int64_t>> now = std::make_shared<std::atomic<int64_t>>(t0);
   std::unique_ptr<runtime> rt;
 
+  uint64_t sweep_interval_ms = 0;  // the test sweeps under its own clock unless set
+  bool auto_archive = false;
+
   work_fixture() { open(); }
+  work_fixture(uint64_t sweep_ms, bool archive) : sweep_interval_ms(sweep_ms), auto_archive(archive) { open(); }
 
   runtime_options options() {
     runtime_options o;
@@ -38,7 +42,8 @@ struct work_fixture {
     o.effects.titles = false;
     o.effects.embeddings = false;
     o.effects.compaction = false;
-    o.work_sweep_interval_ms = 0;  // the test sweeps under its own clock
+    o.work_sweep_interval_ms = sweep_interval_ms;
+    o.work_auto_archive = auto_archive;
     o.clock = [n = now] { return n->load(); };
     o.embedders["failing"] = [](std::string_view, timer_service&, std::shared_ptr<embedder>* out) {
       *out = std::make_shared<failing_embedder>();

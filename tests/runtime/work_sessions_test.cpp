@@ -1,6 +1,8 @@
 // The work items' knowledge graph (triples with their events, each lens, stats,
 // provenance depth), the sweep under the clock, sessions and suggestions end to end.
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <thread>
 
 #include "tests/runtime/work_fixture.hpp"
 
@@ -228,4 +230,20 @@ TEST_CASE("session_close turns open items into items, deduplicated, created by t
   REQUIRE(f.rt->graph_connected_to("session:s9", 10, &got).is_ok());
   REQUIRE(got.size() == 1);
   CHECK(got[0].object == "thread:" + closed.items[1].thread.id);
+}
+
+TEST_CASE("the periodic sweep archives with work_auto_archive", "[work]") {
+  work_fixture f{20, true};  // a sweep every 20 ms
+  f.agent("a");
+  auto x = f.create("a", "fix the broken deploy");
+  f.now->store(t0 + 60 * day_ms);  // dormant since about day 4.4: more than 30 days of it
+  // Bounded wait on the sweep's real outcome: the item's stored status.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  work_entry e;
+  do {
+    REQUIRE(f.rt->get_item(x.thread.id, &e).is_ok());
+    if (e.thread.work->status != work_status::archived) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  } while (e.thread.work->status != work_status::archived && std::chrono::steady_clock::now() < deadline);
+  CHECK(e.thread.work->status == work_status::archived);
+  CHECK(f.signals(x.thread.id) == std::vector<std::string>{"work.created", "work.archived"});
 }
