@@ -12,6 +12,7 @@
 #include "runtime/model/text.hpp"
 #include "tools/io/import_export.hpp"
 #include "tools/server/ui.hpp"
+#include "tools/server/work_routes.hpp"
 
 namespace skein::server {
 namespace {
@@ -1274,6 +1275,7 @@ void api::handle(http::request& req, std::shared_ptr<http::exchange> ex) {
     return c.reply(response{200, "text/plain; version=0.0.4", out, {}});
   }
   if (seg.size() < 2 || seg[0] != "v1") return c.fail(status::not_found("no route " + quote_input(req.path)));
+  if (route_work(rt_, c.scope, limits, req, ex, seg)) return;  // work items, sessions, graph
 
   if (seg[1] == "agents" && seg.size() == 2) {
     if (m == "POST") return create_agent(c, limits);
