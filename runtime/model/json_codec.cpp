@@ -26,7 +26,7 @@
 //                "usage":usage,"cost_usd":number,"config":object,"created_at":int,
 //                "updated_at":int,"last_seq":uint,"children_count":uint,"heartbeat_at":int,
 //                "title_generated":bool,"compaction_seq":uint,"archived_at":int,"depth":uint
-//                [,"members":[member...]]}
+//                [,"members":[member...]][,"work":work]}
 //               (depth: written when not 0; a manifest without it is a root, depth 0)
 //   kind     := "none" | "thread" | "task" | "schedule" | "agent"
 //   member   := agent-id "=" trigger      (a house member: '=' is no id character)
@@ -35,6 +35,14 @@
 //   a manifest without them reads as before. config may hold "engine_config":
 //   object, the thread's merge patch of its agent's engine config.)
 //   status   := "open" | "idle" | "running" | "completed" | "failed" | "cancelled"
+//   work     := {"text":string,"status":"open"|"resolved"|"archived",
+//                "class":"operational"|"backlog","project_state":bool,"touch_count":uint,
+//                "created_at":int,"last_touched_at":int,"dormant_since":int,
+//                "resolved_at":int,"resolution":string,"resolved_session":string,
+//                "archived_at":int}
+//   (`work` came later in version 1 with work items (work.hpp): written only for
+//   a thread that is an item, so every older manifest reads as an ordinary thread.
+//   text, status and created_at are required; the others default to 0, "", false.)
 //
 // Times are ms since the Unix epoch. A value is written only if it reads back
 // (json_codec.hpp): encoded size <= json_bytes_max; nesting <= json_depth_max,
@@ -460,9 +468,58 @@ status encode_manifest(const manifest& m, std::string* out, const json_limits& l
     for (const auto& member : m.members) w.string(member.agent_id + "=" + std::string{to_string(member.trigger)});
     w.end_array();
   }
+  if (m.work) {
+    w.key("work");
+    write_work_item(w, *m.work);
+  }
   w.end_object();
   if (out->size() > limits.json_bytes_max)
     return too_large("manifest", out->size(), limits, biggest_field(m));
+  return status::ok();
+}
+
+void write_work_item(json_writer& w, const work_item& x) {
+  w.begin_object();
+  w.field("text", x.text);
+  w.field("status", to_string(x.status));
+  w.field("class", to_string(x.cls));
+  if (x.project_state) w.field_bool("project_state", true);
+  w.field_uint("touch_count", x.touch_count);
+  w.field_int("created_at", x.created_at_ms);
+  w.field_int("last_touched_at", x.last_touched_at_ms);
+  if (x.dormant_since_ms != 0) w.field_int("dormant_since", x.dormant_since_ms);
+  if (x.resolved_at_ms != 0) w.field_int("resolved_at", x.resolved_at_ms);
+  if (!x.resolution.empty()) w.field("resolution", x.resolution);
+  if (!x.resolved_session.empty()) w.field("resolved_session", x.resolved_session);
+  if (x.archived_at_ms != 0) w.field_int("archived_at", x.archived_at_ms);
+  w.end_object();
+}
+
+status read_work_item(const json::object_reader& r, work_item* out) {
+  work_item x;
+  std::string text;
+  SKEIN_TRY(r.string("text", &x.text));
+  SKEIN_TRY(r.string("status", &text));
+  auto st = parse_work_status(text);
+  if (!st) return status::invalid_input(r.name("status") + ": unknown status '" + quote_input(text) + "'");
+  x.status = *st;
+  text.clear();
+  SKEIN_TRY(r.string("class", &text, false));
+  if (!text.empty()) {
+    auto c = parse_work_class(text);
+    if (!c) return status::invalid_input(r.name("class") + ": unknown class '" + quote_input(text) + "'");
+    x.cls = *c;
+  }
+  SKEIN_TRY(r.boolean("project_state", &x.project_state, false));
+  SKEIN_TRY(r.uint("touch_count", &x.touch_count, false));
+  SKEIN_TRY(r.int64("created_at", &x.created_at_ms));
+  SKEIN_TRY(r.int64("last_touched_at", &x.last_touched_at_ms, false));
+  SKEIN_TRY(r.int64("dormant_since", &x.dormant_since_ms, false));
+  SKEIN_TRY(r.int64("resolved_at", &x.resolved_at_ms, false));
+  SKEIN_TRY(r.string("resolution", &x.resolution, false));
+  SKEIN_TRY(r.string("resolved_session", &x.resolved_session, false));
+  SKEIN_TRY(r.int64("archived_at", &x.archived_at_ms, false));
+  *out = std::move(x);
   return status::ok();
 }
 
@@ -533,6 +590,13 @@ status decode_manifest(std::string_view json, manifest* out, const json_limits& 
     m.members.push_back({text.substr(0, eq), *trigger});
   }
   SKEIN_TRY(validate_members(m.members, "manifest.members"));
+  if (r.has("work")) {
+    dom::element el;
+    SKEIN_TRY(r.element("work", &el));
+    object_reader wr;
+    SKEIN_TRY(object_reader::open(el, "manifest.work", &wr));
+    SKEIN_TRY(read_work_item(wr, &m.work.emplace()));
+  }
   *out = std::move(m);
   return status::ok();
 }

@@ -66,6 +66,13 @@ status normalize_json(std::string_view json, std::string_view field, std::string
 class json_writer;
 // Writes the `usage` object of the grammar (json_codec.cpp) as the next value.
 void write_usage(json_writer& w, const token_usage& u);
+// The `work` object of the grammar (a manifest's work-item fields), also stored in
+// the work column family's rows (persistence/work_rows.cpp).
+void write_work_item(json_writer& w, const work_item& x);
+namespace json {
+class object_reader;
+}
+status read_work_item(const json::object_reader& r, work_item* out);
 
 // True when `s` is valid UTF-8.
 bool valid_utf8(std::string_view s);
