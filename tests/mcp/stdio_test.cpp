@@ -91,7 +91,7 @@ TEST_CASE("skein mcp, embedded: every tool with good and bad arguments, and the 
   int code = -1;
   auto lines = run_mcp(dir, {"--data", data, "--durability", "flush", "--agent", "a"}, input, &code);
   CHECK(code == 0);
-  REQUIRE(lines.size() == 19);  // every request answered, the notification not
+  REQUIRE(lines.size() == 20);  // every request answered, the notification not
   for (size_t i = 0; i < lines.size(); ++i) CHECK(lines[i].find(R"("id":)" + std::to_string(i)) != std::string::npos);
   CHECK(lines[0].find(R"("protocolVersion":"2025-11-25")") != std::string::npos);
   CHECK(lines[1].find(R"("inputSchema")") != std::string::npos);

@@ -74,6 +74,13 @@ status body_object(const request& req, const json_limits& limits, json::document
   return json::object_reader::open(doc->root(), "body", out);
 }
 
+// A reader's error names the field it was reading (the reader names it in the
+// message only).
+status named(status s, std::string_view field) {
+  if (s || !s.field().empty()) return s;
+  return std::move(s).with_field(std::string{field});
+}
+
 // The agent of an agent route, if the scope may see it and it exists.
 status visible_agent(runtime& rt, const token_scope& scope, const std::string& id) {
   SKEIN_TRY(validate_id(id, "agent").with_field("agent"));
@@ -186,10 +193,10 @@ void create_item_route(call& c, const std::string& agent) {
   work_create in;
   in.agent_id = agent;
   status s = body_object(c.req, c.limits, &doc, &r);
-  if (s) s = r.string("text", &in.text);
-  if (s) s = r.string("session_id", &in.session_id, false);
-  if (s) s = r.strings("relates_to", &in.relates_to, false);
-  if (s) s = r.strings("tags", &in.tags, false);
+  if (s) s = named(r.string("text", &in.text), "text");
+  if (s) s = named(r.string("session_id", &in.session_id, false), "session_id");
+  if (s) s = named(r.strings("relates_to", &in.relates_to, false), "relates_to");
+  if (s) s = named(r.strings("tags", &in.tags, false), "tags");
   if (s && in.relates_to.size() > relates_to_max)
     s = status::invalid_input("body.relates_to: at most " + std::to_string(relates_to_max) + " issue ids")
             .with_limit("relates_to_max")
@@ -244,10 +251,10 @@ void resolve_item_route(call& c, const std::string& agent) {
   work_resolve in;
   in.agent_id = agent;
   status s = body_object(c.req, c.limits, &doc, &r);
-  if (s) s = r.string("thread_id", &in.thread_id, false);
-  if (s) s = r.string("text", &in.text_match, false);
-  if (s) s = r.string("note", &in.note, false);
-  if (s) s = r.string("session_id", &in.session_id, false);
+  if (s) s = named(r.string("thread_id", &in.thread_id, false), "thread_id");
+  if (s) s = named(r.string("text", &in.text_match, false), "text");
+  if (s) s = named(r.string("note", &in.note, false), "note");
+  if (s) s = named(r.string("session_id", &in.session_id, false), "session_id");
   if (s && in.thread_id.empty() == in.text_match.empty())
     s = status::invalid_input("body.thread_id: give exactly one of thread_id and text").with_field("thread_id");
   if (s && in.note.size() > work_note_bytes_max)
@@ -273,7 +280,7 @@ void sweep_route(call& c, const std::string& agent) {
   work_sweep_options o;
   o.agent_id = agent;
   status s = body_object(c.req, c.limits, &doc, &r);
-  if (s) s = r.boolean("auto_archive", &o.auto_archive, false);
+  if (s) s = named(r.boolean("auto_archive", &o.auto_archive, false), "auto_archive");
   if (!s) return c.fail(s);
   work_sweep_result out;
   if (s = c.rt.sweep_items(o, &out); !s) return c.fail(s);
@@ -303,7 +310,7 @@ void thread_item_route(call& c, const std::string& id, const std::string& action
     json::object_reader r;
     std::string issue;
     s = body_object(c.req, c.limits, &doc, &r);
-    if (s) s = r.string("issue_id", &issue);
+    if (s) s = named(r.string("issue_id", &issue), "issue_id");
     if (s && (issue.empty() || issue.size() > work_text_bytes_max))
       s = status::invalid_input("body.issue_id: 1.." + std::to_string(work_text_bytes_max) + " bytes")
               .with_limit("work_text_bytes_max")
@@ -371,8 +378,8 @@ void session_start_route(call& c, const std::string& agent) {
   work_session_start in;
   in.agent_id = agent;
   status s = body_object(c.req, c.limits, &doc, &r);
-  if (s) s = r.string("session_id", &in.session_id, false);
-  if (s) s = r.boolean("auto_archive", &in.auto_archive, false);
+  if (s) s = named(r.string("session_id", &in.session_id, false), "session_id");
+  if (s) s = named(r.boolean("auto_archive", &in.auto_archive, false), "auto_archive");
   if (s && !in.session_id.empty()) s = validate_id(in.session_id, "session_id").with_field("session_id");
   if (!s) return c.fail(s);
   work_session_started out;
@@ -398,7 +405,7 @@ void session_start_route(call& c, const std::string& agent) {
 }
 
 status bounded_texts(const json::object_reader& r, std::string_view field, std::vector<std::string>* out) {
-  SKEIN_TRY(r.strings(field, out, false));
+  SKEIN_TRY(named(r.strings(field, out, false), field));
   std::string f{field};
   if (out->size() > session_texts_max)
     return status::invalid_input("body." + f + ": at most " + std::to_string(session_texts_max) + " texts")
@@ -417,7 +424,7 @@ void session_close_route(call& c, const std::string& agent, const std::string& s
   in.session_id = sid;
   status s = validate_id(sid, "session_id").with_field("session_id");
   if (s) s = body_object(c.req, c.limits, &doc, &r);
-  if (s) s = r.string("summary", &in.summary, false);
+  if (s) s = named(r.string("summary", &in.summary, false), "summary");
   if (s && in.summary.size() > work_note_bytes_max)
     s = status::invalid_input("body.summary: longer than " + std::to_string(work_note_bytes_max) + " bytes")
             .with_limit("work_note_bytes_max")
