@@ -107,6 +107,23 @@ TEST_CASE("work routes: errors name the field, and bounds are enforced") {
   CHECK(f.call("DELETE", "/v1/agents/a/items").status == 405);
 }
 
+TEST_CASE("work routes: another agent's route is refused from the head, its body never read") {
+  server_fixture f{{}, {}, tokens};
+  f.agent("alpha", ok_rules, admin);
+  f.agent("beta", ok_rules, admin);
+  // Past the body bound: read, it would be a 413; refused from the head, the
+  // missing agent's 404.
+  std::string big = R"({"text":")" + std::string(2 << 20, 'x') + R"("})";
+  auto other = f.call("POST", "/v1/agents/beta/items", big, alpha);
+  auto missing = f.call("POST", "/v1/agents/gamma/items", R"({"text":"x"})", alpha);
+  CHECK(other.status == 404);
+  CHECK(error_code(other.body) == "not_found");
+  std::string b = missing.body;
+  b.replace(b.find("gamma"), 5, "beta");
+  CHECK(other.body == b);
+  CHECK(f.call("POST", "/v1/agents/beta/items", big, admin).status == 413);
+}
+
 TEST_CASE("work routes: auth — none, wrong, another agent's (the bytes of a missing one), admin") {
   server_fixture f{{}, {}, tokens};
   f.agent("alpha", ok_rules, admin);

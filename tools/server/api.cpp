@@ -1212,6 +1212,7 @@ http::admission api::admit(const http::request& head) {
   if (v1 && seg.size() == 4 && seg[1] == "agents" && seg[3] == "dm" && head.method == "POST" &&
       !scope->allows(seg[2]))
     a.refuse = forbidden_response("message agent " + quote_input(seg[2]));
+  if (auto refuse = admit_work(*scope, seg)) a.refuse = std::move(refuse);
   if (v1 && seg.size() == 4 && seg[1] == "threads" && head.method == "POST") {
     manifest m;
     if (status s = visible_thread(rt_, *scope, seg[2], "", &m); !s) a.refuse = error_response(s);

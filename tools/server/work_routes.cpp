@@ -587,6 +587,13 @@ std::string work_item_json(const work_entry& e) {
   return out;
 }
 
+std::optional<http::response> admit_work(const token_scope& scope, const std::vector<std::string>& seg) {
+  bool agent_route = seg.size() >= 4 && seg[0] == "v1" && seg[1] == "agents" &&
+                     (seg[3] == "items" || seg[3] == "suggestions" || seg[3] == "sessions");
+  if (!agent_route || scope.allows(seg[2]) || !validate_id(seg[2], "agent")) return std::nullopt;
+  return error_response(missing_agent(seg[2]));
+}
+
 bool route_work(runtime& rt, const token_scope& scope, const json_limits& limits, http::request& req,
                 const exchange_ptr& ex, const std::vector<std::string>& seg) {
   if (seg.size() < 3 || seg[0] != "v1") return false;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,11 @@ namespace skein::server {
 // (nothing answered) otherwise. `seg` is the path's segments ("v1", ...).
 bool route_work(runtime& rt, const token_scope& scope, const json_limits& limits, http::request& req,
                 const std::shared_ptr<http::exchange>& ex, const std::vector<std::string>& seg);
+
+// From a request's head: a refusal when a scoped token names another agent in
+// an agent-scoped work route (the missing agent's answer, byte for byte), so
+// its body is never read. nullopt otherwise; the handler checks again.
+std::optional<http::response> admit_work(const token_scope& scope, const std::vector<std::string>& seg);
 
 // The one JSON shape of an item: the thread's id, agent, title, the work
 // fields, vitality, recency, frequency and stage.
