@@ -256,10 +256,13 @@ std::string body_of(const tool_spec& t, const args& a, const std::set<std::strin
 
 std::string enc(const std::string& s) { return http::percent_encode(s); }
 
-// "?a=1&b=2" from the given parameters that are present; "" when none are.
+// "?a=1&b=2" from the given parameters that are present ("" when none are); a
+// parameter whose route calls it otherwise is given as "name=key".
 std::string query_of(const args& a, const std::vector<std::string>& names) {
   std::string q;
-  for (const auto& n : names) {
+  for (const auto& spec : names) {
+    auto eq = spec.find('=');
+    std::string n = spec.substr(0, eq), key = eq == std::string::npos ? n : spec.substr(eq + 1);
     std::string v;
     if (a.text.count(n)) v = a.text.at(n);
     else if (a.number.count(n)) v = std::to_string(a.number.at(n));
@@ -268,7 +271,7 @@ std::string query_of(const args& a, const std::vector<std::string>& names) {
       for (const auto& x : a.lists.at(n)) v += (v.empty() ? "" : ",") + x;
       if (v.empty()) continue;
     } else continue;
-    q += (q.empty() ? "?" : "&") + n + "=" + enc(v);
+    q += (q.empty() ? "?" : "&") + key + "=" + enc(v);
   }
   return q;
 }
@@ -281,9 +284,7 @@ status build(const tool_spec& t, const args& a, const std::string& agent, http_c
     if (a.has("thread_id") == a.has("text")) return bad("thread_id", "give exactly one of thread_id and text");
     *out = {"POST", items + "/resolve", body_of(t, a, {})};
   } else if (n == "list_threads") {
-    std::string q = query_of(a, {"stages", "project_state", "limit", "cursor"});
-    if (auto p = q.find("stages="); p != std::string::npos) q.replace(p, 6, "stage");  // the route's name
-    *out = {"GET", items + q, ""};
+    *out = {"GET", items + query_of(a, {"stages=stage", "project_state", "limit", "cursor"}), ""};
   } else if (n == "cleanup_threads") *out = {"POST", items + "/sweep", body_of(t, a, {})};
   else if (n == "promote_suggestion" || n == "dismiss_suggestion")
     *out = {"POST", "/v1/suggestions/" + enc(a.get("suggestion_id")) + (n[0] == 'p' ? "/promote" : "/dismiss"), "{}"};
