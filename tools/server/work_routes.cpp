@@ -1,13 +1,13 @@
 #include "tools/server/work_routes.hpp"
 
 #include <charconv>
-#include <cmath>
 #include <map>
 #include <set>
 
 #include "runtime/model/ids.hpp"
 #include "runtime/model/json_writer.hpp"
 #include "tools/server/api.hpp"
+#include "tools/server/work_json.hpp"
 
 namespace skein::server {
 namespace {
@@ -99,74 +99,13 @@ status visible_thread(runtime& rt, const token_scope& scope, const std::string& 
   return s;
 }
 
-void write_finite(json_writer& w, std::string_view k, double v) { w.field_number(k, std::isfinite(v) ? v : 0.0); }
-
-void write_triple(json_writer& w, const work_triple& t) {
-  w.begin_object();
-  w.field("subject", t.subject);
-  w.field("predicate", t.predicate);
-  w.field("object", t.object);
-  w.field("agent_id", t.agent_id);
-  w.field("thread_id", t.thread_id);
-  w.field_uint("seq", t.seq);
-  w.field_int("at_ms", t.at_ms);
-  w.end_object();
-}
-
-std::string suggestion_json(const work_suggestion& s) {
-  std::string out;
-  json_writer w{&out};
-  w.begin_object();
-  w.field("id", s.id);
-  w.field("agent_id", s.agent_id);
-  w.field("text", s.text);
-  w.field("status", to_string(s.status));
-  w.key("sessions");
-  w.begin_array();
-  for (const auto& x : s.sessions) w.string(x);
-  w.end_array();
-  w.field_uint("dismissals", s.dismissals);
-  w.field("promoted_thread", s.promoted_thread);
-  w.field_int("created_at_ms", s.created_at_ms);
-  w.field_int("updated_at_ms", s.updated_at_ms);
-  w.end_object();
-  return out;
-}
-
-std::string created_json(const work_create_result& r, const work_vitality& v) {
-  std::string out;
-  json_writer w{&out};
-  w.begin_object();
-  w.key("item");
-  w.raw(work_item_json(work_entry{r.thread, v}));
-  w.field_bool("deduplicated", r.deduplicated);
-  w.field("matched_by", r.matched_by);
-  write_finite(w, "similarity", r.similarity);
-  w.end_object();
-  return out;
-}
-
 // A create result's entry: the runtime answers the manifest; its vitality is
 // read back through get_item (the clock's view now).
-std::string created_json(runtime& rt, const work_create_result& r) {
+std::string created_answer(runtime& rt, const work_create_result& r) {
   work_entry e;
   work_vitality v;
   if (rt.get_item(r.thread.id, &e)) v = e.vitality;
   return created_json(r, v);
-}
-
-void write_entries(json_writer& w, std::string_view key, const std::vector<work_entry>& items) {
-  w.key(key);
-  w.begin_array();
-  for (const auto& e : items) w.raw(work_item_json(e));
-  w.end_array();
-}
-
-void write_strings(json_writer& w, std::string_view key, const std::vector<std::string>& v) {
-  w.key(key);
-  w.begin_array();
-  for (const auto& x : v) w.string(x);
-  w.end_array();
 }
 
 // ---- items ----
@@ -205,7 +144,7 @@ void create_item_route(call& c, const std::string& agent) {
   if (!s) return c.fail(s);
   work_create_result out;
   if (s = c.rt.create_item(in, &out); !s) return c.fail(s);
-  c.reply(out.deduplicated ? 200 : 201, created_json(c.rt, out));
+  c.reply(out.deduplicated ? 200 : 201, created_answer(c.rt, out));
 }
 
 status parse_stages(const std::string& text, std::vector<work_stage>* out) {
@@ -362,7 +301,7 @@ void suggestion_route(call& c, const std::string& id, const std::string& action)
     status s = c.rt.promote_suggestion(id, &out);
     if (s.code() == errc::not_found) return c.fail(missing_suggestion(id));
     if (!s) return c.fail(s);
-    return c.reply(200, created_json(c.rt, out));
+    return c.reply(200, created_answer(c.rt, out));
   }
   work_suggestion out;
   status s = c.rt.dismiss_suggestion(id, &out);
@@ -439,7 +378,7 @@ void session_close_route(call& c, const std::string& agent, const std::string& s
   w.begin_object();
   w.key("items");
   w.begin_array();
-  for (const auto& x : out.items) w.raw(created_json(c.rt, x));
+  for (const auto& x : out.items) w.raw(created_answer(c.rt, x));
   w.end_array();
   w.key("suggestions");
   w.begin_array();
@@ -556,36 +495,6 @@ bool agent_routes(call& c, const std::vector<std::string>& seg) {
 }
 
 }  // namespace
-
-std::string work_item_json(const work_entry& e) {
-  std::string out;
-  json_writer w{&out};
-  const manifest& m = e.thread;
-  work_item wi = m.work.value_or(work_item{});
-  w.begin_object();
-  w.field("id", m.id);
-  w.field("agent_id", m.agent_id);
-  w.field("title", m.title);
-  w.field("text", wi.text);
-  w.field("status", to_string(wi.status));
-  w.field("class", to_string(wi.cls));
-  w.field_bool("project_state", wi.project_state);
-  w.field_uint("touch_count", wi.touch_count);
-  w.field_int("created_at_ms", wi.created_at_ms);
-  w.field_int("last_touched_at_ms", wi.last_touched_at_ms);
-  w.field_int("dormant_since_ms", e.vitality.dormant_since_ms != 0 ? e.vitality.dormant_since_ms : wi.dormant_since_ms);
-  w.field_int("resolved_at_ms", wi.resolved_at_ms);
-  w.field("resolution", wi.resolution);
-  w.field("resolved_session", wi.resolved_session);
-  w.field_int("archived_at_ms", wi.archived_at_ms);
-  write_strings(w, "tags", m.tags);
-  write_finite(w, "vitality", e.vitality.vitality);
-  write_finite(w, "recency", e.vitality.recency);
-  write_finite(w, "frequency", e.vitality.frequency);
-  w.field("stage", to_string(e.vitality.stage));
-  w.end_object();
-  return out;
-}
 
 std::optional<http::response> admit_work(const token_scope& scope, const std::vector<std::string>& seg) {
   bool agent_route = seg.size() >= 4 && seg[0] == "v1" && seg[1] == "agents" &&

@@ -31,8 +31,4 @@ bool route_work(runtime& rt, const token_scope& scope, const json_limits& limits
 // its body is never read. nullopt otherwise; the handler checks again.
 std::optional<http::response> admit_work(const token_scope& scope, const std::vector<std::string>& seg);
 
-// The one JSON shape of an item: the thread's id, agent, title, the work
-// fields, vitality, recency, frequency and stage.
-std::string work_item_json(const work_entry& e);
-
 }  // namespace skein::server
