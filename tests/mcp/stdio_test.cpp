@@ -28,6 +28,8 @@ std::vector<std::string> run_mcp(const temp_dir& dir, std::vector<std::string> a
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 0, in_path.c_str(), O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::string err_path = (dir.path() / "err.txt").string();
+  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   args.insert(args.begin(), {SKEIN_BINARY, "mcp"});
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -162,4 +164,21 @@ TEST_CASE("skein mcp --server: the same tools through skein serve with a scoped 
   CHECK(tool_error(lines[1]));
   CHECK(lines[1].find("unauthorized") != std::string::npos);
   CHECK(tool_error(lines[2]));
+}
+
+TEST_CASE("skein mcp: --help on stdout, and no agent is a usage error before any protocol") {
+  temp_dir dir;
+  int code = -1;
+  auto lines = run_mcp(dir, {"--help"}, "", &code);
+  CHECK(code == 0);
+  REQUIRE(!lines.empty());
+  CHECK(lines[0].rfind("usage: skein mcp", 0) == 0);
+  ::unsetenv("SKEIN_AGENT");
+  lines = run_mcp(dir, {"--data", (dir.path() / "data").string()}, opening, &code);
+  CHECK(code == 64);
+  CHECK(lines.empty());  // the usage goes to stderr
+  std::ifstream err{(dir.path() / "err.txt").string()};
+  std::string first;
+  std::getline(err, first);
+  CHECK(first == "skein mcp: --agent (or SKEIN_AGENT) is required");
 }
