@@ -62,9 +62,10 @@ bool tool_error(const std::string& line) { return line.find(R"("isError":true)")
 
 // The "id" of the item in a create_thread answer's text.
 std::string item_id(const std::string& line) {
-  auto p = line.find(R"(\"item\":{\"id\":\")");
+  const std::string marker = R"(\"item\":{\"id\":\")";
+  auto p = line.find(marker);
   if (p == std::string::npos) return "";
-  p += 17;
+  p += marker.size();
   return line.substr(p, line.find('\\', p) - p);
 }
 
