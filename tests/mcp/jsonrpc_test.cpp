@@ -204,6 +204,9 @@ TEST_CASE("mcp: a tool call builds its route's request; a bad argument is a tool
     CHECK(o.find(b.field) != std::string::npos);
   }
   CHECK(t.calls.size() == made);  // no request for a bad argument
+  std::string missing = call("create_thread", "{}");
+  CHECK(missing.find(R"("structuredContent":{"error":{"code":"invalid_input","message":"arguments.text: required","field":"text"}})") !=
+        std::string::npos);
   CHECK(error_code_of(call("nope", "{}")) == invalid_params);
   t.answer = {404, "application/json", R"({"error":{"code":"not_found","message":"thread 't1': not found"}})", {}};
   out = call("read_thread", R"({"thread_id":"t1"})");

@@ -84,9 +84,14 @@ rpc_outcome session::call_tool(const rpc_request& req) {
   http_call c;
   s = tool_request(name, args, agent_, &c);
   if (s.code() == errc::not_found) return rpc_outcome::fail(invalid_params, "unknown tool: " + quote_input(name));
-  if (!s) return {tool_result(s.message(), true, false), std::nullopt};
+  // A bad argument answers in the shape of the API's errors (code, message,
+  // field, limit), as a tool error the model can read and correct.
+  if (!s) return {tool_result(server::error_response(s).body, true, structured), std::nullopt};
   http::response r;
-  if (s = transport_.call(c, &r); !s) return {tool_result("skein unreachable: " + s.message(), true, false), std::nullopt};
+  if (s = transport_.call(c, &r); !s)
+    return {tool_result(server::error_response(status::io_error("skein unreachable: " + s.message())).body, true,
+                        structured),
+            std::nullopt};
   return {tool_result(r.body, r.status >= 400, structured), std::nullopt};
 }
 
