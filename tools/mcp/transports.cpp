@@ -1,5 +1,5 @@
-// The transports of server.hpp, apart from the session so that the protocol
-// links (and is tested) without the HTTP API.
+// The transports of server.hpp: over HTTP to skein serve, or in-process to an
+// api handler.
 #include <condition_variable>
 #include <mutex>
 
