@@ -7,6 +7,7 @@
 
 #include "actors/error.hpp"
 #include "actors/journal.hpp"
+#include "actors/work_messages.hpp"
 #include "persistence/event_log.hpp"
 #include "runtime/model/ids.hpp"
 
@@ -106,6 +107,7 @@ class agent_actor : public caf::event_based_actor {
           return import_all(std::move(threads));
         },
         [this](fire_atom, trigger_firing& f) -> caf::result<manifest> { return fire(std::move(f)); },
+        [this](work_atom, work_birth& b) -> caf::result<manifest> { return create_item(std::move(b)); },
         [this](delegate_atom, delegation_child& c) -> caf::result<manifest> { return spawn_child(std::move(c)); },
     };
   }
@@ -130,6 +132,34 @@ class agent_actor : public caf::event_based_actor {
               request(parent, caf::infinite, mint_child_atom::value)
                   .then([this, o, promise](std::string& id) mutable { write(new_manifest(id, *spec_, o, wall_now()), {}, promise); },
                         [promise](caf::error& e) mutable { promise.deliver(e); });
+            },
+            [promise](caf::error& e) mutable { promise.deliver(e); });
+    return promise;
+  }
+
+  // A work item's creation tick: the thread with manifest.work, the work.created
+  // signal as its first event, and the item's rows (work row, created_thread).
+  caf::result<manifest> create_item(work_birth b) {
+    if (b.options.agent_id.empty()) b.options.agent_id = spec_->config.id;
+    if (status s = validate_thread_options(b.options); !s) return to_error(s);
+    int64_t now = wall_now();
+    manifest m = new_manifest(new_thread_id(now), *spec_, b.options, now);
+    m.work = std::move(b.item);
+    event e = make_signal("work.created", std::move(b.signal_data));
+    e.seq = 1;
+    e.ts_ms = now;
+    tick t;
+    t.thread_id = m.id;
+    t.create = true;
+    t.events.push_back(std::move(e));
+    t.manifest = m;
+    if (b.rows) t.side_rows = b.rows(m, 1);
+    auto promise = make_response_promise<manifest>();
+    request(ctx_->journal, caf::infinite, commit_atom::value, std::move(t))
+        .then(
+            [m, promise](uint64_t last_seq) mutable {
+              m.last_seq = last_seq;
+              promise.deliver(m);
             },
             [promise](caf::error& e) mutable { promise.deliver(e); });
     return promise;
@@ -168,7 +198,7 @@ class agent_actor : public caf::event_based_actor {
     t.create = true;
     t.manifest = m;
     t.inbox_put.emplace_back(1, std::move(input));
-    t.schedule_rows = std::move(rows);
+    t.side_rows = std::move(rows);
     auto promise = make_response_promise<manifest>();
     request(ctx_->journal, caf::infinite, commit_atom::value, std::move(t))
         .then(

@@ -10,6 +10,7 @@
 #include "actors/agent_actor.hpp"
 #include "actors/error.hpp"
 #include "actors/journal.hpp"
+#include "actors/work_messages.hpp"
 #include "persistence/event_log.hpp"
 #include "runtime/model/engine_policy.hpp"
 #include "runtime/model/ids.hpp"
@@ -78,6 +79,13 @@ class directory_actor : public caf::event_based_actor {
           if (it == agents_.end())
             return to_error(status::not_found("agent " + o.agent_id + " does not exist"));
           delegate(it->second.actor, create_atom::value, std::move(o));
+          return caf::delegated<manifest>{};
+        },
+        [this](work_atom, work_birth& b) -> caf::result<manifest> {
+          auto it = agents_.find(b.options.agent_id);
+          if (it == agents_.end())
+            return to_error(status::not_found("agent " + b.options.agent_id + " does not exist"));
+          delegate(it->second.actor, work_atom::value, std::move(b));
           return caf::delegated<manifest>{};
         },
         [this](fire_atom, trigger_firing& f) -> caf::result<manifest> {

@@ -55,7 +55,7 @@ committed_tick committed_of(const tick& t, int64_t at_ms) {
 // The committed feed: sent only after the write it reports is durable.
 void tell_listeners(const std::vector<caf::actor>& listeners,
                     std::vector<committed_tick>* feed) {
-  // Ticks of schedule rows alone (tick::schedule_rows) touch no thread: effects need not hear of them.
+  // Ticks of schedule rows alone (tick::side_rows) touch no thread: effects need not hear of them.
   std::erase_if(*feed, [](const committed_tick& c) { return c.thread_id.empty(); });
   if (feed->empty()) return;
   for (const auto& l : listeners) caf::anon_send(l, committed_atom::value, *feed);

@@ -130,7 +130,7 @@ class scheduler_actor : public caf::event_based_actor {
   // Writes schedule rows alone (no thread) through the journal; `then` gets the outcome.
   void write_rows(std::vector<schedule_row> rows, std::function<void(const status&)> then) {
     tick t;
-    t.schedule_rows = std::move(rows);
+    t.side_rows = std::move(rows);
     request(config_.journal, caf::infinite, commit_atom::value, std::move(t))
         .then([then](uint64_t) { then(status::ok()); }, [then](caf::error& e) { then(to_status(e)); });
   }

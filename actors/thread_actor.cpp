@@ -20,6 +20,7 @@
 
 #include "actors/error.hpp"
 #include "actors/journal.hpp"
+#include "actors/work_messages.hpp"
 #include "persistence/event_log.hpp"
 #include "persistence/recovery.hpp"
 #include "runtime/model/conversation.hpp"
@@ -62,6 +63,7 @@ caf::behavior thread_actor::make_behavior() {
         return generated_title(std::move(title), cursor);
       },
       [this](title_atom, std::string& title) -> caf::result<manifest> { return user_title(std::move(title)); },
+      [this](work_atom, work_op& op) -> caf::result<manifest> { return on_work(std::move(op)); },
       [this](member_atom, std::string& agent, std::string& trigger, bool add) -> caf::result<manifest> {
         return change_member(std::move(agent), std::move(trigger), add);
       },
@@ -208,7 +210,7 @@ void thread_actor::put_in_inbox(const std::string& run_id) {
   it->inbox_order = inbox_next_++;
   commit_job job;
   job.inbox_put.emplace_back(it->inbox_order, it->input);
-  job.schedule_rows = take_firing_rows(run_id);
+  job.side_rows = take_firing_rows(run_id);
   job.on_done = [this, run_id](uint64_t) { answer_accepted(run_id, caf::error{}); };
   job.on_failed = [this, run_id](const caf::error& e) {
     answer_accepted(run_id, e);
@@ -297,7 +299,11 @@ void thread_actor::pump() {
   t.inbox_put = job.inbox_put;
   t.inbox_take = job.inbox_take;
   t.effect_cursors = job.effect_cursors;
-  t.schedule_rows = job.schedule_rows;
+  t.side_rows = job.side_rows;
+  if (job.rows_of) {
+    auto more = job.rows_of(t.manifest, manifest_.last_seq + 1);
+    t.side_rows.insert(t.side_rows.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+  }
   manifest after = t.manifest;
   request(ctx_->journal, caf::infinite, commit_atom::value, std::move(t))
       .then(

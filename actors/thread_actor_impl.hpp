@@ -17,6 +17,10 @@
 #include "runtime/model/compaction.hpp"
 #include "runtime/model/ids.hpp"
 
+namespace skein {
+struct work_op;
+}
+
 namespace skein::detail {
 
 using engine_done_atom = caf::atom_constant<caf::atom("engdone")>;
@@ -127,7 +131,10 @@ struct commit_job {
   // The manifest keeps its updated_at: a retention mark (archive) is no touch.
   bool keep_updated_at = false;
   std::vector<std::pair<std::string, uint64_t>> effect_cursors;  // tick::effect_cursors
-  std::vector<schedule_row> schedule_rows;  // tick::schedule_rows: a schedule's firing
+  std::vector<schedule_row> side_rows;  // tick::side_rows: a schedule's firing
+  // More side rows computed from the manifest after the commit and the seq of its
+  // first event (a work transition's item row and triples); appended to side_rows.
+  std::function<std::vector<side_row>(const manifest& after, uint64_t first_seq)> rows_of;
 };
 
 class thread_actor : public caf::event_based_actor {
@@ -158,7 +165,7 @@ class thread_actor : public caf::event_based_actor {
   caf::result<run_result> on_send(run_input in);
 
   // (submit_atom, input): answers with the run id as soon as the input is taken.
-  // `rows`: a schedule's firing (tick::schedule_rows), written in the tick that
+  // `rows`: a schedule's firing (tick::side_rows), written in the tick that
   // takes the input — its inbox entry, or its run's first tick.
   caf::result<std::string> on_submit(run_input in, std::vector<schedule_row> rows = {});
   std::vector<schedule_row> take_firing_rows(const std::string& run_id);
@@ -351,6 +358,8 @@ class thread_actor : public caf::event_based_actor {
   caf::result<bool> generated_title(std::string title, uint64_t cursor);
   // (title_atom, title) from a user: replaces any title, generated or not.
   caf::result<manifest> user_title(std::string title);
+  // A work-item transition (thread_work.cpp; actors/work_messages.hpp).
+  caf::result<manifest> on_work(work_op op);
 
   // --- subscribers ------------------------------------------------------------
 
@@ -398,6 +407,9 @@ class thread_actor : public caf::event_based_actor {
   // log by its run's first commit), by run id.
   std::unordered_map<std::string, std::vector<caf::response_promise>> accepted_;
   // Schedule rows of submitted inputs not yet written, by run id (on_submit).
+  // The work fields as the queued work commits leave them (thread_work.cpp).
+  std::optional<work_item> pending_work_;
+  size_t work_in_flight_ = 0;
   std::unordered_map<std::string, std::vector<schedule_row>> firing_rows_;
   caf::response_promise stop_promise_;
   struct subscriber {

@@ -113,7 +113,7 @@ void thread_actor::start_run(pending_input p) {
   job.run_id = run_->input.run_id;
   job.inbox_take = run_->inbox_order;  // consumed in the batch that appends it
   job.inbox_put = std::move(follow_ups);  // a house's later member turns: durable with this start
-  job.schedule_rows = take_firing_rows(run_->input.run_id);  // a schedule's firing, if this is one
+  job.side_rows = take_firing_rows(run_->input.run_id);  // a schedule's firing, if this is one
   uint64_t gen = run_->gen;
   std::string run_id = run_->input.run_id;
   job.on_failed = [this, run_id](const caf::error& e) { answer_accepted(run_id, e); };

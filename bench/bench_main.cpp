@@ -64,6 +64,8 @@ constexpr workload workloads[] = {
                   "trigger thread: firings/s, lag p99, RSS", run_schedules},
     {"delegation", "2,000 parent runs each asking one child agent through ask_agent (scripted engine at 0 ms, "
                    "durability sync): round trip p50/p99 and runs/s, beside plain runs", run_delegation},
+    {"work", "work items: create_item with dedup against 10,000 and 100,000 open items (p50/p99 us), "
+             "session_start with 10,000 items, the sweep over 1,000,000 items (items/s)", run_work},
 };
 
 struct command_line {

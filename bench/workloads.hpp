@@ -75,6 +75,9 @@ status run_schedules(const bench_options& options, std::string* json);
 // Parent runs that each ask one child agent (ask_agent, scripted 0 ms): the
 // delegation round trip p50/p99 and runs/s, beside plain one-step runs.
 status run_delegation(const bench_options& options, std::string* json);
+// Work items: create_item with dedup against 10,000 and 100,000 open items (p50/p99),
+// session_start with 10,000 items, the sweep over 1,000,000 items.
+status run_work(const bench_options& options, std::string* json);
 
 // --- What the workloads over skein::runtime share (runs.cpp defines it) ---------
 

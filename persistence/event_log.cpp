@@ -32,6 +32,7 @@
 
 #include "persistence/event_log_internal.hpp"
 #include "persistence/keys.hpp"
+#include "persistence/work_rows.hpp"
 #include "runtime/model/embedding.hpp"
 #include "runtime/model/ids.hpp"
 #include "runtime/model/json_writer.hpp"
@@ -327,6 +328,11 @@ status event_log::open(const log_options& options, std::unique_ptr<event_log>* o
     if (stored < 1) return status::corruption("meta schema_version: unknown version " + version);
     if (stored == 1)
       SKEIN_TRY(migrate_usage_v1(raw, log->impl_->cf(cf_usage), log->impl_->cf(cf_meta), meta_wo));
+    // 2 -> 3 only adds column families, which the open above created empty.
+    if (stored == 2) {
+      s = raw->Put(meta_wo, log->impl_->cf(cf_meta), schema_key, std::to_string(schema_version));
+      if (!s.ok()) return from_rocks(s, "write schema version 3");
+    }
   }
   *out = std::move(log);
   return status::ok();
@@ -453,7 +459,7 @@ status event_log::prepare(tick& t, const projection* prev, rocksdb::WriteBatch* 
     batch->Put(impl_->cf(cf_inbox), keys::inbox_key(t.thread_id, order), value);
   }
   if (t.inbox_take != 0) batch->Delete(impl_->cf(cf_inbox), keys::inbox_key(t.thread_id, t.inbox_take));
-  SKEIN_TRY(prepare_schedule_rows(t, batch));
+  SKEIN_TRY(prepare_side_rows(t, batch));
   if (t.create) SKEIN_TRY(prepare_claims(t, batch, claims));
   for (const auto& [effect, cursor] : t.effect_cursors) {
     SKEIN_TRY(validate_id(effect, "tick.effect_cursors"));
@@ -570,10 +576,10 @@ void event_log::commit_group(std::span<tick* const> ticks, std::span<status> res
 
   for (size_t i = 0; i < ticks.size(); ++i) {
     tick& t = *ticks[i];
-    if (t.thread_id.empty() && !t.schedule_rows.empty()) {
+    if (t.thread_id.empty() && !t.side_rows.empty()) {
       // Schedule rows alone: no thread to check.
       batch.SetSavePoint();
-      if (status s = prepare_schedule_rows(t, &batch); !s) {
+      if (status s = prepare_side_rows(t, &batch); !s) {
         batch.RollbackToSavePoint().PermitUncheckedError();
         results[i] = s;
         counters_.rejected.fetch_add(1, std::memory_order_relaxed);
@@ -703,9 +709,35 @@ status event_log::erase_thread(std::string_view thread_id) {
     it->Seek(next_effect);
   }
   SKEIN_TRY(from_rocks(it->status(), "scan effects"));
+  SKEIN_TRY(erase_work_rows(id, p.index_keys, &batch));
 
   SKEIN_TRY(write(&batch, 0));
   cache_.erase(id);
+  return status::ok();
+}
+
+status event_log::erase_work_rows(const std::string& id, const std::vector<std::string>& index_keys,
+                                  rocksdb::WriteBatch* batch) const {
+  // The item's row is keyed by its agent, which the agent index entry names.
+  for (const auto& k : index_keys) {
+    if (!k.starts_with("a/")) continue;
+    std::string_view agent = std::string_view{k}.substr(2, k.size() - 2 - id.size() - 1);
+    batch->Delete(impl_->cf(cf_work), keys::work_key(agent, id));
+  }
+  // Every triple naming the thread, as subject or object, with all three of its keys.
+  std::string node = "thread:" + id;
+  for (const auto& prefix : {keys::graph_subject_prefix(node), keys::graph_object_prefix(node)}) {
+    std::vector<work_triple> found;
+    SKEIN_TRY(scan_side(side_cf::graph, prefix, [&](std::string_view key, std::string_view value) {
+      work_triple t;
+      // A row that does not decode cannot name its twin keys: it goes by its own.
+      if (decode_triple(value, &t)) found.push_back(std::move(t));
+      else batch->Delete(impl_->cf(cf_graph), rocksdb::Slice(key.data(), key.size()));
+      return true;
+    }));
+    for (const auto& t : found)
+      for (const auto& r : triple_erase_rows(t)) batch->Delete(impl_->cf(cf_graph), r.key);
+  }
   return status::ok();
 }
 

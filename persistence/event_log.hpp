@@ -43,9 +43,11 @@ class WriteBatch;
 
 namespace skein {
 
-// 2: usage rows keyed by thread and seq (keys.cpp). Opening a version-1 database
-// migrates it; a newer one is refused.
-inline constexpr uint32_t schema_version = 2;
+// 2: usage rows keyed by thread and seq (keys.cpp). 3: the work, graph, sessions
+// and suggestions column families (work items). Opening a version-1 database
+// migrates it to 2; opening a version-2 one creates the new (empty) families and
+// records 3; a newer one is refused.
+inline constexpr uint32_t schema_version = 3;
 
 enum class durability : uint8_t {
   sync,    // fdatasync before ack: survives power loss
@@ -69,15 +71,24 @@ struct log_options {
   uint64_t wal_bytes_max = 256 << 20; // WAL kept before memtables are flushed: bounds replay at open
 };
 
-// One write to the schedules column family (keys.cpp), carried by a tick so that
-// a firing is in the batch of the thread it creates or the input it delivers.
-// Build them with schedule_rows_of(); the values are encoded (and checked) there.
-struct schedule_row {
+// The column families a tick may write beside its thread's own rows (side rows).
+enum class side_cf : uint8_t { schedules, work, graph, sessions, suggestions };
+std::string_view to_string(side_cf cf);
+
+// One write to a side column family (keys.cpp), carried by a tick so that it is
+// in the batch of the event that causes it: a schedule's firing with the thread
+// it creates, a work item's row and triples with its transition's signal, a
+// session or suggestion (ticks with an empty thread_id and these rows alone).
+// Build them with schedule_rows_of() / work_rows.hpp; the values are encoded
+// (and checked) there.
+struct side_row {
   enum class op : uint8_t { put, erase, erase_range };
   op kind = op::put;
   std::string key;
   std::string value;  // put: the value; erase_range: the exclusive end key
+  side_cf cf = side_cf::schedules;
 };
+using schedule_row = side_row;
 
 // The rows that store `s` (definition and state) and, if given, one history row
 // `f` (f->seq must be s.history_seq), deleting the row that falls out of the
@@ -87,8 +98,9 @@ status schedule_rows_of(const schedule& s, const schedule_firing* f, std::vector
 std::vector<schedule_row> schedule_erase_rows(std::string_view schedule_id);
 
 // A thread's new events and its manifest after them: one atomic unit.
-// A tick with an empty thread_id and only schedule_rows writes those rows alone
-// (schedule CRUD, a skipped firing, a firing whose bound thread is gone).
+// A tick with an empty thread_id and only side_rows writes those rows alone
+// (schedule CRUD, a skipped firing, a firing whose bound thread is gone,
+// sessions and suggestions).
 struct tick {
   std::string thread_id;
   bool create = false;        // true: the thread must not exist yet; false: it must
@@ -108,8 +120,9 @@ struct tick {
   // effect's cursor for the thread (the last seq it processed), written in the
   // same batch so that after a crash the effect neither repeats nor skips it.
   std::vector<std::pair<std::string, uint64_t>> effect_cursors;
-  // Schedule definitions and history rows written in the same batch (a firing).
-  std::vector<schedule_row> schedule_rows;
+  // Rows of the side column families written in the same batch (a firing, a
+  // work transition's item row and triples).
+  std::vector<side_row> side_rows;
   // Recovery only: the thread's stored manifest or events may be unreadable. The
   // writer then takes the last seq from the event keys and the index entries from
   // a scan when the manifest does not decode, instead of from the manifest.
@@ -356,6 +369,13 @@ class event_log {
   status schedule_history(std::string_view id, uint64_t before_seq, size_t limit,
                           std::vector<schedule_firing>* out, uint64_t* next) const;
 
+  // Side column families (work, graph, sessions, suggestions; grammars in
+  // persistence/work_rows.cpp). One row: not_found if absent.
+  status read_side(side_cf cf, std::string_view key, std::string* value) const;
+  // Rows whose key starts with `prefix`, in key order, until fn returns false.
+  status scan_side(side_cf cf, std::string_view prefix,
+                   const std::function<bool(std::string_view key, std::string_view value)>& fn) const;
+
   log_counters counters() const;
   durability mode() const { return options_.mode; }
   const log_options& options() const { return options_; }
@@ -387,7 +407,10 @@ class event_log {
   status prepare_claims(const tick& t, rocksdb::WriteBatch* batch,
                         std::unordered_map<std::string, std::string>* claims) const;
   status write(rocksdb::WriteBatch* batch, size_t ticks);
-  status prepare_schedule_rows(const tick& t, rocksdb::WriteBatch* batch) const;
+  status prepare_side_rows(const tick& t, rocksdb::WriteBatch* batch) const;
+  // The thread's work row and every graph triple naming it (erase_thread).
+  status erase_work_rows(const std::string& id, const std::vector<std::string>& index_keys,
+                         rocksdb::WriteBatch* batch) const;
   status refusal() const;  // what a write gets once the log is not writable
   void remember(const std::string& thread_id, projection p);
 

@@ -13,12 +13,26 @@
 namespace skein::detail {
 
 enum cf_id : size_t { cf_default, cf_threads, cf_events, cf_index, cf_usage, cf_effects,
-                      cf_embeddings, cf_schedules, cf_agents, cf_meta, cf_inbox, cf_count };
+                      cf_embeddings, cf_schedules, cf_agents, cf_meta, cf_inbox,
+                      // schema 3 (work items)
+                      cf_work, cf_graph, cf_sessions, cf_suggestions, cf_count };
 
 inline constexpr const char* cf_names[cf_count] = {"default",    "threads",   "events", "index",
                                                    "usage",      "effects",   "embeddings",
                                                    "schedules",  "agents",    "meta",
-                                                   "inbox"};
+                                                   "inbox",      "work",      "graph",
+                                                   "sessions",   "suggestions"};
+
+inline cf_id cf_of(side_cf c) {
+  switch (c) {
+    case side_cf::schedules: return cf_schedules;
+    case side_cf::work: return cf_work;
+    case side_cf::graph: return cf_graph;
+    case side_cf::sessions: return cf_sessions;
+    case side_cf::suggestions: return cf_suggestions;
+  }
+  return cf_schedules;
+}
 
 status from_rocks(const rocksdb::Status& s, std::string_view what);
 std::string hex_encode(std::string_view bytes);

@@ -377,7 +377,9 @@ status event_log::count_thread_keys(std::string_view thread_id, size_t* out) con
   *out = 0;
   std::string id{thread_id};
   for (size_t c = 0; c < cf_count; ++c) {
-    if (c == cf_meta || c == cf_default || c == cf_agents || c == cf_schedules) continue;
+    if (c == cf_meta || c == cf_default || c == cf_agents || c == cf_schedules || c == cf_sessions ||
+        c == cf_suggestions)
+      continue;
     std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->cf(static_cast<cf_id>(c)))};
     if (c == cf_events || c == cf_embeddings) {
       rocksdb::ReadOptions ro;
@@ -399,6 +401,17 @@ status event_log::count_thread_keys(std::string_view thread_id, size_t* out) con
           break;
         case cf_usage: mine = key.starts_with(keys::event_prefix(id)); break;
         case cf_effects: mine = key.ends_with(std::string(1, '\0') + id); break;
+        case cf_work: mine = key.ends_with("/" + id); break;
+        case cf_graph: {
+          // A triple names the thread as a node: "thread:" id, ended by 0x00 or the key's end.
+          std::string node = "thread:" + id;
+          for (size_t at = key.find(node); at != std::string_view::npos; at = key.find(node, at + 1)) {
+            size_t end = at + node.size();
+            bool starts = at == 2 || key[at - 1] == '\0';
+            if (starts && (end == key.size() || key[end] == '\0')) mine = true;
+          }
+          break;
+        }
         default: break;
       }
       if (mine) ++*out;

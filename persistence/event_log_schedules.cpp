@@ -1,6 +1,7 @@
-// The schedules column family: definition rows and firing history (keys in
-// keys.cpp, values in runtime/model/schedule.cpp). Written only as tick rows
-// (tick::schedule_rows), through the journal like every other write.
+// The side column families: schedules (definition rows and firing history; keys
+// in keys.cpp, values in runtime/model/schedule.cpp) and the work-item families
+// (work, graph, sessions, suggestions; persistence/work_rows.cpp). Written only
+// as tick rows (tick::side_rows), through the journal like every other write.
 #include <cassert>
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
@@ -37,28 +38,76 @@ std::vector<schedule_row> schedule_erase_rows(std::string_view schedule_id) {
   return rows;
 }
 
-status event_log::prepare_schedule_rows(const tick& t, rocksdb::WriteBatch* batch) const {
-  for (const auto& r : t.schedule_rows) {
-    // Only the two key shapes of keys.cpp: a tick cannot write elsewhere through here.
-    if (r.key.size() < 3 || (r.key.compare(0, 2, "d/") != 0 && r.key.compare(0, 2, "h/") != 0))
-      return status::invalid_input("tick.schedule_rows: key " + printable_key(r.key) +
-                                   " is neither a schedule nor a history key");
+std::string_view to_string(side_cf cf) {
+  switch (cf) {
+    case side_cf::schedules: return "schedules";
+    case side_cf::work: return "work";
+    case side_cf::graph: return "graph";
+    case side_cf::sessions: return "sessions";
+    case side_cf::suggestions: return "suggestions";
+  }
+  return "schedules";
+}
+
+namespace {
+
+// Only the key shapes of keys.cpp: a tick cannot write elsewhere through here.
+bool side_key_shape_ok(side_cf cf, std::string_view key) {
+  if (key.size() < 3) return false;
+  switch (cf) {
+    case side_cf::schedules: return key.starts_with("d/") || key.starts_with("h/");
+    case side_cf::graph: return key.starts_with("s/") || key.starts_with("o/") || key.starts_with("g/");
+    case side_cf::work:
+    case side_cf::sessions:
+    case side_cf::suggestions: {
+      size_t slash = key.find('/');
+      return slash != 0 && slash != std::string_view::npos && slash + 1 < key.size();
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+status event_log::prepare_side_rows(const tick& t, rocksdb::WriteBatch* batch) const {
+  for (const auto& r : t.side_rows) {
+    std::string where = "tick.side_rows (" + std::string{to_string(r.cf)} + ")";
+    if (!side_key_shape_ok(r.cf, r.key))
+      return status::invalid_input(where + ": key " + printable_key(r.key) + " is not a key of that column family");
+    auto* cf = impl_->cf(cf_of(r.cf));
     switch (r.kind) {
-      case schedule_row::op::put:
+      case side_row::op::put:
         if (r.value.size() > options_.limits.json_bytes_max)
-          return status::invalid_input("tick.schedule_rows: value exceeds json_bytes_max").with_limit("json_bytes_max");
-        batch->Put(impl_->cf(cf_schedules), r.key, r.value);
+          return status::invalid_input(where + ": value exceeds json_bytes_max").with_limit("json_bytes_max");
+        batch->Put(cf, r.key, r.value);
         break;
-      case schedule_row::op::erase:
-        batch->Delete(impl_->cf(cf_schedules), r.key);
+      case side_row::op::erase:
+        batch->Delete(cf, r.key);
         break;
-      case schedule_row::op::erase_range:
-        if (!(r.key < r.value)) return status::invalid_input("tick.schedule_rows: empty erase range");
-        batch->DeleteRange(impl_->cf(cf_schedules), r.key, r.value);
+      case side_row::op::erase_range:
+        if (!(r.key < r.value)) return status::invalid_input(where + ": empty erase range");
+        batch->DeleteRange(cf, r.key, r.value);
         break;
     }
   }
   return status::ok();
+}
+
+status event_log::read_side(side_cf cf, std::string_view key, std::string* value) const {
+  auto s = impl_->db->Get(rocksdb::ReadOptions(), impl_->cf(cf_of(cf)), key, value);
+  if (s.IsNotFound()) return status::not_found(std::string{to_string(cf)} + " key " + printable_key(key) + " does not exist");
+  return from_rocks(s, "read " + std::string{to_string(cf)});
+}
+
+status event_log::scan_side(side_cf cf, std::string_view prefix,
+                            const std::function<bool(std::string_view key, std::string_view value)>& fn) const {
+  std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->cf(cf_of(cf)))};
+  for (it->Seek(rocksdb::Slice(prefix.data(), prefix.size())); it->Valid(); it->Next()) {
+    std::string_view key = it->key().ToStringView();
+    if (!key.starts_with(prefix)) break;
+    if (!fn(key, it->value().ToStringView())) break;
+  }
+  return from_rocks(it->status(), "scan " + std::string{to_string(cf)});
 }
 
 status event_log::read_schedule(std::string_view id, schedule* out) const {

@@ -1,4 +1,4 @@
-// Key formats, version 2 (the schema version in the `meta` column family).
+// Key formats, version 3 (the schema version in the `meta` column family).
 //
 //   threads    key := thread-id                                  value := manifest JSON
 //   events     key := thread-id 0x00 be64(seq)                   value := event JSON
@@ -22,8 +22,11 @@
 //   meta       key := "schema_version"                           value := decimal
 //   inbox      key := thread-id 0x00 be64(arrival)               value := inbox input JSON
 //                                                                (grammar in runtime/model/run.hpp)
+//   work, graph, sessions, suggestions (version 3, work items): keys and values in
+//                                                                persistence/work_rows.cpp
 //
-// Version 1 differed only in the usage key, be64(ts_ms) thread-id 0x00 be64(seq):
+// Version 2 lacked the work-item families; opening it creates them (empty) and
+// records version 3. Version 1 differed only in the usage key, be64(ts_ms) thread-id 0x00 be64(seq):
 // erasing a thread had to read its log to find its rows. Opening a version-1
 // database rewrites its usage rows (event_log.cpp) before anything else runs.
 //

@@ -77,8 +77,11 @@ class memory_service : public std::enable_shared_from_this<memory_service> {
   // After it every search fails with io_error. Idempotent.
   void close();
 
- private:
+  // The embedder the agent names (built once, cached); invalid_input naming
+  // agent.effects.embedder when it names none or an unknown one.
   status embedder_for(const std::string& agent_id, std::shared_ptr<embedder>* out);
+
+ private:
   status hits_for(const std::vector<memory_match>& matches, size_t k, std::vector<memory_hit>* out);
 
   memory_index index_;

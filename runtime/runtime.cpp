@@ -14,6 +14,9 @@
 #include "actors/error.hpp"
 #include "actors/messages.hpp"
 #include "actors/scheduler.hpp"
+#include "actors/work_messages.hpp"
+#include "runtime/model/hashing_embedder.hpp"
+#include "runtime/work_service.hpp"
 #include "runtime/model/conversation.hpp"
 #include "runtime/model/ids.hpp"
 #include "runtime/model/json_reader.hpp"
@@ -179,6 +182,9 @@ struct runtime::impl {
   core_options core_opts;
   std::shared_ptr<memory_service> memory;  // shared with the memory_search tool
   std::unique_ptr<actor_timer_service> memory_timers;  // for the embedders memory search builds
+  std::unique_ptr<work_service> work;  // work items (work_service.hpp)
+  std::mutex hashing_mu;  // guards hashing
+  std::shared_ptr<embedder> hashing;  // for agents naming no embedder: the work service's
 
   // Asks `dest` and waits for a T (or caf::unit when T is void-like).
   status check_open() const {
@@ -227,6 +233,8 @@ struct runtime::impl {
 };
 
 runtime::runtime(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+
+work_service* runtime::works() const { return impl_->work.get(); }
 
 runtime::~runtime() { close().ignore(); }
 
@@ -313,6 +321,43 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   sc.timers = p->actors.timers.get();
   if (status s = spawn_scheduler(*p->sys, std::move(sc), &p->scheduler); !s) {
     runtime partial{std::move(p)};  // close() stops what started
+    return s;
+  }
+  // The work service on the runtime's actors: births through the directory,
+  // transitions through thread actors, session and suggestion rows through the
+  // journal. Its index is filled from the work column family before it serves.
+  auto start_work = [](impl& p) -> status {
+    work_hooks h;
+    runtime::impl* self = &p;
+    h.create = [self](work_birth b, manifest* out) {
+      return self->ask(self->actors.directory, out, work_atom::value, std::move(b));
+    };
+    h.transition = [self](const std::string& thread, work_op op, manifest* out) {
+      return self->ask_thread(thread, out, work_atom::value, std::move(op));
+    };
+    h.write_rows = [self](std::vector<side_row> rows) {
+      SKEIN_TRY(self->check_open());
+      tick t;
+      t.side_rows = std::move(rows);
+      return journal_commit(*self->sys, self->actors.journal, t);
+    };
+    h.embedder_of = [self](const std::string& agent, std::shared_ptr<embedder>* out) {
+      agent_config a;
+      SKEIN_TRY(self->log->read_agent(agent, &a));
+      if (!a.effects.embedder.empty()) return self->memory->embedder_for(agent, out);
+      std::lock_guard lock{self->hashing_mu};
+      if (!self->hashing) SKEIN_TRY(make_hashing_embedder("{}", *self->memory_timers, &self->hashing));
+      *out = self->hashing;
+      return status::ok();
+    };
+    h.clock = p.core_opts.wall_clock;
+    p.work = std::make_unique<work_service>(*p.log, std::move(h));
+    SKEIN_TRY(p.work->rebuild());
+    p.work->start_sweeps(p.options.work_sweep_interval_ms, p.options.work_auto_archive);
+    return status::ok();
+  };
+  if (status s = start_work(*p); !s) {
+    runtime partial{std::move(p)};
     return s;
   }
   out->reset(new runtime(std::move(p)));
@@ -410,6 +455,7 @@ status runtime::list_threads(const thread_query& query, thread_page* out) {
 status runtime::delete_thread(const std::string& id) {
   SKEIN_TRY(impl_->tell(impl_->actors.directory, delete_atom::value, id));
   impl_->memory->index().remove_thread(id);  // after the erase: a search meanwhile skips its gone events
+  if (impl_->work) impl_->work->forget(id);
   return status::ok();
 }
 
@@ -758,6 +804,7 @@ status runtime::close() {
   std::lock_guard<std::mutex> lock{impl_->close_mu};
   if (impl_->closed) return status::ok();
   impl_->closed = true;
+  if (impl_->work) impl_->work->stop();  // its sweeps use the actors
   // The retention effect first: it stops after a sweep in progress, before the threads close.
   caf::anon_send_exit(impl_->retention, caf::exit_reason::user_shutdown);
   impl_->retention = nullptr;
@@ -789,6 +836,7 @@ status runtime::close() {
   // Engines and memory searches hold the timers by reference until their actors end.
   impl_->actors.timers.reset();
   impl_->memory_timers.reset();
+  impl_->work.reset();  // borrows the log
   impl_->log.reset();
   return result;
 }

@@ -38,6 +38,8 @@
 
 namespace skein {
 
+class work_service;
+
 // Effects (DESIGN §4): derived work after runs, exactly once relative to the log.
 struct runtime_effects {
   bool titles = true;      // the titles effect (each agent opts out with effects.titles)
@@ -343,6 +345,8 @@ class runtime {
  private:
   struct impl;
   explicit runtime(std::unique_ptr<impl> p);
+  // The work service (runtime_work.cpp); null once closed.
+  work_service* works() const;
   std::unique_ptr<impl> impl_;
 };
 

@@ -40,6 +40,11 @@ struct work_graph_stats {
 // the existing item, touched; equal normalized text is the fallback (and the only
 // test when the embedder fails). Concurrent creates of one text yield one item.
 inline constexpr double work_dedup_similarity = 0.85;
+inline constexpr size_t work_items_per_agent_max = 1000000;  // open items of one agent (overloaded past it)
+inline constexpr size_t work_relates_max = 64;                // relates_to of one create
+inline constexpr size_t work_session_texts_max = 256;         // open_items, and topics, of one close
+inline constexpr size_t work_sessions_compared_max = 200;     // latest closed sessions a close compares with
+inline constexpr int64_t work_embed_timeout_ms = 5000;        // an embedding waited for, then text only
 struct work_create {
   std::string agent_id;
   std::string text;

@@ -1,0 +1,271 @@
+// work: work items (runtime/work_service.hpp) at scale. Figures:
+//  - create_item with dedup against 10,000 and 100,000 open items of one agent
+//    (hashing embedder, 384 dims, durability sync): p50/p99 µs of a create that
+//    scans every open item and writes a new one, and of one that finds its
+//    duplicate and touches it;
+//  - session_start of an agent with 10,000 open items (the sweep, the listing with
+//    every manifest read, the session row): p50 ms;
+//  - the sweep over 1,000,000 open items (nothing due: it assesses each): items/s,
+//    and the sweep that records dormancy for 10,000 items through their thread
+//    actors: items/s.
+// Every count is multiplied by --scale. The open items are written beforehand
+// straight into the event log (the item's creation tick: manifest, work.created,
+// work row with its vector, created_thread triple), in batches; the runtime then
+// opens on them and rebuilds its index from the work column family (its time is
+// reported too). The sweep's 1,000,000 items are work rows alone, without thread
+// rows: the sweep reads only its index, and nothing is due, so none is written.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+
+#include "bench/workloads.hpp"
+#include "persistence/event_log.hpp"
+#include "persistence/work_rows.hpp"
+#include "runtime/model/hashing_embedder.hpp"
+#include "runtime/model/ids.hpp"
+#include "runtime/model/json_writer.hpp"
+
+namespace skein::bench {
+namespace {
+
+constexpr size_t small_items_at_scale_1 = 10000;
+constexpr size_t large_items_at_scale_1 = 100000;
+constexpr size_t sweep_items_at_scale_1 = 1000000;
+constexpr size_t dormant_items_at_scale_1 = 10000;
+constexpr size_t creates_measured = 200;     // fresh creates timed per index size (not scaled)
+constexpr size_t session_starts_measured = 5;
+constexpr size_t batch_ticks = 1000;         // ticks per commit_all while building
+constexpr int64_t clock_start_ms = 1790000000000;
+constexpr int64_t day_ms = 24LL * 3600 * 1000;
+constexpr uint64_t seed = 13;
+
+// Eight words of a 400-word vocabulary: two such texts are far apart (cosine well
+// below the dedup threshold) unless they share most words.
+std::string random_text(std::mt19937_64& rng) {
+  std::string t = "task";
+  for (int i = 0; i < 8; ++i) t += " w" + std::to_string(rng() % 400);
+  return t;
+}
+
+// Writes `n` open items of `agent` into a fresh database at `path`, with threads
+// (with_threads) or as work rows alone.
+status build_items(const std::string& path, const std::string& agent, size_t n, bool with_threads,
+                   int64_t at_ms, std::vector<std::string>* texts) {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+  log_options lo;
+  lo.path = path;
+  lo.mode = durability::flush;  // the build is setup, not measured
+  std::unique_ptr<event_log> log;
+  SKEIN_TRY(event_log::open(lo, &log));
+  agent_config a;
+  a.id = agent;
+  a.system_prompt = "bench";
+  a.engine_config = R"({"default":{"reply":"ok"}})";
+  SKEIN_TRY(log->put_agent(a));
+  std::mt19937_64 rng{seed};
+  for (size_t from = 0; from < n; from += batch_ticks) {
+    std::vector<tick> ticks;
+    for (size_t i = from; i < std::min(n, from + batch_ticks); ++i) {
+      std::string text = random_text(rng);
+      if (texts != nullptr) texts->push_back(text);
+      work_item w;
+      w.text = text;
+      w.cls = classify_work(text);
+      w.created_at_ms = w.last_touched_at_ms = at_ms;
+      std::string id = new_thread_id(at_ms, i + 1);
+      tick t;
+      t.thread_id = id;
+      t.create = true;
+      t.manifest.id = id;
+      t.manifest.agent_id = agent;
+      t.manifest.title = text;
+      t.manifest.created_at_ms = t.manifest.updated_at_ms = at_ms;
+      t.manifest.work = w;
+      event e = make_signal("work.created", "{}");
+      e.seq = 1;
+      e.ts_ms = at_ms;
+      t.events.push_back(e);
+      t.side_rows.push_back(work_row_put({agent, id, w, with_threads ? hash_embed(text) : std::vector<float>{}}));
+      if (with_threads) {
+        for (auto& r : triple_rows({"agent:" + agent, "created_thread", "thread:" + id, agent, id, 1, at_ms}))
+          t.side_rows.push_back(std::move(r));
+        ticks.push_back(std::move(t));
+      } else {
+        // Work rows alone: an empty-thread tick carries them.
+        if (ticks.empty()) ticks.emplace_back();
+        ticks.back().side_rows.push_back(std::move(t.side_rows.back()));
+      }
+    }
+    std::vector<tick*> ptrs;
+    for (auto& t : ticks) ptrs.push_back(&t);
+    if (with_threads) {
+      SKEIN_TRY(log->commit_all(ptrs));
+    } else {  // a rows-alone tick (no thread): commit_group takes it
+      std::vector<status> results(ptrs.size());
+      log->commit_group(ptrs, results);
+      for (auto& r : results) SKEIN_TRY(r);
+    }
+  }
+  return status::ok();
+}
+
+status open_on(const std::string& path, const std::shared_ptr<std::atomic<int64_t>>& now,
+               std::unique_ptr<runtime>* out, double* open_ms) {
+  runtime_options ro;
+  ro.data_dir = path;
+  ro.clock = [now] { return now->load(); };
+  ro.work_sweep_interval_ms = 0;
+  ro.schedule_wake_ms = 0;
+  ro.effects.titles = ro.effects.embeddings = ro.effects.compaction = false;
+  auto start = bench_clock::now();
+  SKEIN_TRY(runtime::open(std::move(ro), out));
+  *open_ms = seconds_since(start, bench_clock::now()) * 1000;
+  return status::ok();
+}
+
+struct dedup_figures {
+  size_t items = 0;
+  double open_ms = 0;
+  double fresh_p50_us = 0, fresh_p99_us = 0;
+  double dup_p50_us = 0, dup_p99_us = 0;
+  double session_start_ms = 0;  // p50; measured on the small index only
+};
+
+status measure_dedup(const bench_options& options, const std::string& name, size_t n, bool session_starts,
+                     dedup_figures* f) {
+  const std::string path = options.dir + "/" + name;
+  std::vector<std::string> texts;
+  SKEIN_TRY(build_items(path, bench_agent_id, n, true, clock_start_ms, &texts));
+  auto now = std::make_shared<std::atomic<int64_t>>(clock_start_ms + 1000);
+  std::unique_ptr<runtime> rt;
+  SKEIN_TRY(open_on(path, now, &rt, &f->open_ms));
+  f->items = n;
+  std::mt19937_64 rng{seed + 1};
+  std::vector<int64_t> fresh, dup;
+  for (size_t i = 0; i < creates_measured; ++i) {
+    work_create c;
+    c.agent_id = bench_agent_id;
+    c.text = "fresh " + random_text(rng);
+    work_create_result r;
+    auto start = bench_clock::now();
+    SKEIN_TRY(rt->create_item(c, &r));
+    fresh.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(bench_clock::now() - start).count());
+    if (r.deduplicated) return status::corruption("work: a fresh text was taken for a duplicate of " + r.thread.id);
+    c.text = texts[(i * 7919) % texts.size()];
+    start = bench_clock::now();
+    SKEIN_TRY(rt->create_item(c, &r));
+    dup.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(bench_clock::now() - start).count());
+    if (!r.deduplicated) return status::corruption("work: a stored text was not found as a duplicate");
+  }
+  f->fresh_p50_us = quantile_us(fresh, 0.5);
+  f->fresh_p99_us = quantile_us(fresh, 0.99);
+  f->dup_p50_us = quantile_us(dup, 0.5);
+  f->dup_p99_us = quantile_us(dup, 0.99);
+  if (session_starts) {
+    std::vector<int64_t> ns;
+    for (size_t i = 0; i < session_starts_measured; ++i) {
+      work_session_start in;
+      in.agent_id = bench_agent_id;
+      work_session_started out;
+      auto start = bench_clock::now();
+      SKEIN_TRY(rt->session_start(in, &out));
+      ns.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(bench_clock::now() - start).count());
+      if (out.items.size() < n) return status::corruption("work: session_start listed " + std::to_string(out.items.size()) + " items");
+    }
+    f->session_start_ms = quantile_us(ns, 0.5) / 1000;
+  }
+  return rt->close();
+}
+
+struct sweep_figures {
+  size_t items = 0;
+  double open_ms = 0;
+  double assess_per_s = 0;
+  size_t dormant_items = 0;
+  double dormant_per_s = 0;
+};
+
+status measure_sweeps(const bench_options& options, size_t n, size_t dormant_n, sweep_figures* f) {
+  const std::string path = options.dir + "/work-sweep";
+  SKEIN_TRY(build_items(path, bench_agent_id, n, false, clock_start_ms, nullptr));
+  auto now = std::make_shared<std::atomic<int64_t>>(clock_start_ms + 1000);
+  std::unique_ptr<runtime> rt;
+  SKEIN_TRY(open_on(path, now, &rt, &f->open_ms));
+  work_sweep_options o;
+  o.agent_id = bench_agent_id;
+  work_sweep_result r;
+  auto start = bench_clock::now();
+  SKEIN_TRY(rt->sweep_items(o, &r));
+  double s = seconds_since(start, bench_clock::now());
+  if (r.examined != n || !r.dormant.empty()) return status::corruption("work: the sweep examined " + std::to_string(r.examined));
+  f->items = n;
+  f->assess_per_s = n / s;
+  SKEIN_TRY(rt->close());
+  rt.reset();
+
+  // Items with threads, all dormant by the clock: each sweep records one transition.
+  const std::string dpath = options.dir + "/work-dormant";
+  SKEIN_TRY(build_items(dpath, bench_agent_id, dormant_n, true, clock_start_ms, nullptr));
+  now->store(clock_start_ms + 60 * day_ms);
+  double open_ms = 0;
+  SKEIN_TRY(open_on(dpath, now, &rt, &open_ms));
+  start = bench_clock::now();
+  SKEIN_TRY(rt->sweep_items(o, &r));
+  s = seconds_since(start, bench_clock::now());
+  if (r.dormant.size() != dormant_n) return status::corruption("work: the sweep recorded " + std::to_string(r.dormant.size()));
+  f->dormant_items = dormant_n;
+  f->dormant_per_s = dormant_n / s;
+  return rt->close();
+}
+
+}  // namespace
+
+status run_work(const bench_options& options, std::string* json) {
+  dedup_figures small, large;
+  SKEIN_TRY(measure_dedup(options, "work-10k", scaled_count(small_items_at_scale_1, options.scale), true, &small));
+  SKEIN_TRY(measure_dedup(options, "work-100k", scaled_count(large_items_at_scale_1, options.scale), false, &large));
+  sweep_figures sw;
+  SKEIN_TRY(measure_sweeps(options, scaled_count(sweep_items_at_scale_1, options.scale),
+                           scaled_count(dormant_items_at_scale_1, options.scale), &sw));
+
+  std::printf("\nwork: create_item with dedup (hashing, 384 dims, durability sync), session_start, sweeps\n");
+  std::printf("%-44s %12s %12s\n", "figure", "small", "large");
+  std::printf("%-44s %12zu %12zu\n", "open items", small.items, large.items);
+  std::printf("%-44s %12.1f %12.1f\n", "runtime open (index rebuild) ms", small.open_ms, large.open_ms);
+  std::printf("%-44s %12.0f %12.0f\n", "create, new item p50 us", small.fresh_p50_us, large.fresh_p50_us);
+  std::printf("%-44s %12.0f %12.0f\n", "create, new item p99 us", small.fresh_p99_us, large.fresh_p99_us);
+  std::printf("%-44s %12.0f %12.0f\n", "create, duplicate found p50 us", small.dup_p50_us, large.dup_p50_us);
+  std::printf("%-44s %12.0f %12.0f\n", "create, duplicate found p99 us", small.dup_p99_us, large.dup_p99_us);
+  std::printf("%-44s %12.1f %12s\n", "session_start p50 ms", small.session_start_ms, "-");
+  std::printf("%-44s %12zu\n", "sweep: open items (nothing due)", sw.items);
+  std::printf("%-44s %12.0f\n", "sweep: items assessed/s", sw.assess_per_s);
+  std::printf("%-44s %12zu\n", "sweep: items made dormant", sw.dormant_items);
+  std::printf("%-44s %12.0f\n", "sweep: dormancy recorded/s", sw.dormant_per_s);
+
+  json_writer w{json};
+  w.begin_object();
+  auto dedup = [&](const char* key, const dedup_figures& f) {
+    w.key(key);
+    w.begin_object();
+    w.field_uint("items", f.items);
+    w.field_number("open_ms", f.open_ms);
+    w.field_number("create_new_p50_us", f.fresh_p50_us);
+    w.field_number("create_new_p99_us", f.fresh_p99_us);
+    w.field_number("create_duplicate_p50_us", f.dup_p50_us);
+    w.field_number("create_duplicate_p99_us", f.dup_p99_us);
+    w.end_object();
+  };
+  dedup("small", small);
+  dedup("large", large);
+  w.field_number("session_start_p50_ms", small.session_start_ms);
+  w.field_uint("sweep_items", sw.items);
+  w.field_number("sweep_assessed_per_s", sw.assess_per_s);
+  w.field_uint("sweep_dormant_items", sw.dormant_items);
+  w.field_number("sweep_dormant_per_s", sw.dormant_per_s);
+  w.end_object();
+  return status::ok();
+}
+
+}  // namespace skein::bench
