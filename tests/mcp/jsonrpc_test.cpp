@@ -84,7 +84,7 @@ TEST_CASE("jsonrpc: parse errors, invalid requests and a blank line") {
   CHECK(calls == 0);
 }
 
-TEST_CASE("jsonrpc: notifications and responses get no answer; errors and exceptions become error answers") {
+TEST_CASE("jsonrpc: notifications and responses get no answer, errors and exceptions become error answers") {
   int calls = 0;
   auto ep = echo_endpoint(&calls);
   CHECK(ep.handle_line(R"({"jsonrpc":"2.0","method":"notifications/initialized"})").empty());
@@ -132,7 +132,7 @@ TEST_CASE("jsonrpc: a batch is refused unless allowed, then answered in one arra
   CHECK(ep.handle_line(R"([{"jsonrpc":"2.0","method":"n"}])").empty());
 }
 
-TEST_CASE("mcp: requests before initialize are refused; initialize negotiates the revision") {
+TEST_CASE("mcp: requests before initialize are refused, initialize negotiates the revision") {
   fake_transport t;
   session s{t, "a"};
   endpoint ep{[&](const rpc_request& r) { return s.handle(r); }};
@@ -162,7 +162,7 @@ TEST_CASE("mcp: tools/list gives every tool an object schema with its required f
   CHECK(out.find(R"("required":["thread_id","text"])") != std::string::npos);
 }
 
-TEST_CASE("mcp: a tool call builds its route's request; a bad argument is a tool error naming the field") {
+TEST_CASE("mcp: a tool call builds its route's request, a bad argument is a tool error naming the field") {
   fake_transport t;
   session s{t, "a"};
   endpoint ep{[&](const rpc_request& r) { return s.handle(r); }};
