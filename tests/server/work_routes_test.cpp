@@ -70,22 +70,63 @@ TEST_CASE("work routes: create, dedup, get, touch, relate, list, resolve and swe
   CHECK(f.call("GET", "/v1/graph/provenance?node=thread:" + id + "&depth=2").status == 200);
 }
 
-TEST_CASE("work routes: sessions and suggestions") {
-  server_fixture f;
-  f.agent("a", ok_rules);
-  auto r = f.call("POST", "/v1/agents/a/sessions", R"({"session_id":"s1"})");
+TEST_CASE("work routes: sessions, suggestions from recurring topics, promote and dismiss") {
+  server_fixture f{{}, {}, tokens};
+  f.agent("alpha", ok_rules, admin);
+  f.agent("beta", ok_rules, admin);
+  auto r = f.call("POST", "/v1/agents/alpha/sessions", R"({"session_id":"s1"})", alpha);
   INFO(r.body);
   REQUIRE(r.status == 201);
   CHECK(r.body.find(R"("session_id":"s1")") != std::string::npos);
-  r = f.call("POST", "/v1/agents/a/sessions/s1/close", R"({"summary":"did things","open_items":["write docs"]})");
+  r = f.call("POST", "/v1/agents/alpha/sessions/s1/close", R"({"summary":"did things","open_items":["write docs"]})",
+             alpha);
   CHECK(r.status == 200);
   CHECK(r.body.find("write docs") != std::string::npos);
-  r = f.call("GET", "/v1/agents/a/suggestions?all=true");
+  // A topic in three sessions becomes a suggestion, twice over for two topics.
+  for (const char* sid : {"s2", "s3", "s4"}) {
+    REQUIRE(f.call("POST", std::string{"/v1/agents/alpha/sessions/"} + sid + "/close",
+                   R"({"topics":["migrate the billing database to postgres","tune the flaky integration tests"]})", alpha)
+                .status == 200);
+  }
+  r = f.call("GET", "/v1/agents/alpha/suggestions", "", alpha);
+  INFO(r.body);
+  REQUIRE(r.status == 200);
+  std::vector<std::string> ids;
+  for (size_t p = 0; (p = r.body.find(R"({"id":")", p)) != std::string::npos; p += 7)
+    ids.push_back(r.body.substr(p + 7, r.body.find('"', p + 7) - p - 7));
+  REQUIRE(ids.size() == 2);
+  // Another agent's token finds them missing, byte for byte.
+  auto other = f.call("POST", "/v1/suggestions/" + ids[0] + "/promote", "", beta);
+  auto missing = f.call("POST", "/v1/suggestions/" + ids[0] + "x/promote", "", beta);
+  CHECK(other.status == 404);
+  std::string b = missing.body;
+  b.replace(b.find(ids[0] + "x"), ids[0].size() + 1, ids[0]);
+  CHECK(other.body == b);
+  r = f.call("POST", "/v1/suggestions/" + ids[0] + "/promote", "", alpha);
   CHECK(r.status == 200);
-  CHECK(r.body.find(R"("suggestions":[)") != std::string::npos);
-  r = f.call("POST", "/v1/suggestions/nope/promote");
+  CHECK(!item_id(r.body).empty());
+  r = f.call("POST", "/v1/suggestions/" + ids[1] + "/dismiss", "", alpha);
+  CHECK(r.status == 200);
+  CHECK(r.body.find(R"("status":"dismissed")") != std::string::npos);
+  CHECK(f.call("GET", "/v1/agents/alpha/suggestions", "", alpha).body == R"({"suggestions":[]})");
+  CHECK(f.call("GET", "/v1/agents/alpha/suggestions?all=true", "", alpha).body.find(ids[1]) != std::string::npos);
+  r = f.call("POST", "/v1/suggestions/nope/promote", "", admin);
   CHECK(r.status == 404);
   CHECK(error_field(r.body) == "suggestion_id");
+  CHECK(f.call("GET", "/v1/agents/alpha/suggestions?all=maybe", "", alpha).status == 400);
+}
+
+TEST_CASE("work routes: resolving by a text two items match is a conflict listing both") {
+  server_fixture f;
+  f.agent("a", ok_rules);
+  REQUIRE(f.call("POST", "/v1/agents/a/items", R"({"text":"upgrade the api gateway"})").status == 201);
+  REQUIRE(f.call("POST", "/v1/agents/a/items", R"({"text":"document the api rate limits for partners"})").status == 201);
+  auto r = f.call("POST", "/v1/agents/a/items/resolve", R"({"text":"api"})");
+  INFO(r.body);
+  CHECK(r.status == 409);
+  CHECK(error_code(r.body) == "conflict");
+  CHECK(r.body.find("gateway") != std::string::npos);
+  CHECK(r.body.find("rate limits") != std::string::npos);
 }
 
 TEST_CASE("work routes: errors name the field, and bounds are enforced") {
