@@ -61,6 +61,16 @@ try {
   assert.equal(resolved.status, 'resolved');
   await good('session_close', { session_id: 's1', summary: 'ok', open_items: ['write the docs'] });
 
+  // Topics recurring in three sessions become suggestions, carried by session_start.
+  for (const sid of ['s2', 's3', 's4'])
+    await good('session_close', { session_id: sid, topics: ['migrate billing to postgres', 'tune the flaky tests'] });
+  const carried = await good('session_start', { session_id: 's5' });
+  assert.equal(carried.suggestions.length, 2, JSON.stringify(carried.suggestions));
+  const promoted = await good('promote_suggestion', { suggestion_id: carried.suggestions[0].id });
+  assert.ok(promoted.item.id);
+  const dismissed = await good('dismiss_suggestion', { suggestion_id: carried.suggestions[1].id });
+  assert.equal(dismissed.status, 'dismissed');
+
   await bad('create_thread', {}, 'arguments.text: required');
   await bad('list_threads', { limit: 0 }, 'arguments.limit');
   await bad('graph_traverse', { lens: 'sideways' }, 'arguments.lens');
