@@ -137,6 +137,28 @@ TEST_CASE("skein mcp, embedded: every tool with good and bad arguments, and the 
   CHECK(ok(lines[1]));
   CHECK(ok(lines[2]));
   CHECK(lines[2].find("hello") != std::string::npos);
+
+  // Topics of three sessions become suggestions; session_start carries them.
+  std::string topics = R"(,"topics":["migrate billing to postgres","tune the flaky tests"]})";
+  input = opening + call(1, "session_close", R"({"session_id":"s2")" + topics) +
+          call(2, "session_close", R"({"session_id":"s3")" + topics) +
+          call(3, "session_close", R"({"session_id":"s4")" + topics) + call(4, "session_start", "{}");
+  lines = run_mcp(dir, {"--data", data, "--durability", "flush", "--agent", "a"}, input, &code);
+  REQUIRE(lines.size() == 5);
+  std::vector<std::string> suggestions;
+  const std::string marker = R"({\"id\":\")";
+  for (size_t p = lines[4].find(R"(\"suggestions\":[)"); (p = lines[4].find(marker, p)) != std::string::npos;
+       p += marker.size())
+    suggestions.push_back(lines[4].substr(p + marker.size(), lines[4].find('\\', p + marker.size()) - p - marker.size()));
+  REQUIRE(suggestions.size() == 2);
+  input = opening + call(1, "promote_suggestion", R"({"suggestion_id":")" + suggestions[0] + R"("})") +
+          call(2, "dismiss_suggestion", R"({"suggestion_id":")" + suggestions[1] + R"("})");
+  lines = run_mcp(dir, {"--data", data, "--durability", "flush", "--agent", "a"}, input, &code);
+  REQUIRE(lines.size() == 3);
+  CHECK(ok(lines[1]));
+  CHECK(!item_id(lines[1]).empty());
+  CHECK(ok(lines[2]));
+  CHECK(lines[2].find(R"(\"status\":\"dismissed\")") != std::string::npos);
 }
 
 TEST_CASE("skein mcp --server: the same tools through skein serve with a scoped token") {
