@@ -125,6 +125,7 @@ TEST_CASE("work routes: resolving by a text two items match is a conflict listin
   INFO(r.body);
   CHECK(r.status == 409);
   CHECK(error_code(r.body) == "conflict");
+  CHECK(error_field(r.body) == "text");  // the body's name, not the runtime's
   CHECK(r.body.find("gateway") != std::string::npos);
   CHECK(r.body.find("rate limits") != std::string::npos);
 }

@@ -208,7 +208,11 @@ void resolve_item_route(call& c, const std::string& agent) {
   }
   if (!s) return c.fail(s);
   work_entry out;
-  if (s = c.rt.resolve_item(in, &out); !s) return c.fail(s);
+  if (s = c.rt.resolve_item(in, &out); !s) {
+    // The runtime names its own field (text_match); the client sent `text`.
+    if (s.field() == "text_match") s = status{s}.with_field("text");
+    return c.fail(s);
+  }
   c.reply(200, work_item_json(out));
 }
 
