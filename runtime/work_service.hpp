@@ -43,6 +43,9 @@ struct work_hooks {
   std::function<int64_t()> clock;
 };
 
+// Host threads a sweep sends its transitions from: the journal groups their commits.
+inline constexpr size_t work_sweep_hosts = 16;
+
 class work_service {
  public:
   // `log` is borrowed: it must outlive the service.
@@ -107,6 +110,11 @@ class work_service {
                       const std::vector<float>& vec, size_t* row, std::string* by, double* similarity) const;
 
   status transition(const std::string& thread_id, work_op op, std::vector<work_triple> triples, work_entry* out);
+  // Under ix.mu: the op with its rows (the item's row with its vector, the
+  // triples); *vec receives the vector. apply_after: the index after a transition.
+  work_op prepare_op(const agent_index& ix, const std::string& agent_id, const std::string& thread_id, work_op op,
+                     std::vector<work_triple> triples, std::vector<float>* vec);
+  void apply_after(agent_index& ix, const manifest& after, const std::vector<float>& vec);
   // Under ix.mu: the transition through the thread actor, then the index.
   status transition_locked(agent_index& ix, const std::string& agent_id, const std::string& thread_id, work_op op,
                            std::vector<work_triple> triples, work_entry* out);

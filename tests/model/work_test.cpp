@@ -164,7 +164,7 @@ TEST_CASE("stage and status names round-trip", "[work]") {
   CHECK(parse_work_class("operational") == work_class::operational);
 }
 
-TEST_CASE("manifest codec: the work object round-trips; a manifest without it has none", "[work]") {
+TEST_CASE("manifest codec: the work object round-trips, a manifest without it has none", "[work]") {
   manifest m;
   m.id = "th_1";
   m.agent_id = "a";

@@ -78,7 +78,7 @@ TEST_CASE("work rows round-trip through their codec", "[work]") {
   CHECK(gb == g);
 }
 
-TEST_CASE("an item's rows ride its creation tick; erase_thread leaves none of them", "[work]") {
+TEST_CASE("an item's rows ride its creation tick and erase_thread leaves none of them", "[work]") {
   temp_dir dir;
   auto log = open_work_log(dir.str());
   auto t = item_tick("t1", "a");

@@ -33,7 +33,7 @@ work_session_closed close_session(work_fixture& f, const std::string& agent, con
 
 }  // namespace
 
-TEST_CASE("triples are written with their events; each lens; stats; survive a reopen", "[work]") {
+TEST_CASE("triples are written with their events, each lens, stats, and they survive a reopen", "[work]") {
   work_fixture f;
   f.agent("a");
   auto x = f.create("a", "ship the billing export", "s1", {"GH-9"});
@@ -190,7 +190,7 @@ TEST_CASE("suggestions: recurring topics, covered, evidence, promote, dismiss th
   CHECK(f.rt->promote_suggestion(sug.id, &promoted).code() == errc::conflict);
 }
 
-TEST_CASE("suggestions: a topic an open item covers makes none; promote makes an item", "[work]") {
+TEST_CASE("suggestions: a topic an open item covers makes none, promote makes an item", "[work]") {
   work_fixture f;
   f.agent("a");
   const std::string topic = "flaky integration tests in the payments service";
