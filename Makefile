@@ -19,7 +19,7 @@ run: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target skein
 	$(BUILD_DIR)/tools/skein serve --demo
 
-test: build ui-test-deps
+test: build ui-test-deps mcp-test-deps
 	@scripts/check-registered.sh $(BUILD_DIR)
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
@@ -38,6 +38,18 @@ bench-deps:
 # file; it drives the system's chromium (packages.txt). Never fails the build:
 # without node 20 or npm the test is skipped with a hint.
 UI_TEST_DIR := tests/ui
+# The MCP SDK client of tests/mcp (package-lock.json); without node and npm the
+# conformance test is skipped.
+MCP_TEST_DIR := tests/mcp
+.PHONY: mcp-test-deps
+mcp-test-deps:
+	@if ! command -v node >/dev/null || ! command -v npm >/dev/null; then \
+	  echo "mcp-test-deps: no node/npm: the MCP SDK conformance test will be skipped"; \
+	elif [ ! $(MCP_TEST_DIR)/node_modules/.package-lock.json -nt $(MCP_TEST_DIR)/package-lock.json ]; then \
+	  npm ci --prefix $(MCP_TEST_DIR) --no-audit --no-fund || \
+	    echo "mcp-test-deps: npm ci failed: the MCP SDK conformance test will be skipped"; \
+	fi
+
 .PHONY: ui-test-deps
 ui-test-deps:
 	@if ! command -v node >/dev/null || ! command -v npm >/dev/null; then \

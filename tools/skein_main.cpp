@@ -9,6 +9,7 @@ namespace skein::tools {
 int run_demo(int argc, char** argv);
 int run_serve(int argc, char** argv);
 int run_cli(int argc, char** argv);
+int run_mcp(int argc, char** argv);
 
 extern const char* cli_usage;
 const char* cli_usage =
@@ -19,6 +20,8 @@ const char* cli_usage =
     "      the HTTP API (default 127.0.0.1:7411, ./skein-data, sync); every setting also as\n"
     "      SKEIN_<NAME> in the environment or `name = value` in the config file\n"
     "  demo [--data DIR] [--durability MODE]   one scripted conversation, embedded, no server\n"
+    "  mcp --agent ID [--data DIR | --server URL]   an MCP server on stdio: the agent's work\n"
+    "      items, sessions, suggestions, graph and threads as tools (skein mcp --help)\n"
     "\n"
     "  thread create <agent> [--title T] [--name N] [--tag X]... [--parent ID] [--task ID] [--policy P]\n"
     "        [--engine-config JSON] [--member AGENT[:always|:on_mention]]...\n"
@@ -80,5 +83,6 @@ int main(int argc, char** argv) {
   }
   if (cmd == "demo") return run_demo(argc - 2, argv + 2);
   if (cmd == "serve") return run_serve(argc - 2, argv + 2);
+  if (cmd == "mcp") return run_mcp(argc - 2, argv + 2);
   return run_cli(argc - 1, argv + 1);
 }

@@ -12,6 +12,7 @@
 #include "runtime/model/text.hpp"
 #include "tools/io/import_export.hpp"
 #include "tools/server/ui.hpp"
+#include "tools/server/work_routes.hpp"
 
 namespace skein::server {
 namespace {
@@ -1211,6 +1212,7 @@ http::admission api::admit(const http::request& head) {
   if (v1 && seg.size() == 4 && seg[1] == "agents" && seg[3] == "dm" && head.method == "POST" &&
       !scope->allows(seg[2]))
     a.refuse = forbidden_response("message agent " + quote_input(seg[2]));
+  if (auto refuse = admit_work(*scope, seg)) a.refuse = std::move(refuse);
   if (v1 && seg.size() == 4 && seg[1] == "threads" && head.method == "POST") {
     manifest m;
     if (status s = visible_thread(rt_, *scope, seg[2], "", &m); !s) a.refuse = error_response(s);
@@ -1274,6 +1276,7 @@ void api::handle(http::request& req, std::shared_ptr<http::exchange> ex) {
     return c.reply(response{200, "text/plain; version=0.0.4", out, {}});
   }
   if (seg.size() < 2 || seg[0] != "v1") return c.fail(status::not_found("no route " + quote_input(req.path)));
+  if (route_work(rt_, c.scope, limits, req, ex, seg)) return;  // work items, sessions, graph
 
   if (seg[1] == "agents" && seg.size() == 2) {
     if (m == "POST") return create_agent(c, limits);

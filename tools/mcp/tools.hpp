@@ -1,0 +1,54 @@
+// tools: the MCP tools of `skein mcp`, each one HTTP route of the skein API
+// (tools/API.md). A tool's parameters are declared once (tool_spec): its input
+// schema is rendered from them and its arguments checked against them, so a
+// bad argument is an error naming the field before any request is made.
+// Plain functions and constant tables: thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/model/status.hpp"
+
+namespace skein::mcp {
+
+enum class param_type : uint8_t { string, integer, boolean, strings };
+
+struct param_spec {
+  std::string name;
+  param_type type = param_type::string;
+  bool required = false;
+  // string: length in bytes; integer: value; strings: item count (items 1..item_bytes_max).
+  int64_t min = 0;
+  int64_t max = 0;
+  std::vector<std::string> one_of;  // string: the allowed values; empty: any
+  std::string description;
+};
+
+struct tool_spec {
+  std::string name;
+  std::string description;
+  std::vector<param_spec> params;
+};
+
+inline constexpr int64_t item_bytes_max = 4096;  // each string of a `strings` parameter
+
+const std::vector<tool_spec>& tool_specs();
+// {"tools":[{"name","description","inputSchema"}...]}
+std::string tools_list_json();
+
+// The HTTP request one tool call makes.
+struct http_call {
+  std::string method;
+  std::string target;  // path and query, percent-encoded
+  std::string body;    // JSON, "" for none
+};
+
+// Checks `args_json` (a JSON object, "" for none) against the tool's parameters
+// and builds its request for `agent`. invalid_input naming the field for a bad
+// argument; not_found naming `name` for an unknown tool.
+status tool_request(std::string_view name, std::string_view args_json, const std::string& agent, http_call* out);
+
+}  // namespace skein::mcp
