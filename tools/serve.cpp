@@ -38,6 +38,8 @@ struct serve_config {
   uint64_t heartbeat_interval_ms = 5000;
   uint64_t heartbeat_stale_ms = 90000;
   uint64_t start_stale_ms = 1800000;
+  uint64_t work_sweep_interval_ms = 3600000;  // the work items' sweep
+  std::string work_auto_archive = "false";    // the sweep archives items dormant 30 days
   bool demo = false;
 };
 
@@ -52,7 +54,7 @@ setting_fields fields_of(serve_config& c) {
   setting_fields f;
   f.text = {
       {"listen", &c.listen}, {"data", &c.data}, {"durability", &c.durability},
-      {"tokens", &c.tokens}, {"port_file", &c.port_file}};
+      {"tokens", &c.tokens}, {"port_file", &c.port_file}, {"work_auto_archive", &c.work_auto_archive}};
   f.numbers = {
       {"http_threads", &c.http_threads},
       {"body_bytes_max", &c.body_bytes_max},
@@ -66,7 +68,8 @@ setting_fields fields_of(serve_config& c) {
       {"thread_queue_max", &c.thread_queue_max},
       {"heartbeat_interval_ms", &c.heartbeat_interval_ms},
       {"heartbeat_stale_ms", &c.heartbeat_stale_ms},
-      {"start_stale_ms", &c.start_stale_ms}};
+      {"start_stale_ms", &c.start_stale_ms},
+      {"work_sweep_interval_ms", &c.work_sweep_interval_ms}};
   return f;
 }
 
@@ -74,6 +77,8 @@ setting_fields fields_of(serve_config& c) {
 status apply(serve_config& c, const std::string& key, const std::string& value) {
   auto [text, numbers] = fields_of(c);
   if (auto it = text.find(key); it != text.end()) {
+    if (key == "work_auto_archive" && value != "true" && value != "false")
+      return status::invalid_input(key + ": expected true or false, got '" + value + "'");
     *it->second = value;
     return status::ok();
   }
@@ -90,7 +95,8 @@ const char* setting_names[] = {"listen", "data", "durability", "tokens", "port_f
                                "body_bytes_max", "import_body_bytes_max", "requests_in_flight_max",
                                "body_bytes_buffered_max", "stream_buffer_bytes_max", "stream_keepalive_ms",
                                "active_threads_max", "idle_passivate_ms", "thread_queue_max",
-                               "heartbeat_interval_ms", "heartbeat_stale_ms", "start_stale_ms"};
+                               "heartbeat_interval_ms", "heartbeat_stale_ms", "start_stale_ms",
+                               "work_sweep_interval_ms", "work_auto_archive"};
 
 status load_file(serve_config& c, const std::string& path) {
   std::ifstream in{path};
@@ -273,6 +279,8 @@ int run_serve(int argc, char** argv) {
   ro.heartbeat_interval_ms = c.heartbeat_interval_ms;
   ro.heartbeat_stale_ms = static_cast<int64_t>(c.heartbeat_stale_ms);
   ro.start_stale_ms = static_cast<int64_t>(c.start_stale_ms);
+  ro.work_sweep_interval_ms = c.work_sweep_interval_ms;
+  ro.work_auto_archive = c.work_auto_archive == "true";
   if (c.demo) ro.tools.push_back(weather_tool());
   std::unique_ptr<runtime> rt;
   if (status s = runtime::open(ro, &rt); !s) return fail("skein serve", s, 1);

@@ -37,13 +37,17 @@ expect_exit() {  # expect_exit <code> <command...>
 start_server() {
   rm -f "$WORK/port"
   "$SKEIN" serve --listen 127.0.0.1:0 --port-file "$WORK/port" --data "$WORK/data" --durability flush \
-    --heartbeat-interval-ms 600000 --heartbeat-stale-ms 1 >"$WORK/serve.out" 2>&1 &
+    --heartbeat-interval-ms 600000 --heartbeat-stale-ms 1 --work-sweep-interval-ms 3600000 \
+    --work-auto-archive true >"$WORK/serve.out" 2>&1 &
   SERVER_PID=$!
   for _ in $(seq 100); do [[ -s "$WORK/port" ]] && break; sleep 0.1; done
   [[ -s "$WORK/port" ]] || { echo "server did not start" >&2; cat "$WORK/serve.out" >&2; exit 1; }
   export SKEIN_SERVER="http://127.0.0.1:$(cat "$WORK/port")"
 }
 
+check "serve refuses a work_auto_archive that is not true or false, naming it" bash -c \
+  "'$SKEIN' serve --data '$WORK/refused' --work-auto-archive maybe 2>&1 | grep -q 'work_auto_archive: expected true or false'"
+check "serve refuses it with exit 64" expect_exit 64 "$SKEIN" serve --data "$WORK/refused" --work-auto-archive maybe
 start_server
 S=$SKEIN_SERVER
 sk() { "$SKEIN" "$@"; }
