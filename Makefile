@@ -23,41 +23,32 @@ test: build ui-test-deps mcp-test-deps
 	@scripts/check-registered.sh $(BUILD_DIR)
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
-# The kernl baseline's packages; without node and npm, skein-bench skips that baseline.
-KERNL_DIR := bench/baselines/kernl
+# npm packages pinned by a lock file: `npm ci` in $(1) when the lock is newer than
+# what is installed. Never fails the build: without node and npm, or when npm ci
+# fails, $(2) is skipped (each test says so with a hint).
+define npm_ci
+	@if ! command -v node >/dev/null || ! command -v npm >/dev/null; then \
+	  echo "$@: no node/npm: $(2) will be skipped"; \
+	elif [ ! $(1)/node_modules/.package-lock.json -nt $(1)/package-lock.json ]; then \
+	  npm ci --prefix $(1) --no-audit --no-fund || echo "$@: npm ci failed: $(2) will be skipped"; \
+	fi
+endef
+
+# The kernl baseline's packages (skein-bench).
 .PHONY: bench-deps
 bench-deps:
-	@if ! command -v node >/dev/null || ! command -v npm >/dev/null; then \
-	  echo "bench-deps: no node/npm: skein-bench will skip the kernl baseline"; \
-	elif [ ! $(KERNL_DIR)/node_modules/.package-lock.json -nt $(KERNL_DIR)/package-lock.json ]; then \
-	  npm ci --prefix $(KERNL_DIR) --no-audit --no-fund || \
-	    echo "bench-deps: npm ci failed: skein-bench will skip the kernl baseline"; \
-	fi
+	$(call npm_ci,bench/baselines/kernl,the kernl baseline of skein-bench)
 
-# The /ui viewer's browser test (tests/ui): playwright-core, pinned by its lock
-# file; it drives the system's chromium (packages.txt). Never fails the build:
-# without node 20 or npm the test is skipped with a hint.
-UI_TEST_DIR := tests/ui
-# The MCP SDK client of tests/mcp (package-lock.json); without node and npm the
-# conformance test is skipped.
-MCP_TEST_DIR := tests/mcp
-.PHONY: mcp-test-deps
-mcp-test-deps:
-	@if ! command -v node >/dev/null || ! command -v npm >/dev/null; then \
-	  echo "mcp-test-deps: no node/npm: the MCP SDK conformance test will be skipped"; \
-	elif [ ! $(MCP_TEST_DIR)/node_modules/.package-lock.json -nt $(MCP_TEST_DIR)/package-lock.json ]; then \
-	  npm ci --prefix $(MCP_TEST_DIR) --no-audit --no-fund || \
-	    echo "mcp-test-deps: npm ci failed: the MCP SDK conformance test will be skipped"; \
-	fi
-
+# The /ui viewer's browser test (tests/ui): playwright-core driving the system's
+# chromium (packages.txt); it needs node 20.
 .PHONY: ui-test-deps
 ui-test-deps:
-	@if ! command -v node >/dev/null || ! command -v npm >/dev/null; then \
-	  echo "ui-test-deps: no node/npm: the /ui browser test will be skipped"; \
-	elif [ ! $(UI_TEST_DIR)/node_modules/.package-lock.json -nt $(UI_TEST_DIR)/package-lock.json ]; then \
-	  npm ci --prefix $(UI_TEST_DIR) --no-audit --no-fund || \
-	    echo "ui-test-deps: npm ci failed: the /ui browser test will be skipped"; \
-	fi
+	$(call npm_ci,tests/ui,the /ui browser test)
+
+# The MCP conformance test (tests/mcp): the official TypeScript SDK's client.
+.PHONY: mcp-test-deps
+mcp-test-deps:
+	$(call npm_ci,tests/mcp,the MCP SDK conformance test)
 
 bench: configure bench-deps
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target skein-bench

@@ -155,13 +155,7 @@ class agent_actor : public caf::event_based_actor {
     t.manifest = m;
     if (b.rows) t.side_rows = b.rows(m, 1);
     auto promise = make_response_promise<manifest>();
-    request(ctx_->journal, caf::infinite, commit_atom::value, std::move(t))
-        .then(
-            [m, promise](uint64_t last_seq) mutable {
-              m.last_seq = last_seq;
-              promise.deliver(m);
-            },
-            [promise](caf::error& e) mutable { promise.deliver(e); });
+    commit(std::move(t), promise);
     return promise;
   }
 
@@ -200,13 +194,7 @@ class agent_actor : public caf::event_based_actor {
     t.inbox_put.emplace_back(1, std::move(input));
     t.side_rows = std::move(rows);
     auto promise = make_response_promise<manifest>();
-    request(ctx_->journal, caf::infinite, commit_atom::value, std::move(t))
-        .then(
-            [m, promise](uint64_t last_seq) mutable {
-              m.last_seq = last_seq;
-              promise.deliver(m);
-            },
-            [promise](caf::error& e) mutable { promise.deliver(e); });
+    commit(std::move(t), promise);
     return promise;
   }
 
@@ -288,10 +276,16 @@ class agent_actor : public caf::event_based_actor {
     t.events = std::move(events);
     // Forks and imports: the working view starts at the copy's latest compaction.
     m.compaction_seq = latest_compaction_seq(t.events);
-    t.manifest = m;
+    t.manifest = std::move(m);
+    commit(std::move(t), promise);
+  }
+
+  // Commits a creation tick; answers its manifest with the log's last seq.
+  void commit(tick t, caf::typed_response_promise<manifest> promise) {
+    manifest m = t.manifest;
     request(ctx_->journal, caf::infinite, commit_atom::value, std::move(t))
         .then(
-            [m, promise](uint64_t last_seq) mutable {
+            [m = std::move(m), promise](uint64_t last_seq) mutable {
               m.last_seq = last_seq;
               promise.deliver(m);
             },

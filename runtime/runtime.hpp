@@ -302,7 +302,7 @@ class runtime {
   // firing is durable; *fired counts those that delivered their input.
   status fire_due_schedules(size_t* fired = nullptr);
 
-  // Work items (runtime/model/work.hpp, DESIGN §10): threads an agent carries
+  // Work items (runtime/model/work.hpp): threads an agent carries
   // across sessions. Every transition is a signal in the item's log, written
   // with its manifest and its graph triples in one batch. Errors name the field
   // or limit; not_found for an unknown agent or thread (a thread that is no

@@ -1,5 +1,5 @@
 // work_service: work items, their knowledge graph, sessions and suggestions
-// (runtime/model/work.hpp, work_api.hpp; DESIGN §10), owned by the runtime.
+// (runtime/model/work.hpp, work_api.hpp), owned by the runtime.
 //
 // It keeps, per agent, an index of the open items (thread id, normalized text,
 // work fields, embedding) with the embeddings in one contiguous float matrix, so
