@@ -269,7 +269,8 @@ TEST_CASE("every input limit is refused naming the field, nothing stored", "[wor
 
 TEST_CASE("a running thread takes a work transition between its run's commits, like a title", "[work]") {
   work_fixture f;
-  f.agent("slow", "", R"({"default":{"reply":"done","latency_ms":1500}})");
+  // Long enough that the touch lands inside the run on a loaded sanitizer machine.
+  f.agent("slow", "", R"({"default":{"reply":"done","latency_ms":5000}})");
   auto x = f.create("slow", "answer the customer");
   run_input in;
   in.text = "go";
