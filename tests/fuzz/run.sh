@@ -18,7 +18,7 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:suppressions=$PWD/tests/
 export ASAN_OPTIONS=detect_leaks=1
 
 # FUZZ_TARGETS: a space-separated subset; all by default.
-read -r -a targets <<<"${FUZZ_TARGETS:-json_codec key_codec import_skein import_opennova import_lace import_gitmem import_auto http_parse http_api}"
+read -r -a targets <<<"${FUZZ_TARGETS:-json_codec key_codec import_skein import_opennova import_lace import_gitmem import_auto http_parse http_api mcp_rpc}"
 failed=()
 summary=()
 for t in "${targets[@]}"; do

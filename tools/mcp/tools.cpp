@@ -223,10 +223,11 @@ status read_args(const tool_spec& t, std::string_view json_text, args* out) {
   dom::object obj;
   if (doc.root().get_object().get(obj) != simdjson::SUCCESS)
     return status::invalid_input("arguments: must be an object").with_field("arguments");
-  for (auto [key, value] : obj) {
+  for (auto field : obj) {
+    std::string_view key = field.key;  // a plain variable: clang 14 lambdas cannot capture a structured binding
     auto p = std::find_if(t.params.begin(), t.params.end(), [&](const param_spec& s) { return s.name == key; });
     if (p == t.params.end()) return bad(std::string{key}, "unknown parameter of " + t.name);
-    SKEIN_TRY(read_param(*p, value, out));
+    SKEIN_TRY(read_param(*p, field.value, out));
   }
   for (const auto& p : t.params)
     if (p.required && !out->has(p.name)) return bad(p.name, "required");
