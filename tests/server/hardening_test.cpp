@@ -226,6 +226,65 @@ TEST_CASE("auth, route, scope and the in-flight limit are decided before a body 
   CHECK(f.call("GET", "/healthz").status == 200);
 }
 
+TEST_CASE("the client reads an answer sent before its body was all written, from any server") {
+  std::string big(16 << 20, 'x');
+  SECTION("a peer that answers at the head and resets the connection") {
+    // Listens on loopback, reads the head only, answers 413 and closes with the
+    // body unread: the kernel resets the connection under the client's write.
+    int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(listener >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    REQUIRE(::listen(listener, 4) == 0);
+    socklen_t len = sizeof addr;
+    REQUIRE(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    std::atomic<bool> answered{false};
+    std::thread peer([&] {  // no Catch2 macro here: not the test's thread
+      int fd = ::accept(listener, nullptr, nullptr);
+      if (fd < 0) return;
+      std::string in;
+      char buf[4096];
+      while (in.find("\r\n\r\n") == std::string::npos) {
+        ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        in.append(buf, static_cast<size_t>(n));
+      }
+      static const std::string answer =
+          "HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\nContent-Length: 13\r\n"
+          "Connection: close\r\n\r\n{\"e\":\"large\"}";
+      answered = ::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(answer.size());
+      ::close(fd);
+    });
+    http::client c{{"127.0.0.1", ntohs(addr.sin_port)}, "", 10s};
+    http::response r;
+    auto s = c.call("POST", "/v1/threads", big, &r);
+    peer.join();
+    ::close(listener);
+    REQUIRE(answered);
+    INFO(s.to_string());
+    REQUIRE(s.is_ok());
+    CHECK(r.status == 413);
+    CHECK(r.body == R"({"e":"large"})");
+  }
+  SECTION("skein serve, which drains a bounded part of a refused body, many times over one client") {
+    server_fixture f{{}, {}, tokens_file};
+    http::client c{f.endpoint(), alpha};
+    for (int i = 0; i < 20; ++i) {
+      http::response r;
+      auto s = c.call("POST", "/v1/threads", big, &r);
+      INFO("attempt " << i << ": " << s.to_string());
+      REQUIRE(s.is_ok());
+      CHECK(r.status == 413);
+      CHECK(error_code(r.body) == "too_large");
+      // The same client goes on with a fresh connection.
+      REQUIRE(c.call("GET", "/v1/threads", "", &r).is_ok());
+      CHECK(r.status == 200);
+    }
+  }
+}
+
 TEST_CASE("body bytes buffered across connections are capped, chunked bodies too, and come back") {
   http::server_limits limits;
   limits.body_bytes_max = 600 << 10;

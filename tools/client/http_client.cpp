@@ -119,6 +119,46 @@ struct client::impl {
     return status::ok();
   }
 
+  // Sends the request and reads the answer at the same time, as a server may
+  // answer before it has read the whole body (413 on a declared length, 401 on
+  // a bad token) and then close: a client that reads only after its last byte is
+  // written meets a reset instead of the answer. An answer that arrives while
+  // the body is still going stops the write (*early: the connection then
+  // carries half a request and is not reused); a write that fails after the
+  // server answered still yields the answer.
+  beast::error_code exchange(bhttp::request<bhttp::string_body>& req, bhttp::response_parser<bhttp::string_body>& parser,
+                             bool* early) {
+    beast::error_code write_ec, read_ec;
+    bool written = false;
+    stream->expires_after(timeout);
+    bhttp::async_write(*stream, req, [&](beast::error_code ec, size_t) {
+      written = true;
+      write_ec = ec;
+    });
+    bhttp::async_read(*stream, buffer, parser, [&](beast::error_code ec, size_t) {
+      read_ec = ec;
+      if (!ec && !written) {
+        *early = true;
+        beast::error_code ignored;
+        stream->socket().cancel(ignored);  // ends the write (the read is complete)
+      }
+    });
+    ioc.restart();
+    ioc.run();
+    if (!read_ec) return {};
+    // No answer: the write's failure says more (the read then only saw the reset).
+    return write_ec && write_ec != net::error::operation_aborted ? write_ec : read_ec;
+  }
+
+  static status deliver(bhttp::response<bhttp::string_body> res, response* out) {
+    out->status = static_cast<int>(res.result_int());
+    out->content_type = std::string{res[bhttp::field::content_type]};
+    out->body = std::move(res.body());
+    out->headers.clear();
+    for (const auto& f : res) out->headers.emplace_back(std::string{f.name_string()}, std::string{f.value()});
+    return status::ok();
+  }
+
   bhttp::request<bhttp::string_body> make(const std::string& method, const std::string& target, const std::string& body,
                                           const header_list& extra) {
     bhttp::request<bhttp::string_body> req{bhttp::string_to_verb(method), target, 11};
@@ -153,13 +193,13 @@ status client::call(const std::string& method, const std::string& target, const 
   for (int attempt = 0; attempt < 2; ++attempt) {
     bool fresh = !impl_->stream;
     if (fresh) SKEIN_TRY(impl_->connect());
-    impl_->stream->expires_after(impl_->timeout);
-    auto ec = impl_->run([&](auto handler) { bhttp::async_write(*impl_->stream, req, handler); });
     bhttp::response_parser<bhttp::string_body> parser;
     parser.body_limit(std::numeric_limits<std::uint64_t>::max());
-    if (!ec) ec = impl_->run([&](auto handler) { bhttp::async_read(*impl_->stream, impl_->buffer, parser, handler); });
-    if (ec) {
+    bool early = false;
+    auto ec = impl_->exchange(req, parser, &early);
+    if (ec || early) {
       impl_->stream.reset();
+      if (!ec) return impl_->deliver(parser.release(), out);
       // A kept-alive connection the server had closed: nothing of the request
       // was taken, so it is safe to send once more. A timeout is never retried:
       // the server may be running the request.
@@ -170,13 +210,8 @@ status client::call(const std::string& method, const std::string& target, const 
       return status::io_error(method + " " + target + ": " + ec.message());
     }
     auto res = parser.release();
-    out->status = static_cast<int>(res.result_int());
-    out->content_type = std::string{res[bhttp::field::content_type]};
-    out->body = std::move(res.body());
-    out->headers.clear();
-    for (const auto& f : res) out->headers.emplace_back(std::string{f.name_string()}, std::string{f.value()});
     if (!res.keep_alive()) impl_->stream.reset();
-    return status::ok();
+    return impl_->deliver(std::move(res), out);
   }
   return status::io_error(method + " " + target + ": connection closed");
 }
