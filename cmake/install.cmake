@@ -25,6 +25,7 @@ target_include_directories(skein_runtime PUBLIC "${SKEIN_GENERATED_DIR}")
 set(SKEIN_PUBLIC_HEADERS
   runtime/runtime.hpp
   runtime/memory_service.hpp
+  persistence/encryption.hpp
   persistence/event_log.hpp
   persistence/recovery.hpp
   runtime/model/agent.hpp

@@ -30,8 +30,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "persistence/encryption.hpp"
 #include "persistence/event_log_internal.hpp"
 #include "persistence/keys.hpp"
+#include "persistence/rekey.hpp"
 #include "persistence/work_rows.hpp"
 #include "runtime/model/embedding.hpp"
 #include "runtime/model/ids.hpp"
@@ -268,6 +270,17 @@ status event_log::open(const log_options& options, std::unique_ptr<event_log>* o
     db_options.env = log->mem_env_.get();
   }
   if (options.env != nullptr) db_options.env = options.env;
+  if (options.encryption && options.mode == durability::memory)
+    return status::invalid_input("encryption: a memory-mode log has no files to encrypt; give no key")
+        .with_field("key");
+  if (options.mode != durability::memory) {
+    // Both before the info log below, which creates the directory and LOG: a
+    // refused key leaves every file as it was.
+    SKEIN_TRY(recover_interrupted_rekey(options.path));
+    SKEIN_TRY(open_database_key(options.path, options.encryption.get(), options.env, options.create_if_missing,
+                                &log->encrypted_env_));
+    if (log->encrypted_env_) db_options.env = log->encrypted_env_->env();
+  }
   if (options.mode != durability::memory)
     db_options.info_log = std::make_shared<info_log>(options.path, options.create_if_missing);
 
@@ -339,6 +352,21 @@ status event_log::open(const log_options& options, std::unique_ptr<event_log>* o
 }
 
 // --- write side --------------------------------------------------------------
+
+status event_log::compact_all() {
+  if (options_.mode == durability::memory) return status::ok();
+  rocksdb::FlushOptions fo;
+  fo.wait = true;
+  auto s = impl_->db->Flush(fo, impl_->cfs);
+  if (!s.ok()) return from_rocks(s, "flush");
+  rocksdb::CompactRangeOptions co;
+  co.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+  for (auto* cf : impl_->cfs) {
+    s = impl_->db->CompactRange(co, cf, nullptr, nullptr);
+    if (!s.ok()) return from_rocks(s, "compact");
+  }
+  return status::ok();
+}
 
 status event_log::load_projection(const std::string& thread_id, projection* out,
                                   bool* found) const {

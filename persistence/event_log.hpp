@@ -43,6 +43,9 @@ class WriteBatch;
 
 namespace skein {
 
+class encrypted_env;
+class master_key;
+
 // 2: usage rows keyed by thread and seq (keys.cpp). 3: the work, graph, sessions
 // and suggestions column families (work items). Opening a version-1 database
 // migrates it to 2; opening a version-2 one creates the new (empty) families and
@@ -64,6 +67,11 @@ struct log_options {
   bool create_if_missing = true;
   // Test hook: a wrapped environment (fault injection). Borrowed: must outlive the log.
   rocksdb::Env* env = nullptr;
+  // Encryption at rest (encryption.hpp): the master key that unwraps the
+  // database's data key; null: a plain database. A database created with a key
+  // is encrypted for good (until `skein rekey`); opening it without one, or with
+  // another, is refused, as is a key for a plain database. Memory mode refuses it.
+  std::shared_ptr<const master_key> encryption;
   json_limits limits;
   size_t tick_events_max = 4096;     // events in one tick
   size_t bulk_events_max = 100000;   // events in one bulk tick (fork, import)
@@ -243,6 +251,8 @@ struct log_counters {
 class event_log {
  public:
   // Opens (or creates) the database. Refuses one written with a newer schema.
+  // First finishes or rolls back a rekey a crash interrupted (rekey.hpp), then
+  // checks the key (log_options::encryption) before RocksDB touches a file.
   static status open(const log_options& options, std::unique_ptr<event_log>* out);
   ~event_log();
   event_log(const event_log&) = delete;
@@ -280,6 +290,11 @@ class event_log {
   void commit_effects(std::span<effect_write* const> writes, std::span<status> results);
   // Stores an agent's configuration (agents column family); replaces one with the same id.
   status put_agent(const agent_config& agent);
+  // Flushes every memtable and compacts every column family into its last
+  // level, WAL records included: what is on disk is then SST files alone. A
+  // maintenance and test aid (the encryption tests read every byte written);
+  // O(size of the database). Not concurrent with writes.
+  status compact_all();
 
   // --- read side: any thread ---
 
@@ -416,6 +431,7 @@ class event_log {
 
   log_options options_;
   std::unique_ptr<rocksdb::Env> mem_env_;
+  std::unique_ptr<encrypted_env> encrypted_env_;  // outlives impl_ (declared before it)
   std::unique_ptr<impl> impl_;
   std::unordered_map<std::string, projection> cache_;  // writer-only
   std::atomic<bool> writable_{true};

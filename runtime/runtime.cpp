@@ -245,6 +245,7 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   lo.path = p->options.data_dir;
   lo.mode = p->options.mode;
   lo.env = p->options.env;
+  lo.encryption = p->options.encryption;
   SKEIN_TRY(event_log::open(lo, &p->log));
 
   // The memory index first, alone on the cores (memory_service::rebuild).

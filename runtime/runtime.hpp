@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "persistence/encryption.hpp"
 #include "persistence/event_log.hpp"
 #include "persistence/recovery.hpp"
 #include "runtime/model/agent.hpp"
@@ -83,6 +84,9 @@ struct runtime_options {
   // Test hook: the RocksDB environment of the event log (fault injection), passed
   // to log_options::env. Borrowed: must outlive the runtime. nullptr: the default.
   rocksdb::Env* env = nullptr;
+  // Encryption at rest: the master key of the data directory (load_master_key in
+  // persistence/encryption.hpp), passed to log_options::encryption. null: plain.
+  std::shared_ptr<const master_key> encryption;
   runtime_effects effects;
 };
 
