@@ -5,6 +5,7 @@
 #include <string>
 
 #include "runtime/runtime.hpp"
+#include "tools/tool_util.hpp"
 
 namespace skein::tools {
 namespace {
@@ -58,10 +59,11 @@ std::shared_ptr<tool> weather_tool() {
 
 int run_demo(int argc, char** argv) {
   runtime_options options;
+  std::string key_file, key_env;
   for (int i = 0; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
       std::printf(
-          "usage: skein demo [--data DIR] [--durability sync|flush|memory]\n"
+          "usage: skein demo [--data DIR] [--durability sync|flush|memory] [--key-file P | --key-env NAME]\n"
           "\n"
           "Runs one scripted conversation with a tool call through an embedded runtime (no\n"
           "server) and prints its events as they become durable. Defaults: --data\n"
@@ -75,10 +77,22 @@ int run_demo(int argc, char** argv) {
         std::fprintf(stderr, "skein demo: --durability must be sync, flush or memory\n");
         return 64;
       }
+    } else if (!std::strcmp(argv[i], "--key-file") && i + 1 < argc) {
+      key_file = argv[++i];
+    } else if (!std::strcmp(argv[i], "--key-env") && i + 1 < argc) {
+      key_env = argv[++i];
     } else {
       std::fprintf(stderr, "skein demo: unknown option '%s'\n", argv[i]);
       return 64;
     }
+  }
+  if (!key_file.empty() && !key_env.empty()) {
+    std::fprintf(stderr, "skein demo: --key-file and --key-env: give one, not both\n");
+    return 64;
+  }
+  if (status s = load_key_flags(key_file, key_env, &options.encryption); !s) {
+    std::fprintf(stderr, "skein demo: %s\n", s.to_string().c_str());
+    return 1;
   }
   options.tools.push_back(weather_tool());
   std::unique_ptr<runtime> rt;

@@ -25,6 +25,8 @@ struct serve_config {
   std::string durability = "sync";
   std::string tokens;
   std::string port_file;  // written with the bound port once listening
+  std::string key_file;   // encryption at rest: the master key's file (64 hex characters)
+  std::string key_env;    // or the NAME of the environment variable holding it
   uint64_t http_threads = 2;
   uint64_t body_bytes_max = 1 << 20;
   uint64_t import_body_bytes_max = 64 << 20;
@@ -54,7 +56,8 @@ setting_fields fields_of(serve_config& c) {
   setting_fields f;
   f.text = {
       {"listen", &c.listen}, {"data", &c.data}, {"durability", &c.durability},
-      {"tokens", &c.tokens}, {"port_file", &c.port_file}, {"work_auto_archive", &c.work_auto_archive}};
+      {"tokens", &c.tokens}, {"port_file", &c.port_file}, {"work_auto_archive", &c.work_auto_archive},
+      {"key_file", &c.key_file}, {"key_env", &c.key_env}};
   f.numbers = {
       {"http_threads", &c.http_threads},
       {"body_bytes_max", &c.body_bytes_max},
@@ -96,7 +99,7 @@ const char* setting_names[] = {"listen", "data", "durability", "tokens", "port_f
                                "body_bytes_buffered_max", "stream_buffer_bytes_max", "stream_keepalive_ms",
                                "active_threads_max", "idle_passivate_ms", "thread_queue_max",
                                "heartbeat_interval_ms", "heartbeat_stale_ms", "start_stale_ms",
-                               "work_sweep_interval_ms", "work_auto_archive"};
+                               "work_sweep_interval_ms", "work_auto_archive", "key_file", "key_env"};
 
 status load_file(serve_config& c, const std::string& path) {
   std::ifstream in{path};
@@ -273,6 +276,9 @@ int run_serve(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   ro.data_dir = c.data;
+  if (!c.key_file.empty() && !c.key_env.empty())
+    return fail("skein serve", status::invalid_input("key_file and key_env: give one of them, not both"), 64);
+  if (status s = load_key_flags(c.key_file, c.key_env, &ro.encryption); !s) return fail("skein serve", s, 1);
   ro.active_threads_max = c.active_threads_max;
   ro.idle_passivate_ms = c.idle_passivate_ms;
   ro.thread_queue_max = c.thread_queue_max;
@@ -300,8 +306,10 @@ int run_serve(int argc, char** argv) {
   server::api api{*rt, tokens, ao, [&srv] { return srv ? srv->counters() : http::server_counters{}; }};
   if (status s = http::server::start(host, port, limits, api.service(), c.http_threads, &srv); !s)
     return fail("skein serve", s, 1);
-  std::printf("skein serve: listening on http://%s:%u (data %s, durability %s, auth %s)\n", host.c_str(), srv->port(),
-              c.data.c_str(), c.durability.c_str(), tokens.enabled() ? "bearer tokens" : "none: loopback only");
+  std::printf("skein serve: listening on http://%s:%u (data %s, durability %s, auth %s, %s)\n", host.c_str(),
+              srv->port(), c.data.c_str(), c.durability.c_str(),
+              tokens.enabled() ? "bearer tokens" : "none: loopback only",
+              ro.encryption ? "encrypted at rest" : "not encrypted");
   std::fflush(stdout);
   if (!c.port_file.empty()) {
     std::ofstream pf{c.port_file + ".tmp"};

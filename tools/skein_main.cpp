@@ -10,6 +10,7 @@ int run_demo(int argc, char** argv);
 int run_serve(int argc, char** argv);
 int run_cli(int argc, char** argv);
 int run_mcp(int argc, char** argv);
+int run_rekey(int argc, char** argv);
 
 extern const char* cli_usage;
 const char* cli_usage =
@@ -22,6 +23,9 @@ const char* cli_usage =
     "  demo [--data DIR] [--durability MODE]   one scripted conversation, embedded, no server\n"
     "  mcp --agent ID [--data DIR | --server URL]   an MCP server on stdio: the agent's work\n"
     "      items, sessions, suggestions, graph and threads as tools (skein mcp --help)\n"
+    "  rekey --data DIR [--key-file P | --key-env NAME] [--new-key-file P | --new-key-env NAME]\n"
+    "      rewrites DIR under a new master key, encrypts a plain one or decrypts one\n"
+    "  serve, demo and mcp --data open an encrypted DIR with --key-file P or --key-env NAME\n"
     "\n"
     "  thread create <agent> [--title T] [--name N] [--tag X]... [--parent ID] [--task ID] [--policy P]\n"
     "        [--engine-config JSON] [--member AGENT[:always|:on_mention]]...\n"
@@ -84,5 +88,6 @@ int main(int argc, char** argv) {
   if (cmd == "demo") return run_demo(argc - 2, argv + 2);
   if (cmd == "serve") return run_serve(argc - 2, argv + 2);
   if (cmd == "mcp") return run_mcp(argc - 2, argv + 2);
+  if (cmd == "rekey") return run_rekey(argc - 2, argv + 2);
   return run_cli(argc - 1, argv + 1);
 }

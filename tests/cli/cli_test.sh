@@ -332,5 +332,54 @@ else
   FAILED=$((FAILED + 1))
 fi
 
+# --- encryption at rest and skein rekey -----------------------------------------
+ENC="$WORK/enc"
+printf '%s\n' 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f >"$WORK/a.key"
+export SKEIN_TEST_NEW_KEY=f0e0d0c0b0a090807060504030201000ffeeddccbbaa99887766554433221100
+echo "not-a-key-but-secret-looking" >"$WORK/bad.key"
+check "serve refuses --key-file with --key-env (64)" expect_exit 64 "$SKEIN" serve --data "$ENC" --key-file "$WORK/a.key" --key-env X
+check "serve names a malformed key file, never its bytes" bash -c \
+  "out=\$('$SKEIN' serve --data '$ENC' --key-file '$WORK/bad.key' 2>&1); [[ \$? -eq 1 ]] && grep -q 'bad.key' <<<\"\$out\" && ! grep -q 'secret-looking' <<<\"\$out\""
+check "serve names an unset key variable" bash -c \
+  "'$SKEIN' serve --data '$ENC' --key-env SKEIN_TEST_UNSET_KEY 2>&1 | grep -q 'SKEIN_TEST_UNSET_KEY: not set'"
+enc_serve() {  # enc_serve <key flags...>: an encrypted server in the background, $ENC_PID
+  rm -f "$WORK/enc_port"
+  "$SKEIN" serve --listen 127.0.0.1:0 --port-file "$WORK/enc_port" --data "$ENC" --durability flush "$@" \
+    >"$WORK/enc.out" 2>&1 &
+  ENC_PID=$!
+  for _ in $(seq 100); do [[ -s "$WORK/enc_port" ]] && break; sleep 0.1; done
+  [[ -s "$WORK/enc_port" ]]
+}
+PLANT="PLANTED-SECRET-cli-$RANDOM$RANDOM"
+if enc_serve --key-file "$WORK/a.key"; then
+  E="http://127.0.0.1:$(cat "$WORK/enc_port")"
+  curl -sf -X POST "$E/v1/agents" -d '{"id":"bot","engine_config":{"default":{"reply":"ok"}}}' >/dev/null
+  ET=$(curl -sf -X POST "$E/v1/threads" -d "{\"agent_id\":\"bot\",\"title\":\"$PLANT\"}" | sed -E 's/.*"id":"([^"]+)".*/\1/')
+  check "encrypted serve: an entry with wait" bash -c "curl -sf -X POST $E/v1/threads/$ET/entries -d '{\"text\":\"$PLANT\",\"wait\":true}' | grep -q '\"text\":\"ok\"'"
+  kill -TERM "$ENC_PID"; wait "$ENC_PID"
+  check "encrypted serve: no planted string in any file of the data dir" bash -c "! grep -rqa '$PLANT' '$ENC'"
+  check "encrypted serve: the data dir has its SKEIN-KEY" test -f "$ENC/SKEIN-KEY"
+  check "serve without the key refuses an encrypted dir" bash -c \
+    "'$SKEIN' serve --data '$ENC' 2>&1 | grep -q 'encrypted: a key is needed'"
+  check "rekey: usage error without --data (64)" expect_exit 64 "$SKEIN" rekey --key-file "$WORK/a.key"
+  check "rekey: usage error with no key at all (64)" expect_exit 64 "$SKEIN" rekey --data "$ENC"
+  check "rekey: no database there (4)" expect_exit 4 "$SKEIN" rekey --data "$WORK/none" --new-key-env SKEIN_TEST_NEW_KEY
+  check "rekey: to the new key, progress on stderr, a summary on stdout" bash -c \
+    "'$SKEIN' rekey --data '$ENC' --key-file '$WORK/a.key' --new-key-env SKEIN_TEST_NEW_KEY 2>'$WORK/rekey.err' | grep -q 'is now encrypted under the new key' && grep -q 'swapped' '$WORK/rekey.err'"
+  check "serve with the old key after a rekey: wrong key" bash -c \
+    "'$SKEIN' serve --data '$ENC' --key-file '$WORK/a.key' 2>&1 | grep -q 'wrong key'"
+  if enc_serve --key-env SKEIN_TEST_NEW_KEY; then
+    E="http://127.0.0.1:$(cat "$WORK/enc_port")"
+    check "serve with the new key reads the thread back" bash -c "curl -sf '$E/v1/threads/$ET' | grep -q '$PLANT'"
+    kill -TERM "$ENC_PID"; wait "$ENC_PID"
+  else
+    FAILED=$((FAILED + 1)); echo "FAILED: serve with the new key did not start" >&2; cat "$WORK/enc.out" >&2
+  fi
+  check "rekey: decrypt" "$SKEIN" rekey --data "$ENC" --key-env SKEIN_TEST_NEW_KEY
+  check "after decrypting there is no SKEIN-KEY" test ! -f "$ENC/SKEIN-KEY"
+else
+  FAILED=$((FAILED + 1)); echo "FAILED: encrypted serve did not start" >&2; cat "$WORK/enc.out" >&2
+fi
+
 echo "cli: $PASSED passed, $FAILED failed"
 [[ $FAILED -eq 0 ]]

@@ -9,6 +9,7 @@
 
 #include "runtime/runtime.hpp"
 #include "tools/mcp/server.hpp"
+#include "tools/tool_util.hpp"
 #include "runtime/model/ids.hpp"
 
 namespace skein::tools {
@@ -16,7 +17,7 @@ namespace skein::tools {
 namespace {
 
 const char* mcp_usage =
-    "usage: skein mcp --agent ID [--data DIR] [--durability sync|flush|memory]\n"
+    "usage: skein mcp --agent ID [--data DIR] [--durability sync|flush|memory] [--key-file P | --key-env NAME]\n"
     "       skein mcp --agent ID --server URL [--token T]\n"
     "\n"
     "An MCP server (JSON-RPC 2.0, newline-delimited on stdin/stdout; logs on stderr)\n"
@@ -28,6 +29,8 @@ const char* mcp_usage =
     "  --data DIR        embed the runtime on DIR (default ./skein-data; sync durability);\n"
     "                    the agent is created if missing, with the scripted engine and\n"
     "                    the hashing embedder\n"
+    "  --key-file P      an encrypted DIR's master key: a file of 64 hex characters, or\n"
+    "  --key-env NAME    the name of the environment variable holding them\n"
     "  --server URL      talk to a running skein serve instead; --token T or SKEIN_TOKEN\n"
     "                    is its bearer token\n"
     "\n"
@@ -35,7 +38,7 @@ const char* mcp_usage =
     "  {\"mcpServers\":{\"skein\":{\"command\":\"skein\",\"args\":[\"mcp\",\"--agent\",\"me\",\"--data\",\"/path/to/data\"]}}}\n";
 
 struct mcp_config {
-  std::string agent, data = "./skein-data", durability = "sync", server, token;
+  std::string agent, data = "./skein-data", durability = "sync", server, token, key_file, key_env;
 };
 
 int usage_error(const std::string& what) {
@@ -88,6 +91,8 @@ int run_mcp(int argc, char** argv) {
     else if (flag == "--durability") c.durability = value;
     else if (flag == "--server") c.server = value;
     else if (flag == "--token") c.token = value;
+    else if (flag == "--key-file") c.key_file = value;
+    else if (flag == "--key-env") c.key_env = value;
     else return usage_error("unknown option '" + flag + "'");
   }
   if (c.agent.empty()) return usage_error("--agent (or SKEIN_AGENT) is required");
@@ -106,6 +111,9 @@ int run_mcp(int argc, char** argv) {
   }
   runtime_options ro;
   ro.data_dir = c.data;
+  if (!c.key_file.empty() && !c.key_env.empty()) return usage_error("--key-file and --key-env: give one, not both");
+  if (status s = load_key_flags(c.key_file, c.key_env, &ro.encryption); !s)
+    return std::fprintf(stderr, "skein mcp: %s\n", s.to_string().c_str()), 1;
   if (!parse_durability(c.durability, &ro.mode)) return usage_error("--durability: must be sync, flush or memory");
   std::unique_ptr<runtime> rt;
   if (status s = runtime::open(ro, &rt); !s) return std::fprintf(stderr, "skein mcp: %s\n", s.to_string().c_str()), 1;
