@@ -339,7 +339,7 @@ status open_database_key(const std::string& dir, const master_key* key, rocksdb:
   if (!keyed && key == nullptr) return status::ok();
   if (keyed && key == nullptr)
     return status::invalid_input("database at " + dir +
-                                 " is encrypted: a key is needed (skein serve --key-file PATH or --key-env NAME)")
+                                 " is encrypted: a key is needed (--key-file PATH or --key-env NAME)")
         .with_field("key");
   if (!keyed) {
     if (exists(dir + "/CURRENT"))
@@ -347,7 +347,12 @@ status open_database_key(const std::string& dir, const master_key* key, rocksdb:
                                    " is not encrypted: use skein rekey to encrypt it (a key was given)")
           .with_field("key");
     if (!create) return status::not_found("database at " + dir + ": does not exist");
-    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return errno_status("mkdir " + dir);
+    if (::mkdir(dir.c_str(), 0755) == 0) {
+      std::string parent = dir.substr(0, dir.find_last_of('/') == std::string::npos ? 0 : dir.find_last_of('/'));
+      SKEIN_TRY(fsync_path(parent.empty() ? (dir.front() == '/' ? "/" : ".") : parent, O_RDONLY | O_DIRECTORY));
+    } else if (errno != EEXIST) {
+      return errno_status("mkdir " + dir);
+    }
     SKEIN_TRY(create_database_key(dir, *key));
   }
   std::array<uint8_t, key_bytes> data_key{};

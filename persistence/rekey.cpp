@@ -177,6 +177,8 @@ status write_copy(const std::string& dir, const std::string& fresh, const master
                   const master_key* new_key, const std::function<void(const rekey_progress&)>& progress) {
   rekey_progress p;
   open_db from;
+  if (old_key != nullptr && !has_database_key(dir) && exists(dir + "/CURRENT"))
+    return status::invalid_input("database at " + dir + " is not encrypted: rekey it with no old key").with_field("key");
   SKEIN_TRY(open_database_key(dir, old_key, nullptr, false, &from.env));
   rocksdb::DBOptions fo = db_options(from.env ? from.env->env() : nullptr);
   if (!exists(dir + "/CURRENT")) return status::not_found("no database at " + dir);
