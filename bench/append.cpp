@@ -299,13 +299,15 @@ status verify(const append_plan& plan, const event_log& log) {
   return status::ok();
 }
 
+// `key`: encrypted at rest under it (the encryption workload); null: plain.
 status run_skein(const append_plan& plan, durability mode, const bench_options& options,
-                 append_row* row) {
+                 append_row* row, std::shared_ptr<const master_key> key = nullptr) {
   row->system = "skein";
   row->mode = std::string{to_string(mode)};
   log_options lo;
-  lo.path = options.dir + "/append-" + row->mode;
+  lo.path = options.dir + "/append-" + row->mode + (key ? "-encrypted" : "");
   lo.mode = mode;
+  lo.encryption = std::move(key);
   SKEIN_TRY(fresh_dir(lo.path));
   std::unique_ptr<event_log> log;
   SKEIN_TRY(event_log::open(lo, &log));
@@ -427,6 +429,12 @@ append_baseline_input baseline_input(const append_plan& plan) {
 }
 
 }  // namespace
+
+status measure_append_skein(const bench_options& options, durability mode, std::shared_ptr<const master_key> key,
+                            append_row* row) {
+  append_plan plan = make_plan(options.scale);
+  return run_skein(plan, mode, options, row, std::move(key));
+}
 
 status run_append(const bench_options& options, std::string* json) {
   append_plan plan = make_plan(options.scale);

@@ -66,6 +66,8 @@ constexpr workload workloads[] = {
                    "durability sync): round trip p50/p99 and runs/s, beside plain runs", run_delegation},
     {"work", "work items: create_item with dedup against 10,000 and 100,000 open items (p50/p99 us), "
              "session_start with 10,000 items, the sweep over 1,000,000 items (items/s)", run_work},
+    {"encryption", "the skein rows of 'append' (sync, flush) and the runs of 'runs', each plain and "
+                   "encrypted at rest (AES-256-CTR): throughput of both and the ratio", run_encryption},
 };
 
 struct command_line {

@@ -313,20 +313,21 @@ status verify_runs(runtime& rt, const std::vector<std::string>& ids, const runs_
 
 }  // namespace
 
-status run_runs(const bench_options& options, std::string* json) {
+status measure_runs(const bench_options& options, std::shared_ptr<const master_key> key, runs_figures* out) {
   runtime_options ro;
   ro.mode = durability::sync;
+  ro.encryption = key;
   agent_config agent;
   agent.id = bench_agent_id;
   agent.system_prompt = "Be brief.";
   agent.engine_config = runs_engine_config;
   std::unique_ptr<runtime> rt;
-  SKEIN_TRY(open_bench_runtime(options, "runs", ro, agent, &rt));
+  SKEIN_TRY(open_bench_runtime(options, key ? "runs-encrypted" : "runs", ro, agent, &rt));
   std::vector<std::string> ids;
   SKEIN_TRY(create_bench_threads(*rt, agent.id, scaled_count(threads_at_scale_1, options.scale),
                                  options.quiet, &ids));
 
-  runs_figures f;
+  runs_figures& f = *out;
   f.threads = ids.size();
   f.runs_per_thread = runs_per_thread;
   f.host_threads = host_threads;
@@ -345,7 +346,12 @@ status run_runs(const bench_options& options, std::string* json) {
   f.commits = after.log.commits - before.log.commits;
   f.writes = after.log.writes - before.log.writes;
   SKEIN_TRY(verify_runs(*rt, ids, f, first_error));
-  SKEIN_TRY(rt->close());
+  return rt->close();
+}
+
+status run_runs(const bench_options& options, std::string* json) {
+  runs_figures f;
+  SKEIN_TRY(measure_runs(options, nullptr, &f));
   SKEIN_TRY(run_runs_baselines({f.threads, f.runs_per_thread, f.host_threads}, options,
                                &f.baselines));
   if (options.plot != nullptr) {

@@ -79,6 +79,18 @@ status run_delegation(const bench_options& options, std::string* json);
 // session_start with 10,000 items, the sweep over 1,000,000 items.
 status run_work(const bench_options& options, std::string* json);
 
+// The skein rows of `append` (sync, flush) and the runs of `runs`, each plain and
+// encrypted at rest, in this process: the throughput of both and their ratio.
+status run_encryption(const bench_options& options, std::string* json);
+
+struct append_row;
+struct runs_figures;
+// One skein row of `append` (append.cpp), encrypted under `key` unless null.
+status measure_append_skein(const bench_options& options, durability mode, std::shared_ptr<const master_key> key,
+                            append_row* row);
+// The skein part of `runs` (runs.cpp): no baselines, nothing printed.
+status measure_runs(const bench_options& options, std::shared_ptr<const master_key> key, runs_figures* out);
+
 // --- What the workloads over skein::runtime share (runs.cpp defines it) ---------
 
 using bench_clock = std::chrono::steady_clock;
