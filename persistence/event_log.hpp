@@ -73,10 +73,10 @@ struct log_quota {
   // Checked when an input is admitted, never mid-run: the runs admitted before the
   // figure was reached complete and may pass it.
   uint64_t events_per_day_max = 0;
-  // Approximate bytes on disk: SST files + memtables of every column family +
-  // live WAL files. RocksDB's own figures, read at most once a second
-  // (storage_cache_ms): unflushed data counts twice (memtable and WAL), deleted
-  // data counts until compaction drops it, and a second's writes go unseen.
+  // Approximate bytes on disk: SST files of every column family + live WAL files
+  // (memory mode: + memtables, as it has no WAL). RocksDB's figures, read at most
+  // once a second (storage_cache_ms): deleted data counts until compaction drops
+  // it, a WAL until its memtables are flushed, a second's writes may go unseen.
   // Checked for new inputs and creating ticks.
   uint64_t storage_bytes_max = 0;
 };

@@ -87,20 +87,28 @@ status event_log::storage_bytes(uint64_t* out) const {
     return status::ok();
   }
   auto* db = impl_->db.get();
-  uint64_t sst = 0, mem = 0, wal = 0;
-  // Both sum over every column family; neither reads a file.
+  uint64_t sst = 0, unflushed = 0;
+  // Sums over every column family; reads no file.
   if (!db->GetAggregatedIntProperty(rocksdb::DB::Properties::kTotalSstFilesSize, &sst))
     return status::io_error("storage size: RocksDB has no " + std::string{rocksdb::DB::Properties::kTotalSstFilesSize});
-  if (!db->GetAggregatedIntProperty(rocksdb::DB::Properties::kCurSizeAllMemTables, &mem))
-    return status::io_error("storage size: RocksDB has no " + std::string{rocksdb::DB::Properties::kCurSizeAllMemTables});
-  if (mode() != durability::memory) {
-    // Lists the WAL directory: the one part that touches the file system.
+  if (mode() == durability::memory) {
+    // No WAL: what is not flushed is in the memtables alone.
+    if (!db->GetAggregatedIntProperty(rocksdb::DB::Properties::kCurSizeAllMemTables, &unflushed))
+      return status::io_error("storage size: RocksDB has no " +
+                              std::string{rocksdb::DB::Properties::kCurSizeAllMemTables});
+  } else {
+    // What is not flushed is in the live WAL files too, by its size on disk.
+    // The memtables are not added: they hold the same data, and their figure
+    // is their arenas' memory (a block of write_buffer_size / 8 for each
+    // column family written to): 137 MB for 100,000 one-event threads whose
+    // WAL takes 59 MB (and, once flushed, SST files 10 MB). Lists the WAL
+    // directory: the one part that touches the file system.
     rocksdb::VectorLogPtr files;
     SKEIN_TRY(from_rocks(db->GetSortedWalFiles(files), "storage size: list WAL files"));
     for (const auto& f : files)
-      if (f->Type() == rocksdb::kAliveLogFile) wal += f->SizeFileBytes();
+      if (f->Type() == rocksdb::kAliveLogFile) unflushed += f->SizeFileBytes();
   }
-  storage_bytes_ = sst + mem + wal;
+  storage_bytes_ = sst + unflushed;
   storage_at_ms_ = now;
   *out = storage_bytes_;
   return status::ok();
