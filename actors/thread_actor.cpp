@@ -125,6 +125,12 @@ thread_actor::admission thread_actor::admit(run_input in) {
     else if (found.code() != errc::not_found) a.error = to_error(found);
     if (found.code() != errc::not_found) return a;
   }
+  // The database's quotas (event_log.hpp, log_quota) refuse a new input, never a
+  // retry of an accepted one (answered above) nor a run already admitted.
+  if (status s = ctx_->log->admit_input(wall_now()); !s) {
+    a.error = to_error(s);
+    return a;
+  }
   bool busy = run_ != nullptr || compacting_ != nullptr || !queue_.empty();
   // A compaction is no run: under `reject` an input waits for it instead.
   if (run_ != nullptr && policy_ == mid_run_policy::reject) {

@@ -6,6 +6,8 @@
 //                   "outcome":string}
 //   meta "schema_version" value := decimal schema version
 //
+// The quota rows of meta ("threads", "events/<day>") are in event_log_quota.cpp.
+//
 // One usage row is written for every `result` event, in the same batch, keyed by
 // thread and seq (keys.cpp) so that erasing a thread deletes its rows as a range;
 // "ts" is the result event's time. Version 1 had no "ts" in the value (it led the
@@ -45,6 +47,12 @@ namespace {
 using namespace detail;
 
 constexpr const char* schema_key = "schema_version";
+
+// Days since the epoch of the UTC day holding ms (floor: before 1970 too).
+int64_t day_of(int64_t ms) {
+  constexpr int64_t ms_per_day = 86400000;
+  return ms >= 0 ? ms / ms_per_day : (ms - (ms_per_day - 1)) / ms_per_day;
+}
 
 // Prefix of an event or embedding key: the thread id and its 0x00 terminator.
 class thread_prefix final : public rocksdb::SliceTransform {
@@ -321,6 +329,7 @@ status event_log::open(const log_options& options, std::unique_ptr<event_log>* o
   // Schema version: written at creation, checked on every open, and moved forward
   // by a migration when an older one is found.
   std::string version;
+  bool recount = false;  // a database older than the quota rows: count its threads
   s = raw->Get(rocksdb::ReadOptions(), log->impl_->cf(cf_meta), schema_key, &version);
   rocksdb::WriteOptions meta_wo = wo;
   meta_wo.sync = options.mode != durability::memory;
@@ -339,14 +348,14 @@ status event_log::open(const log_options& options, std::unique_ptr<event_log>* o
                               std::to_string(stored) + ", newer than this skein supports (" +
                               std::to_string(schema_version) + "): upgrade skein to open it");
     if (stored < 1) return status::corruption("meta schema_version: unknown version " + version);
+    recount = stored < 4;
     if (stored == 1)
       SKEIN_TRY(migrate_usage_v1(raw, log->impl_->cf(cf_usage), log->impl_->cf(cf_meta), meta_wo));
-    // 2 -> 3 only adds column families, which the open above created empty.
-    if (stored == 2) {
-      s = raw->Put(meta_wo, log->impl_->cf(cf_meta), schema_key, std::to_string(schema_version));
-      if (!s.ok()) return from_rocks(s, "write schema version 3");
-    }
+    // 2 -> 3 only adds column families, which the open above created empty;
+    // 3 -> 4 adds the quota rows, which load_quota_rows() writes with version 4.
   }
+  SKEIN_TRY(log->load_quota_rows(recount));
+  log->set_quota(options.quota);
   *out = std::move(log);
   return status::ok();
 }
@@ -601,6 +610,8 @@ void event_log::commit_group(std::span<tick* const> ticks, std::span<status> res
   std::vector<size_t> accepted;
   accepted.reserve(ticks.size());
   uint64_t events = 0;
+  uint64_t creates = 0;                // creating ticks accepted (threads_max)
+  std::map<int64_t, uint64_t> days;    // events accepted per UTC day (events_per_day_max)
 
   for (size_t i = 0; i < ticks.size(); ++i) {
     tick& t = *ticks[i];
@@ -649,6 +660,8 @@ void event_log::commit_group(std::span<tick* const> ticks, std::span<status> res
     std::unordered_map<std::string, std::string> claims_before;
     if (t.create) claims_before = claims;
     status s = prepare(t, prev, &batch, &next, &claims);
+    // Quotas after the tick is known valid: an invalid one gets its own error.
+    if (s && t.create) s = check_create(t, creates, days);
     if (!s) {
       if (t.create) claims = std::move(claims_before);
       batch.RollbackToSavePoint().PermitUncheckedError();
@@ -660,6 +673,8 @@ void event_log::commit_group(std::span<tick* const> ticks, std::span<status> res
     pending[t.thread_id] = std::move(next);
     accepted.push_back(i);
     events += t.events.size();
+    if (t.create) ++creates;
+    for (const auto& e : t.events) ++days[day_of(e.ts_ms)];
   }
   // Effect writes after the ticks: a thread created or advanced by this group is
   // known to them through `pending`.
@@ -677,6 +692,9 @@ void event_log::commit_group(std::span<tick* const> ticks, std::span<status> res
     effects_accepted.push_back(i);
   }
   if (accepted.empty() && effects_accepted.empty()) return;
+  const uint64_t threads = threads_.load(std::memory_order_relaxed) + creates;
+  std::map<int64_t, uint64_t> next_days;
+  put_quota_rows(threads, days, &batch, &next_days);
 
   status s = write(&batch, accepted.size());
   for (size_t i : accepted) results[i] = s;
@@ -685,6 +703,7 @@ void event_log::commit_group(std::span<tick* const> ticks, std::span<status> res
     counters_.failed.fetch_add(accepted.size(), std::memory_order_relaxed);
     return;
   }
+  adopt_quota_rows(threads, std::move(next_days));
   for (auto& [id, p] : pending) remember(id, std::move(p));
   counters_.commits.fetch_add(accepted.size(), std::memory_order_relaxed);
   counters_.events.fetch_add(events, std::memory_order_relaxed);
@@ -701,6 +720,7 @@ status event_log::erase_thread(std::string_view thread_id) {
   bool found = false;
   status loaded = load_projection(id, &p, &found);
   // A manifest that cannot be read names no index entries: find them by a scan.
+  const bool stored = found || loaded.code() == errc::corruption;  // its threads row exists
   if (loaded.code() == errc::corruption) loaded = find_index_keys(id, &p.index_keys);
   SKEIN_TRY(loaded);
   for (const auto& k : p.index_keys) batch.Delete(impl_->cf(cf_index), k);
@@ -738,8 +758,13 @@ status event_log::erase_thread(std::string_view thread_id) {
   }
   SKEIN_TRY(from_rocks(it->status(), "scan effects"));
   SKEIN_TRY(erase_work_rows(id, p.index_keys, &batch));
+  uint64_t threads = threads_.load(std::memory_order_relaxed);
+  if (stored && threads > 0) --threads;
+  std::map<int64_t, uint64_t> days;
+  put_quota_rows(threads, {}, &batch, &days);
 
   SKEIN_TRY(write(&batch, 0));
+  adopt_quota_rows(threads, std::move(days));
   cache_.erase(id);
   return status::ok();
 }
@@ -844,6 +869,8 @@ status event_log::commit_all(std::span<tick* const> ticks) {
   std::unordered_map<std::string, projection> pending;  // threads touched by this call
   std::unordered_map<std::string, std::string> claims;  // claim keys put by this call
   uint64_t events = 0;
+  uint64_t creates = 0;              // creating ticks so far (threads_max)
+  std::map<int64_t, uint64_t> days;  // their events per UTC day
   for (size_t i = 0; i < ticks.size(); ++i) {
     tick& t = *ticks[i];
     const projection* prev = nullptr;
@@ -862,21 +889,30 @@ status event_log::commit_all(std::span<tick* const> ticks) {
     }
     projection next;
     if (s) s = prepare(t, prev, &batch, &next, &claims);
+    if (s && t.create) s = check_create(t, creates, days);
     if (!s) {
       // One refusal refuses them all: the batch is dropped unwritten.
       counters_.rejected.fetch_add(ticks.size(), std::memory_order_relaxed);
       return status(s.code(), "tick " + std::to_string(i + 1) + " of " +
-                                  std::to_string(ticks.size()) + ": " + s.message());
+                                  std::to_string(ticks.size()) + ": " + s.message())
+          .with_limit(s.limit())
+          .with_field(s.field());
     }
     pending[t.thread_id] = std::move(next);
     events += t.events.size();
+    if (t.create) ++creates;
+    for (const auto& e : t.events) ++days[day_of(e.ts_ms)];
   }
   if (ticks.empty()) return status::ok();
+  const uint64_t threads = threads_.load(std::memory_order_relaxed) + creates;
+  std::map<int64_t, uint64_t> next_days;
+  put_quota_rows(threads, days, &batch, &next_days);
   status s = write(&batch, ticks.size());
   if (!s) {
     counters_.failed.fetch_add(ticks.size(), std::memory_order_relaxed);
     return s;
   }
+  adopt_quota_rows(threads, std::move(next_days));
   for (auto& [id, p] : pending) remember(id, std::move(p));
   counters_.commits.fetch_add(ticks.size(), std::memory_order_relaxed);
   counters_.events.fetch_add(events, std::memory_order_relaxed);

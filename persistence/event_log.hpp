@@ -17,6 +17,8 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <memory>
 #include <span>
@@ -47,10 +49,13 @@ class encrypted_env;
 class master_key;
 
 // 2: usage rows keyed by thread and seq (keys.cpp). 3: the work, graph, sessions
-// and suggestions column families (work items). Opening a version-1 database
-// migrates it to 2; opening a version-2 one creates the new (empty) families and
-// records 3; a newer one is refused.
-inline constexpr uint32_t schema_version = 3;
+// and suggestions column families (work items). 4: the quota rows of the meta
+// column family (the thread count, events per UTC day), kept with every write.
+// Opening a version-1 database migrates it to 2; opening a version-2 one creates
+// the new (empty) families and records 3; opening an older one than 4 counts its
+// threads once and records 4; a newer one is refused (an older skein would write
+// threads without keeping the count).
+inline constexpr uint32_t schema_version = 4;
 
 enum class durability : uint8_t {
   sync,    // fdatasync before ack: survives power loss
@@ -60,6 +65,31 @@ enum class durability : uint8_t {
 
 std::string_view to_string(durability d);
 bool parse_durability(std::string_view name, durability* out);
+
+// Quotas of one database (one namespace), set by its owner; 0: unlimited. A
+// refusal is quota_exceeded naming the limit, and writes nothing.
+struct log_quota {
+  // Threads stored. Exact: the log counts them (meta row "threads"), and a
+  // creating tick past it is refused alone, whatever path created it.
+  uint64_t threads_max = 0;
+  // Events committed per UTC day, by each event's ts (meta rows "events/<day>").
+  // Checked when an input is admitted, never mid-run: the runs admitted before the
+  // figure was reached complete and may pass it.
+  uint64_t events_per_day_max = 0;
+  // Approximate bytes on disk: SST files of every column family + live WAL files
+  // (memory mode: + memtables, as it has no WAL). RocksDB's figures, read at most
+  // once a second (storage_cache_ms): deleted data counts until compaction drops
+  // it, a WAL until its memtables are flushed, a second's writes may go unseen.
+  // Checked for new inputs and creating ticks.
+  uint64_t storage_bytes_max = 0;
+};
+
+// What the quotas measure, now.
+struct log_usage {
+  uint64_t threads = 0;
+  uint64_t events_today = 0;  // events with ts in the UTC day of the `now_ms` asked about
+  uint64_t storage_bytes = 0;
+};
 
 struct log_options {
   std::string path;                  // database directory; a name only in memory mode
@@ -77,6 +107,7 @@ struct log_options {
   size_t bulk_events_max = 100000;   // events in one bulk tick (fork, import)
   size_t manifest_cache_max = 65536; // threads whose index projection the writer caches
   uint64_t wal_bytes_max = 256 << 20; // WAL kept before memtables are flushed: bounds replay at open
+  log_quota quota;                   // initial quotas; set_quota() changes them
 };
 
 // The column families a tick may write beside its thread's own rows (side rows).
@@ -391,6 +422,22 @@ class event_log {
   status scan_side(side_cf cf, std::string_view prefix,
                    const std::function<bool(std::string_view key, std::string_view value)>& fn) const;
 
+  // --- quotas: any thread ---
+
+  // Takes effect for the next tick or input; ticks already queued at the journal
+  // are checked when written.
+  void set_quota(const log_quota& q);
+  log_quota quota() const;
+  // The figures the quotas measure; events_today is of the UTC day of now_ms.
+  status usage(int64_t now_ms, log_usage* out) const;
+  // For a new input (a send, a submit, a scheduled or delegated input):
+  // quota_exceeded when the events of the UTC day of now_ms reached
+  // events_per_day_max or storage reached storage_bytes_max. O(1) but for a
+  // storage figure older than storage_cache_ms, which is read again.
+  status admit_input(int64_t now_ms) const;
+  // How long a storage figure is reused before RocksDB is asked again.
+  static constexpr int64_t storage_cache_ms = 1000;
+
   log_counters counters() const;
   durability mode() const { return options_.mode; }
   const log_options& options() const { return options_; }
@@ -427,6 +474,23 @@ class event_log {
   status erase_work_rows(const std::string& id, const std::vector<std::string>& index_keys,
                          rocksdb::WriteBatch* batch) const;
   status refusal() const;  // what a write gets once the log is not writable
+  // Quotas. `creates`: creating ticks accepted earlier in the same batch; `days`:
+  // events per day those ticks add. A creating tick is checked against
+  // threads_max and storage_bytes_max, and, when it carries an input (a
+  // scheduled or delegated thread), against events_per_day_max too.
+  status check_create(const tick& t, uint64_t creates, const std::map<int64_t, uint64_t>& days) const;
+  status check_events(int64_t day, uint64_t pending) const;
+  status check_storage() const;
+  status storage_bytes(uint64_t* out) const;
+  // After ticks were prepared: the quota rows of their creates and events, and
+  // the erasure of day rows older than the days kept.
+  void put_quota_rows(uint64_t threads, const std::map<int64_t, uint64_t>& days,
+                      rocksdb::WriteBatch* batch, std::map<int64_t, uint64_t>* next_days) const;
+  // Once the batch is written: the counts it recorded become the log's.
+  void adopt_quota_rows(uint64_t threads, std::map<int64_t, uint64_t> next_days);
+  // At open: the thread count (counted when absent or `recount`, then recorded
+  // with the schema version in one batch) and the day rows.
+  status load_quota_rows(bool recount);
   void remember(const std::string& thread_id, projection p);
 
   log_options options_;
@@ -434,6 +498,15 @@ class event_log {
   std::unique_ptr<encrypted_env> encrypted_env_;  // outlives impl_ (declared before it)
   std::unique_ptr<impl> impl_;
   std::unordered_map<std::string, projection> cache_;  // writer-only
+
+  // Quotas: limits any thread sets; counts the writer keeps and any thread reads.
+  std::atomic<uint64_t> threads_max_{0}, events_per_day_max_{0}, storage_bytes_max_{0};
+  std::atomic<uint64_t> threads_{0};  // threads stored (the meta row "threads")
+  mutable std::mutex days_mu_;        // guards days_
+  std::map<int64_t, uint64_t> days_;  // events per UTC day (days since the epoch), recent days only
+  mutable std::mutex storage_mu_;     // guards the two below: one refresh at a time
+  mutable int64_t storage_at_ms_ = INT64_MIN;  // steady clock of the last read
+  mutable uint64_t storage_bytes_ = 0;
   std::atomic<bool> writable_{true};
   std::atomic<bool> no_space_{false};  // the failed write found the disk full
 

@@ -246,6 +246,7 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   lo.mode = p->options.mode;
   lo.env = p->options.env;
   lo.encryption = p->options.encryption;
+  lo.quota = p->options.quota;
   SKEIN_TRY(event_log::open(lo, &p->log));
 
   // The memory index first, alone on the cores (memory_service::rebuild).
@@ -784,6 +785,10 @@ status runtime::stats(runtime_stats* out) {
   out->compactions_failed = c.failed.load(std::memory_order_relaxed);
   out->compaction_tokens_before = c.tokens_before.load(std::memory_order_relaxed);
   out->compaction_tokens_after = c.tokens_after.load(std::memory_order_relaxed);
+  out->quota = impl_->log->quota();
+  // Stats answer while storage fails (that is when they are looked at): a
+  // storage figure that cannot be read stays 0.
+  impl_->log->usage(impl_->core_opts.wall_clock(), &out->quota_usage).ignore();
   out->memory = impl_->memory->index().stats();
   out->memory_rebuild = impl_->memory->rebuilt();
   out->effects.clear();
@@ -793,6 +798,17 @@ status runtime::stats(runtime_stats* out) {
     out->effects.push_back(std::move(es));
   }
   return status::ok();
+}
+
+status runtime::set_quota(const log_quota& q) {
+  SKEIN_TRY(impl_->check_open());
+  impl_->log->set_quota(q);
+  return status::ok();
+}
+
+status runtime::quota_usage(log_usage* out) {
+  SKEIN_TRY(impl_->check_open());
+  return impl_->log->usage(impl_->core_opts.wall_clock(), out);
 }
 
 const std::vector<std::string>& runtime::repaired_at_open() const { return impl_->actors.repaired; }

@@ -88,6 +88,10 @@ struct runtime_options {
   // persistence/encryption.hpp), passed to log_options::encryption. null: plain.
   std::shared_ptr<const master_key> encryption;
   runtime_effects effects;
+  // Quotas of this runtime's database (event_log.hpp, log_quota; 0: unlimited):
+  // threads stored, events per UTC day, approximate bytes on disk. A refusal is
+  // quota_exceeded naming the limit; set_quota() changes them while open.
+  log_quota quota;
 };
 
 enum class history_view { working, complete };
@@ -169,6 +173,8 @@ struct runtime_stats {
   memory_rebuild_stats memory_rebuild;  // what the rebuild at open read and what it took
   log_counters log;
   std::vector<effect_stats> effects;  // one per effect kind running
+  log_quota quota;              // the quotas in force
+  log_usage quota_usage;        // what they measure now (today: the runtime's clock)
 };
 
 class runtime {
@@ -338,6 +344,11 @@ class runtime {
   status session_close(const work_session_close& in, work_session_closed* out);
 
   status stats(runtime_stats* out);
+  // Quotas of the database (runtime_options::quota): take effect for the next
+  // creation or input; a run already admitted completes.
+  status set_quota(const log_quota& q);
+  // The figures the quotas measure, events of the UTC day of the runtime's clock.
+  status quota_usage(log_usage* out);
   // Threads that recovery repaired when this runtime opened.
   const std::vector<std::string>& repaired_at_open() const;
   // Threads that recovery quarantined when this runtime opened: running threads

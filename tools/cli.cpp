@@ -26,7 +26,7 @@ extern const char* cli_usage;
 namespace {
 
 enum exit_code : int { ok = 0, failed = 1, run_failed = 2, stalled = 3, not_found = 4, denied = 5, conflict = 6,
-                       unreadable = 7, budget = 8, usage = 64 };
+                       unreadable = 7, budget = 8, quota = 9, usage = 64 };
 
 // Responses hold stored values (events, manifests) up to two levels down
 // ({"events":[...]}) and many of them: deeper and larger than one stored value.
@@ -87,6 +87,9 @@ struct cli {
     if (http_status == 402) return budget;  // the agent's daily budget is spent
     return failed;
   }
+  // code_for() with the error body: a 429 is a quota of the database when its
+  // error code says so (a passing overload stays `failed`, worth a retry).
+  int code_for(int http_status, const std::string& body);
 
   // Sends a request; on an HTTP error prints the server's message and sets *code.
   bool call(const std::string& method, const std::string& target, const std::string& body, http::response* r, int* code) {
@@ -98,7 +101,7 @@ struct cli {
     }
     if (r->status >= 300) {
       std::fprintf(stderr, "skein: %s %s: HTTP %d %s\n", method.c_str(), target.c_str(), r->status, r->body.c_str());
-      *code = code_for(r->status);
+      *code = code_for(r->status, r->body);
       return false;
     }
     return true;
@@ -154,6 +157,19 @@ status uint_field(const std::string& body, const char* field, uint64_t* out) {
   json::object_reader o;
   SKEIN_TRY(open_response(body, &doc, &o));
   return o.uint(field, out);
+}
+
+int cli::code_for(int http_status, const std::string& body) {
+  if (http_status != 429) return code_for(http_status);
+  json::document doc;
+  json::object_reader o, e;
+  json::dom::element error;
+  std::string code;
+  status s = open_response(body, &doc, &o);
+  if (s) s = o.element("error", &error);
+  if (s) s = json::object_reader::open(error, "error", &e);
+  if (s) s = e.string("code", &code);
+  return s && code == "quota_exceeded" ? quota : failed;
 }
 
 void print_thread_row(const manifest& m) {

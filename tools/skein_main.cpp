@@ -66,7 +66,8 @@ const char* cli_usage =
     "exit codes: 0 success; 1 failure (server error, network); 2 a run failed, or diagnose:\n"
     "failed; 3 diagnose: stalled; 4 not found; 5 unauthorized or forbidden; 6 conflict;\n"
     "7 the server answered but the CLI cannot decode the response; 8 the agent's daily\n"
-    "budget is spent (HTTP 402); 64 usage error\n";
+    "budget is spent (HTTP 402); 9 a quota of the database is reached (HTTP 429\n"
+    "quota_exceeded); 64 usage error\n";
 
 }  // namespace skein::tools
 

@@ -13,6 +13,7 @@ std::string_view to_string(errc code) {
     case errc::no_space: return "no_space";
     case errc::overloaded: return "overloaded";
     case errc::budget_exceeded: return "budget_exceeded";
+    case errc::quota_exceeded: return "quota_exceeded";
   }
   return "unknown";
 }

@@ -29,6 +29,7 @@ enum class errc : uint8_t {
   no_space = 6,
   overloaded = 7,
   budget_exceeded = 8,  // an agent's daily budget is spent (agent.hpp, run_budgets)
+  quota_exceeded = 9,   // a database's quota is reached (event_log.hpp, log_quota)
 };
 
 // "not_found", "invalid_input", ...
@@ -47,6 +48,7 @@ class [[nodiscard]] status {
   static status no_space(std::string msg) { return {errc::no_space, std::move(msg)}; }
   static status overloaded(std::string msg) { return {errc::overloaded, std::move(msg)}; }
   static status budget_exceeded(std::string msg) { return {errc::budget_exceeded, std::move(msg)}; }
+  static status quota_exceeded(std::string msg) { return {errc::quota_exceeded, std::move(msg)}; }
 
   status(errc code, std::string message) : code_(code), message_(std::move(message)) {}
 

@@ -454,3 +454,30 @@ TEST_CASE("a bound thread that refuses the input gets a failed firing", "[schedu
   bool cancelled = false;
   REQUIRE(t.rt().cancel(th.id, &cancelled).is_ok());
 }
+
+TEST_CASE("a firing past the database's threads_max fails, creates nothing, and the schedule goes on",
+          "[scheduler][quota]") {
+  int64_t t0 = utc_ms(2026, 5, 1);
+  sched_fixture t{t0};
+  manifest only = t.f->thread("a");
+  log_quota q;
+  q.threads_max = 1;
+  REQUIRE(t.rt().set_quota(q).is_ok());
+  schedule s = t.create(interval(60000));
+  t.clock.set(s.next_fire_at_ms);
+  CHECK(t.fire() == 0);
+  auto h = t.history(s.id);
+  REQUIRE(h.size() == 1);
+  CHECK(h[0].outcome == firing_outcome::failed);
+  CHECK(h[0].reason.find("threads_max") != std::string::npos);
+  log_usage u;
+  REQUIRE(t.rt().quota_usage(&u).is_ok());
+  CHECK(u.threads == 1);
+  CHECK(t.get(s.id).next_fire_at_ms == s.next_fire_at_ms + 60000);
+  // Room again: the next firing creates its thread.
+  q.threads_max = 2;
+  REQUIRE(t.rt().set_quota(q).is_ok());
+  t.fire_next(s.id);
+  REQUIRE(t.rt().quota_usage(&u).is_ok());
+  CHECK(u.threads == 2);
+}

@@ -216,6 +216,9 @@ int http_status(errc code) {
     // Not 429: a spent daily budget is no overload, and clients that retry 429
     // would retry this until midnight. 402 is never retried automatically.
     case errc::budget_exceeded: return 402;
+    // A namespace's quota: 429 with the limit named, so that clients back off;
+    // the events of a day pass at midnight UTC, threads and bytes when freed.
+    case errc::quota_exceeded: return 429;
   }
   return 500;
 }
@@ -1258,6 +1261,18 @@ void api::handle(http::request& req, std::shared_ptr<http::exchange> ex) {
     metric(out, "skein_memory_bytes", "gauge", "Bytes the memory index holds.", rs.memory.bytes);
     metric(out, "skein_memory_rebuild_skipped", "gauge", "Stored embeddings the rebuild at open skipped.",
            rs.memory_rebuild.skipped);
+    metric(out, "skein_quota_threads", "gauge", "Threads stored (quota threads_max).", rs.quota_usage.threads);
+    metric(out, "skein_quota_threads_max", "gauge", "Quota: threads stored at most; 0 unlimited.",
+           rs.quota.threads_max);
+    metric(out, "skein_quota_events_today", "gauge", "Events committed this UTC day (quota events_per_day_max).",
+           rs.quota_usage.events_today);
+    metric(out, "skein_quota_events_per_day_max", "gauge", "Quota: events per UTC day at most; 0 unlimited.",
+           rs.quota.events_per_day_max);
+    metric(out, "skein_quota_storage_bytes", "gauge",
+           "Approximate bytes on disk: SST, memtables, live WAL (quota storage_bytes_max).",
+           rs.quota_usage.storage_bytes);
+    metric(out, "skein_quota_storage_bytes_max", "gauge", "Quota: approximate bytes on disk at most; 0 unlimited.",
+           rs.quota.storage_bytes_max);
     effect_metrics(out, rs.effects);
     if (counters_) {
       auto hc = counters_();
