@@ -24,6 +24,8 @@ target_include_directories(skein_runtime PUBLIC "${SKEIN_GENERATED_DIR}")
 # test checks that none of them includes a dependency's header).
 set(SKEIN_PUBLIC_HEADERS
   runtime/runtime.hpp
+  runtime/namespaces.hpp
+  runtime/model/ids.hpp
   runtime/memory_service.hpp
   persistence/encryption.hpp
   persistence/event_log.hpp

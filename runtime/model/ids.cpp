@@ -45,6 +45,23 @@ status validate_id(std::string_view id, std::string_view field) {
   return status::ok();
 }
 
+status validate_namespace(std::string_view name, std::string_view field) {
+  std::string f{field};
+  if (name.empty()) return status::invalid_input(f + ": must not be empty").with_field(f);
+  if (name.size() > namespace_name_bytes_max)
+    return status::invalid_input(f + ": longer than namespace_name_bytes_max (" +
+                                  std::to_string(namespace_name_bytes_max) + " characters)")
+        .with_limit("namespace_name_bytes_max")
+        .with_field(f);
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    if (!ok) return status::invalid_input(f + ": characters must be in [a-z0-9_-]").with_field(f);
+  }
+  if (name.front() == '_' || name.front() == '-')
+    return status::invalid_input(f + ": must start with a letter or a digit").with_field(f);
+  return status::ok();
+}
+
 std::string new_thread_id(int64_t now_ms) { return new_thread_id(now_ms, random_u64()); }
 
 std::string new_thread_id(int64_t now_ms, uint64_t random_bits) {

@@ -19,6 +19,12 @@ inline constexpr size_t id_bytes_max = 128;
 // `field` names the input in the error ("thread id", "agent_id", ...).
 status validate_id(std::string_view id, std::string_view field);
 
+// A namespace name (runtime/namespaces.hpp): 1..namespace_name_bytes_max
+// characters of [a-z0-9_-], starting with a letter or a digit — also a directory name.
+inline constexpr size_t namespace_name_bytes_max = 64;
+inline constexpr std::string_view default_namespace = "default";
+status validate_namespace(std::string_view name, std::string_view field = "namespace");
+
 // "th_YYYYMMDD_" + 12 random base32 characters (60 bits), for the UTC day of now_ms.
 std::string new_thread_id(int64_t now_ms);
 // Deterministic form for tests: the low 60 bits of `random_bits` pick the suffix.
