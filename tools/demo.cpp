@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "runtime/namespaces.hpp"
 #include "runtime/runtime.hpp"
 #include "tools/tool_util.hpp"
 
@@ -95,12 +96,13 @@ int run_demo(int argc, char** argv) {
     return 1;
   }
   options.tools.push_back(weather_tool());
-  std::unique_ptr<runtime> rt;
+  embedded_namespace opened;
   auto fail = [](const char* what, const status& s) {
     std::fprintf(stderr, "skein demo: %s: %s\n", what, s.to_string().c_str());
     return 1;
   };
-  if (status s = runtime::open(options, &rt); !s) return fail("open", s);
+  if (status s = open_embedded(options, std::string(default_namespace), &opened); !s) return fail("open", s);
+  runtime* rt = opened.rt.get();
   if (!rt->repaired_at_open().empty())
     std::printf("recovery closed %zu interrupted run(s)\n", rt->repaired_at_open().size());
 
@@ -139,7 +141,7 @@ int run_demo(int argc, char** argv) {
               static_cast<unsigned long long>(result.duration_ms), result.turns,
               static_cast<unsigned long long>(result.last_seq));
   std::printf("assistant: %s\n", result.text.c_str());
-  return rt->close().is_ok() ? 0 : 1;
+  return opened.close().is_ok() ? 0 : 1;
 }
 
 }  // namespace skein::tools

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <sstream>
 
+#include "runtime/namespaces.hpp"
 #include "tools/client/http_client.hpp"
 #include "tools/server/api.hpp"
 #include "tools/server/http_server.hpp"
@@ -288,8 +289,11 @@ int run_serve(int argc, char** argv) {
   ro.work_sweep_interval_ms = c.work_sweep_interval_ms;
   ro.work_auto_archive = c.work_auto_archive == "true";
   if (c.demo) ro.tools.push_back(weather_tool());
-  std::unique_ptr<runtime> rt;
-  if (status s = runtime::open(ro, &rt); !s) return fail("skein serve", s, 1);
+  // On disk, a namespace set (runtime/namespaces.hpp): one database per
+  // namespace under the data directory. In memory there is one namespace.
+  embedded_namespace opened;
+  if (status s = open_embedded(ro, std::string(default_namespace), &opened); !s) return fail("skein serve", s, 1);
+  runtime* rt = opened.rt.get();
   if (!rt->repaired_at_open().empty())
     std::printf("skein serve: recovery closed %zu interrupted run(s)\n", rt->repaired_at_open().size());
 
@@ -303,8 +307,10 @@ int run_serve(int argc, char** argv) {
   server::api_options ao;
   ao.limits.json_bytes_max = c.body_bytes_max;
   std::unique_ptr<http::server> srv;
-  server::api api{*rt, tokens, ao, [&srv] { return srv ? srv->counters() : http::server_counters{}; }};
-  if (status s = http::server::start(host, port, limits, api.service(), c.http_threads, &srv); !s)
+  auto counters = [&srv] { return srv ? srv->counters() : http::server_counters{}; };
+  std::unique_ptr<server::api> api = opened.set ? std::make_unique<server::api>(*opened.set, tokens, ao, counters)
+                                                : std::make_unique<server::api>(*rt, tokens, ao, counters);
+  if (status s = http::server::start(host, port, limits, api->service(), c.http_threads, &srv); !s)
     return fail("skein serve", s, 1);
   std::printf("skein serve: listening on http://%s:%u (data %s, durability %s, auth %s, %s)\n", host.c_str(),
               srv->port(), c.data.c_str(), c.durability.c_str(),
@@ -329,7 +335,7 @@ int run_serve(int argc, char** argv) {
   std::printf("skein serve: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
   std::fflush(stdout);
   srv->stop();
-  status closed = rt->close();  // runs end as cancelled; what is queued is written
+  status closed = opened.close();  // runs end as cancelled; what is queued is written
   if (!closed) return fail("skein serve", closed, 1);
   std::printf("skein serve: stopped cleanly\n");
   return 0;

@@ -178,7 +178,7 @@ TEST_CASE("effects kill loop: titles, embeddings and compactions exactly once ac
   }
 
   log_options lo;
-  lo.path = data;
+  lo.path = data + "/namespaces/default";  // skein serve keeps one database per namespace
   std::unique_ptr<event_log> log;
   REQUIRE(event_log::open(lo, &log).is_ok());
   size_t titled = 0, rows_total = 0, compactions = 0;

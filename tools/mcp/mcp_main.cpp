@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "runtime/namespaces.hpp"
 #include "runtime/runtime.hpp"
 #include "tools/mcp/server.hpp"
 #include "tools/tool_util.hpp"
@@ -17,7 +18,8 @@ namespace skein::tools {
 namespace {
 
 const char* mcp_usage =
-    "usage: skein mcp --agent ID [--data DIR] [--durability sync|flush|memory] [--key-file P | --key-env NAME]\n"
+    "usage: skein mcp --agent ID [--data DIR] [--namespace NS] [--durability sync|flush|memory]\n"
+    "                 [--key-file P | --key-env NAME]\n"
     "       skein mcp --agent ID --server URL [--token T]\n"
     "\n"
     "An MCP server (JSON-RPC 2.0, newline-delimited on stdin/stdout; logs on stderr)\n"
@@ -31,6 +33,8 @@ const char* mcp_usage =
     "                    the hashing embedder\n"
     "  --key-file P      an encrypted DIR's master key: a file of 64 hex characters, or\n"
     "  --key-env NAME    the name of the environment variable holding them\n"
+    "  --namespace NS    the namespace of DIR to act in (default: default); with --server\n"
+    "                    the token decides\n"
     "  --server URL      talk to a running skein serve instead; --token T or SKEIN_TOKEN\n"
     "                    is its bearer token\n"
     "\n"
@@ -38,7 +42,8 @@ const char* mcp_usage =
     "  {\"mcpServers\":{\"skein\":{\"command\":\"skein\",\"args\":[\"mcp\",\"--agent\",\"me\",\"--data\",\"/path/to/data\"]}}}\n";
 
 struct mcp_config {
-  std::string agent, data = "./skein-data", durability = "sync", server, token, key_file, key_env;
+  std::string agent, data = "./skein-data", durability = "sync", server, token, key_file, key_env,
+      ns{default_namespace};
 };
 
 int usage_error(const std::string& what) {
@@ -89,6 +94,7 @@ int run_mcp(int argc, char** argv) {
     if (flag == "--agent") c.agent = value;
     else if (flag == "--data") c.data = value;
     else if (flag == "--durability") c.durability = value;
+    else if (flag == "--namespace") c.ns = value;
     else if (flag == "--server") c.server = value;
     else if (flag == "--token") c.token = value;
     else if (flag == "--key-file") c.key_file = value;
@@ -115,19 +121,20 @@ int run_mcp(int argc, char** argv) {
   if (status s = load_key_flags(c.key_file, c.key_env, &ro.encryption); !s)
     return std::fprintf(stderr, "skein mcp: %s\n", s.to_string().c_str()), 1;
   if (!parse_durability(c.durability, &ro.mode)) return usage_error("--durability: must be sync, flush or memory");
-  std::unique_ptr<runtime> rt;
-  if (status s = runtime::open(ro, &rt); !s) return std::fprintf(stderr, "skein mcp: %s\n", s.to_string().c_str()), 1;
-  if (status s = ensure_agent(*rt, c.agent); !s) {
+  embedded_namespace opened;
+  if (status s = open_embedded(ro, c.ns, &opened); !s)
+    return std::fprintf(stderr, "skein mcp: %s\n", s.to_string().c_str()), 1;
+  if (status s = ensure_agent(*opened.rt, c.agent); !s) {
     std::fprintf(stderr, "skein mcp: agent %s: %s\n", c.agent.c_str(), s.to_string().c_str());
-    rt->close().ignore();
+    opened.close().ignore();
     return 1;
   }
   {
-    server::api api{*rt, server::token_store{}, server::api_options{}};
+    server::api api{*opened.rt, server::token_store{}, server::api_options{}};
     mcp::embedded_transport t{api};
     serve_stdio(t, c.agent, out);
   }
-  return rt->close().is_ok() ? 0 : 1;
+  return opened.close().is_ok() ? 0 : 1;
 }
 
 }  // namespace skein::tools

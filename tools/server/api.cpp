@@ -10,7 +10,9 @@
 #include "runtime/model/json_reader.hpp"
 #include "runtime/model/json_writer.hpp"
 #include "runtime/model/text.hpp"
+#include "runtime/namespaces.hpp"
 #include "tools/io/import_export.hpp"
+#include "tools/server/namespace_json.hpp"
 #include "tools/server/ui.hpp"
 #include "tools/server/work_routes.hpp"
 
@@ -274,8 +276,9 @@ struct api::context {
   request& req;
   exchange_ptr ex;
   token_scope scope;
+  std::shared_ptr<runtime> runtime_lease;
 
-  runtime& rt() { return self.rt_; }
+  runtime& rt() { return *runtime_lease; }
   void reply(response r) { ex->reply(std::move(r)); }
   void fail(const status& s, int code = 0) { ex->reply(error_response(s, code)); }
   void forbidden(const std::string& what) { reply(forbidden_response(what)); }
@@ -290,7 +293,33 @@ struct api::context {
 };
 
 api::api(runtime& rt, token_store tokens, api_options options, std::function<http::server_counters()> counters)
-    : rt_(rt), tokens_(std::move(tokens)), options_(options), counters_(std::move(counters)) {}
+    : single_(&rt), tokens_(std::move(tokens)), options_(options), counters_(std::move(counters)) {}
+
+api::api(namespace_set& namespaces, token_store tokens, api_options options,
+         std::function<http::server_counters()> counters)
+    : namespaces_(&namespaces), tokens_(std::move(tokens)), options_(options), counters_(std::move(counters)) {}
+
+std::optional<http::response> api::lease(const http::request& req, const token_scope& scope,
+                                         std::shared_ptr<runtime>* out) {
+  std::string ns = scope.ns;
+  std::string named = req.header("skein-namespace");
+  if (!named.empty()) {
+    if (status s = validate_namespace(named, "Skein-Namespace"); !s) return error_response(s);
+    if (!scope.server_admin && named != scope.ns)
+      return forbidden_response("act in namespace " + quote_input(named) + " (this token acts in " + scope.ns + ")");
+    ns = named;
+  }
+  if (single_ != nullptr) {
+    if (ns != default_namespace) return error_response(status::not_found("namespace " + quote_input(ns) + " not found"));
+    *out = std::shared_ptr<runtime>(single_, [](runtime*) {});  // borrowed: the host closes it
+    return std::nullopt;
+  }
+  if (status s = namespaces_->runtime_of(ns, out); !s) {
+    if (s.code() == errc::not_found) s = status::not_found("namespace " + quote_input(ns) + " not found");
+    return error_response(s);
+  }
+  return std::nullopt;
+}
 
 namespace {
 
@@ -718,8 +747,12 @@ void stream_entries(ctx& c, const std::string& id) {
     stream->close();
     return;
   }
-  runtime* rt = &c.rt();
-  stream->on_close([rt, sub] { rt->unsubscribe(sub).ignore(); });
+  // Weak: an open stream must not keep a removed namespace's runtime open (its
+  // close ends the subscription itself).
+  std::weak_ptr<runtime> rt = c.runtime_lease;
+  stream->on_close([rt, sub] {
+    if (auto held = rt.lock()) held->unsubscribe(sub).ignore();
+  });
 }
 
 // POST /v1/threads/{id}/members {"agent":id,"trigger":"always"|"on_mention"};
@@ -1200,6 +1233,15 @@ http::admission api::admit(const http::request& head) {
     a.refuse = unauthorized_response();
     return a;
   }
+  std::string named = head.header("skein-namespace");
+  if (!named.empty() && !scope->server_admin && named != scope->ns) {
+    a.refuse = forbidden_response("act in namespace " + quote_input(named) + " (this token acts in " + scope->ns + ")");
+    return a;
+  }
+  if (v1 && seg.size() >= 2 && seg[1] == "namespaces" && head.method != "GET" && !scope->server_admin) {
+    a.refuse = forbidden_response("manage namespaces (the server's admin only)");
+    return a;
+  }
   if (scope->admin) return a;
   if (head.path == "/metrics") a.refuse = forbidden_response("read metrics (admin only)");
   else if (v1 && seg.size() == 2 && seg[1] == "prune") a.refuse = forbidden_response("prune (admin only)");
@@ -1217,10 +1259,80 @@ http::admission api::admit(const http::request& head) {
     a.refuse = forbidden_response("message agent " + quote_input(seg[2]));
   if (auto refuse = admit_work(*scope, seg)) a.refuse = std::move(refuse);
   if (v1 && seg.size() == 4 && seg[1] == "threads" && head.method == "POST") {
+    std::shared_ptr<runtime> rt;
+    if (auto refuse = lease(head, *scope, &rt)) {
+      a.refuse = std::move(refuse);
+      return a;
+    }
     manifest m;
-    if (status s = visible_thread(rt_, *scope, seg[2], "", &m); !s) a.refuse = error_response(s);
+    if (status s = visible_thread(*rt, *scope, seg[2], "", &m); !s) a.refuse = error_response(s);
   }
   return a;
+}
+
+// /v1/namespaces: the server's admin manages them; a namespace's own token sees
+// its own namespace, and any other as a missing one.
+void api::namespaces_route(context& c, const std::vector<std::string>& seg) {
+  const std::string& m = c.req.method;
+  auto not_allowed = [&] {
+    c.fail(status::invalid_input("method " + quote_input(m) + " is not allowed on " + quote_input(c.req.path)), 405);
+  };
+  if (namespaces_ == nullptr) return c.fail(status::not_found("no route " + quote_input(c.req.path) + ": this server has one namespace"));
+  auto missing = [&](const std::string& name) { c.fail(status::not_found("namespace " + quote_input(name) + " not found")); };
+  if (seg.size() == 2) {
+    if (m == "GET") {
+      std::vector<namespace_info> all;
+      if (status s = namespaces_->list(&all); !s) return c.fail(s);
+      std::string body;
+      json_writer w{&body};
+      w.begin_object();
+      w.key("namespaces");
+      w.begin_array();
+      for (const auto& info : all)
+        if (c.scope.server_admin || info.name == c.scope.ns) w.raw(namespace_json(info));
+      w.end_array();
+      w.end_object();
+      return c.reply(json_response(200, body));
+    }
+    if (m != "POST") return not_allowed();
+    if (!c.scope.server_admin) return c.forbidden("create namespaces (the server's admin only)");
+    std::string name;
+    namespace_quota quota;
+    if (status s = decode_namespace_body(c.req.body, options_.limits, true, &name, &quota); !s) return c.fail(s);
+    namespace_info info;
+    if (status s = namespaces_->create(name, quota, &info); !s) return c.fail(s);
+    return c.reply(json_response(201, namespace_json(info)));
+  }
+  if (seg.size() != 3) return c.fail(status::not_found("no route " + quote_input(c.req.path)));
+  const std::string& name = seg[2];
+  if (status s = validate_namespace(name, "namespace"); !s) return c.fail(s);
+  // Another namespace answers as a missing one, whatever the method.
+  if (!c.scope.server_admin && name != c.scope.ns) {
+    if (m != "GET" && m != "PATCH" && m != "DELETE") return not_allowed();
+    return missing(name);
+  }
+  namespace_info info;
+  if (m == "GET") {
+    if (status s = namespaces_->get(name, &info); !s) return c.fail(s);
+    namespace_usage usage;
+    if (status s = namespaces_->usage(name, &usage); !s) return c.fail(s);
+    return c.reply(json_response(200, namespace_json(info, &usage)));
+  }
+  if (m == "PATCH") {
+    if (!c.scope.server_admin) return c.forbidden("change a namespace's quota (the server's admin only)");
+    if (status s = namespaces_->get(name, &info); !s) return c.fail(s);
+    std::string unused;
+    namespace_quota quota = info.quota;
+    if (status s = decode_namespace_body(c.req.body, options_.limits, false, &unused, &quota); !s) return c.fail(s);
+    if (status s = namespaces_->set_quota(name, quota, &info); !s) return c.fail(s);
+    return c.reply(json_response(200, namespace_json(info)));
+  }
+  if (m == "DELETE") {
+    if (!c.scope.server_admin) return c.forbidden("delete namespaces (the server's admin only)");
+    if (status s = namespaces_->remove(name); !s) return c.fail(s);
+    return c.reply(response{204, "application/json", "", {}});
+  }
+  not_allowed();
 }
 
 void api::handle(http::request& req, std::shared_ptr<http::exchange> ex) {
@@ -1230,7 +1342,9 @@ void api::handle(http::request& req, std::shared_ptr<http::exchange> ex) {
   if (is_ui_path(req.path)) return serve_ui(req, ex);
   auto scope = tokens_.authenticate(req.header("authorization"));
   if (!scope) return ex->reply(unauthorized_response());
-  context c{*this, req, ex, *scope};
+  context c{*this, req, ex, *scope, nullptr};
+  if (seg.size() >= 2 && seg[0] == "v1" && seg[1] == "namespaces") return namespaces_route(c, seg);
+  if (auto refuse = lease(req, c.scope, &c.runtime_lease)) return c.reply(std::move(*refuse));
   auto not_allowed = [&] {
     c.fail(status::invalid_input("method " + quote_input(m) + " is not allowed on " + quote_input(req.path)), 405);
   };
@@ -1240,7 +1354,7 @@ void api::handle(http::request& req, std::shared_ptr<http::exchange> ex) {
     if (m != "GET") return not_allowed();
     if (!c.scope.admin) return c.forbidden("read metrics (admin only)");
     runtime_stats rs;
-    if (status s = rt_.stats(&rs); !s) return c.fail(s);
+    if (status s = c.rt().stats(&rs); !s) return c.fail(s);
     std::string out;
     metric(out, "skein_threads_active", "gauge", "Thread actors alive now.", rs.active_threads);
     metric(out, "skein_thread_activations_total", "counter", "Thread actors activated.", rs.activations);
@@ -1274,7 +1388,7 @@ void api::handle(http::request& req, std::shared_ptr<http::exchange> ex) {
     metric(out, "skein_quota_storage_bytes_max", "gauge", "Quota: approximate bytes on disk at most; 0 unlimited.",
            rs.quota.storage_bytes_max);
     effect_metrics(out, rs.effects);
-    if (counters_) {
+    if (counters_ && c.scope.server_admin) {  // the server's own figures span every namespace
       auto hc = counters_();
       metric(out, "skein_http_requests_total", "counter", "HTTP requests read.", hc.requests);
       metric(out, "skein_http_requests_in_flight", "gauge", "HTTP requests being answered.", hc.in_flight);
@@ -1291,7 +1405,7 @@ void api::handle(http::request& req, std::shared_ptr<http::exchange> ex) {
     return c.reply(response{200, "text/plain; version=0.0.4", out, {}});
   }
   if (seg.size() < 2 || seg[0] != "v1") return c.fail(status::not_found("no route " + quote_input(req.path)));
-  if (route_work(rt_, c.scope, limits, req, ex, seg)) return;  // work items, sessions, graph
+  if (route_work(c.rt(), c.scope, limits, req, ex, seg)) return;  // work items, sessions, graph
 
   if (seg[1] == "agents" && seg.size() == 2) {
     if (m == "POST") return create_agent(c, limits);

@@ -5,12 +5,18 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
+#include <vector>
 #include <string>
 
 #include "runtime/runtime.hpp"
 #include "tools/server/auth.hpp"
 #include "tools/server/http.hpp"
 #include "tools/server/http_server.hpp"
+
+namespace skein {
+class namespace_set;
+}
 
 namespace skein::server {
 
@@ -25,6 +31,11 @@ class api {
   // `rt` is borrowed and must outlive the api; `counters` reports the HTTP
   // server's own figures for /metrics (may be empty).
   api(runtime& rt, token_store tokens, api_options options,
+      std::function<http::server_counters()> counters = {});
+  // Many namespaces (runtime/namespaces.hpp): a request acts in its token's
+  // namespace, or, for the server's admin, in the one its Skein-Namespace header
+  // names (default: "default"); /v1/namespaces manages them. Borrowed.
+  api(namespace_set& namespaces, token_store tokens, api_options options,
       std::function<http::server_counters()> counters = {});
 
   // From a request's head, before its body is read: auth, route scope and the
@@ -42,7 +53,14 @@ class api {
   struct context;
 
  private:
-  runtime& rt_;
+  // The runtime a request acts in (a lease: the namespace's runtime stays open
+  // while it is held); answers an error response when there is none.
+  std::optional<http::response> lease(const http::request& req, const token_scope& scope,
+                                      std::shared_ptr<runtime>* out);
+  void namespaces_route(context& c, const std::vector<std::string>& seg);
+
+  runtime* single_ = nullptr;
+  namespace_set* namespaces_ = nullptr;
   token_store tokens_;
   api_options options_;
   std::function<http::server_counters()> counters_;

@@ -47,7 +47,17 @@ status token_store::parse(const std::string& text, token_store* out) {
     for (char c : token)
       if (!token_char(c)) return status::invalid_input(where + ": token has a character outside [A-Za-z0-9_.~+/=-]");
     token_scope scope;
+    bool first = true, named = false;
     while (words >> word) {
+      if (first && word.size() > 1 && word[0] == '@') {
+        first = false;
+        named = true;
+        scope.ns = word.substr(1);
+        SKEIN_TRY(validate_namespace(scope.ns, where + ": namespace"));
+        continue;
+      }
+      first = false;
+      if (word[0] == '@') return status::invalid_input(where + ": the namespace (@name) comes first, once");
       if (word == "admin") {
         scope.admin = true;
         continue;
@@ -56,6 +66,7 @@ status token_store::parse(const std::string& text, token_store* out) {
       scope.agents.insert(word);
     }
     if (!scope.admin && scope.agents.empty()) return status::invalid_input(where + ": token has no scope (admin or agents)");
+    scope.server_admin = scope.admin && !named;
     if (store.tokens_.count(token)) return status::invalid_input(where + ": token listed twice");
     store.tokens_[token] = std::move(scope);
   }
@@ -65,7 +76,11 @@ status token_store::parse(const std::string& text, token_store* out) {
 }
 
 std::optional<token_scope> token_store::authenticate(const std::string& authorization) const {
-  if (!enabled_) return token_scope{true, {}};
+  if (!enabled_) {
+    token_scope all;
+    all.server_admin = all.admin = true;
+    return all;
+  }
   const std::string prefix = "Bearer ";
   if (authorization.size() <= prefix.size() || authorization.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
   std::string presented = authorization.substr(prefix.size());
@@ -77,7 +92,7 @@ std::optional<token_scope> token_store::authenticate(const std::string& authoriz
 
 std::string token_store::admin_token() const {
   for (const auto& [token, scope] : tokens_)
-    if (scope.admin) return token;
+    if (scope.server_admin) return token;
   return "";
 }
 

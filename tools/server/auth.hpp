@@ -1,7 +1,13 @@
-// Bearer tokens for skein serve, each scoped to a set of agents or admin.
+// Bearer tokens for skein serve, each scoped to one namespace (tenant): all of
+// it (its admin) or some of its agents; or the server's admin, who manages
+// namespaces and may act in any of them.
 //
-// Tokens file: one token a line, `<token> admin` or `<token> <agent> [<agent> ...]`;
-// blank lines and lines starting with '#' are skipped. Tokens are at least
+// Tokens file: one token a line —
+//   <token> admin                           the server's admin
+//   <token> @<namespace> admin              the admin of one namespace
+//   <token> @<namespace> <agent> [...]      some agents of one namespace
+//   <token> <agent> [<agent> ...]           some agents of the default namespace
+// Blank lines and lines starting with '#' are skipped. Tokens are at least
 // token_bytes_min characters of [A-Za-z0-9_.~+/=-]. Thread-safe after load.
 #pragma once
 
@@ -17,8 +23,10 @@ namespace skein::server {
 inline constexpr size_t token_bytes_min = 16;
 
 struct token_scope {
-  bool admin = false;
+  bool server_admin = false;  // manages namespaces; acts in any namespace
+  bool admin = false;         // every agent of `ns` (true for the server's admin too)
   std::set<std::string> agents;
+  std::string ns{"default"};  // the namespace the token acts in (the server's admin: any)
 
   bool allows(const std::string& agent) const { return admin || agents.count(agent) > 0; }
 };
