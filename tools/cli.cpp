@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/model/agent.hpp"
+#include "runtime/model/ids.hpp"
 #include "runtime/model/json_codec.hpp"
 #include "runtime/model/json_reader.hpp"
 #include "runtime/model/json_writer.hpp"
@@ -79,6 +80,7 @@ struct cli {
   http::client client;
   bool json;
   std::string last_request;  // "GET /v1/threads/x": names the response in errors
+  http::header_list headers;  // Skein-Namespace when --namespace (SKEIN_NAMESPACE) names one
 
   int code_for(int http_status) {
     if (http_status == 404) return not_found;
@@ -94,7 +96,7 @@ struct cli {
   // Sends a request; on an HTTP error prints the server's message and sets *code.
   bool call(const std::string& method, const std::string& target, const std::string& body, http::response* r, int* code) {
     last_request = method + " " + target;
-    if (status s = client.call(method, target, body, r); !s) {
+    if (status s = client.call(method, target, body, r, headers); !s) {
       std::fprintf(stderr, "skein: %s\n", s.to_string().c_str());
       *code = failed;
       return false;
@@ -579,7 +581,7 @@ int thread_fork(cli& c, const args& a) {
 // one DM thread on the server, atomically.
 std::string entry_path(cli& c, const std::string& ref) {
   http::response r;
-  if (c.client.call("GET", "/v1/threads/" + q(ref), "", &r).is_ok() && r.status == 200)
+  if (c.client.call("GET", "/v1/threads/" + q(ref), "", &r, c.headers).is_ok() && r.status == 200)
     return "/v1/threads/" + q(ref) + "/entries";
   return "/v1/agents/" + q(ref) + "/dm";
 }
@@ -676,7 +678,7 @@ int entries_list(cli& c, const args& a) {
   status bad;
   bool deleted = false;
   c.last_request = "GET /v1/threads/" + id + "/stream";
-  status s = c.client.stream("/v1/threads/" + q(id) + "/stream?from_seq=" + std::to_string(from) + group, {},
+  status s = c.client.stream("/v1/threads/" + q(id) + "/stream?from_seq=" + std::to_string(from) + group, c.headers,
                              [&](const http::sse_event& e) {
                                if (e.event == "delta") return true;
                                if (e.event == "deleted") {  // the server's last frame: the thread is gone
@@ -715,7 +717,7 @@ int entries_read(cli& c, const args& a) {
   int http_status = 0;
   c.last_request = "GET /v1/threads/" + id + "/stream";
   status s = c.client.stream(
-      "/v1/threads/" + q(id) + "/stream?from_seq=" + std::to_string(from), {},
+      "/v1/threads/" + q(id) + "/stream?from_seq=" + std::to_string(from), c.headers,
       [&](const http::sse_event& e) {
         if (e.event == "deleted") {  // the server's last frame: the thread is gone
           deleted = true;
@@ -1070,6 +1072,107 @@ int memory_search(cli& c, const args& a) {
   return ok;
 }
 
+// --- namespace ----------------------------------------------------------------
+// The server's admin manages namespaces (tools/API.md, Namespaces); a
+// namespace's own token may list and show its own.
+
+// The quota options given, as a JSON object; false (after a message) on a bad number.
+bool quota_json(const args& a, std::string* out) {
+  std::string body;
+  json_writer w{&body};
+  w.begin_object();
+  for (const char* name : {"threads_max", "events_per_day_max", "storage_bytes_max"}) {
+    std::string flag = name;
+    for (auto& ch : flag)
+      if (ch == '_') ch = '-';
+    std::string v = a.opt(flag);
+    if (v.empty()) continue;
+    uint64_t n = 0;
+    if (!parse_u64(v, &n)) {
+      std::fprintf(stderr, "skein: --%s: expected a number (0: unlimited), got '%s'\n", flag.c_str(), v.c_str());
+      return false;
+    }
+    w.field_uint(name, n);
+  }
+  w.end_object();
+  *out = body;
+  return true;
+}
+
+int namespace_create(cli& c, const args& a) {
+  if (a.positional.size() != 3) return misuse(a);
+  std::string quota;
+  if (!quota_json(a, &quota)) return usage;
+  std::string body;
+  json_writer w{&body};
+  w.begin_object();
+  w.field("name", a.positional[2]);
+  w.key("quota");
+  w.raw(quota);
+  w.end_object();
+  http::response r;
+  int code = ok;
+  if (!c.call("POST", "/v1/namespaces", body, &r, &code)) return code;
+  return c.print_json(r);
+}
+
+int namespace_list(cli& c, const args& a) {
+  if (a.positional.size() != 2) return misuse(a);
+  http::response r;
+  int code = ok;
+  if (!c.call("GET", "/v1/namespaces", "", &r, &code)) return code;
+  if (c.json) return c.print_json(r);
+  std::vector<std::string> items;
+  if (status s = json_items(r.body, "namespaces", &items); !s) return c.unreadable_response(s);
+  std::printf("%-24s %14s %18s %18s\n", "NAME", "THREADS_MAX", "EVENTS_PER_DAY_MAX", "STORAGE_BYTES_MAX");
+  for (const auto& text : items) {
+    json::document doc;
+    json::object_reader o, quota;
+    std::string name;
+    uint64_t threads = 0, events = 0, bytes = 0;
+    json::dom::element qel;
+    status s = open_response(text, &doc, &o);
+    if (s) s = o.string("name", &name);
+    if (s) s = o.element("quota", &qel);
+    if (s) s = json::object_reader::open(qel, "quota", &quota);
+    if (s) s = quota.uint("threads_max", &threads);
+    if (s) s = quota.uint("events_per_day_max", &events);
+    if (s) s = quota.uint("storage_bytes_max", &bytes);
+    if (!s) return c.unreadable_response(s);
+    auto shown = [](uint64_t v) { return v == 0 ? std::string("-") : std::to_string(v); };
+    std::printf("%-24s %14s %18s %18s\n", name.c_str(), shown(threads).c_str(), shown(events).c_str(),
+                shown(bytes).c_str());
+  }
+  return ok;
+}
+
+int namespace_show(cli& c, const args& a) {
+  if (a.positional.size() != 3) return misuse(a);
+  http::response r;
+  int code = ok;
+  if (!c.call("GET", "/v1/namespaces/" + q(a.positional[2]), "", &r, &code)) return code;
+  return c.print_json(r);
+}
+
+int namespace_quota(cli& c, const args& a) {
+  if (a.positional.size() != 3) return misuse(a);
+  std::string quota;
+  if (!quota_json(a, &quota)) return usage;
+  http::response r;
+  int code = ok;
+  if (!c.call("PATCH", "/v1/namespaces/" + q(a.positional[2]), "{\"quota\":" + quota + "}", &r, &code)) return code;
+  return c.print_json(r);
+}
+
+int namespace_delete(cli& c, const args& a) {
+  if (a.positional.size() != 3) return misuse(a);
+  http::response r;
+  int code = ok;
+  if (!c.call("DELETE", "/v1/namespaces/" + q(a.positional[2]), "", &r, &code)) return code;
+  if (!c.json) std::printf("namespace %s deleted\n", a.positional[2].c_str());
+  return ok;
+}
+
 // Every command: its usage (after "usage: skein ") and what runs it.
 struct command {
   const char* noun;
@@ -1124,6 +1227,15 @@ const command commands[] = {
     {"schedule", "delete", "schedule delete <id>", schedule_delete},
     {"schedule", "history", "schedule history <id> [--limit N] [--before SEQ]   newest first", schedule_history},
     {"schedule", "preview", "schedule preview <id> [--n N]   the next due times", schedule_preview},
+    {"namespace", "create",
+     "namespace create <name> [--threads-max N] [--events-per-day-max N] [--storage-bytes-max N]   (server admin)",
+     namespace_create},
+    {"namespace", "list", "namespace list", namespace_list},
+    {"namespace", "show", "namespace show <name>    its quota and what it holds now", namespace_show},
+    {"namespace", "quota",
+     "namespace quota <name> [--threads-max N] [--events-per-day-max N] [--storage-bytes-max N]   0: unlimited",
+     namespace_quota},
+    {"namespace", "delete", "namespace delete <name>  erases all of its data (server admin)", namespace_delete},
 };
 
 const command* find_command(const std::string& noun, const std::string& verb) {
@@ -1134,7 +1246,8 @@ const command* find_command(const std::string& noun, const std::string& verb) {
 
 const char* client_options =
     "client options: --server URL (SKEIN_SERVER, default http://127.0.0.1:7411),\n"
-    "                --token T (SKEIN_TOKEN), --json (machine-readable output)\n";
+    "                --token T (SKEIN_TOKEN), --json (machine-readable output),\n"
+    "                --namespace NS (SKEIN_NAMESPACE: the server's admin acts in NS)\n";
 
 // The usage of every command of `noun` (or of one), to `out`.
 void print_usage(std::FILE* out, const std::string& noun, const command* only) {
@@ -1178,7 +1291,13 @@ int run_cli(int argc, char** argv) {
   if (token.empty() && std::getenv("SKEIN_TOKEN")) token = std::getenv("SKEIN_TOKEN");
   http::endpoint ep;
   if (status s = http::parse_server_url(server, &ep); !s) return fail("skein", s, usage);
-  cli c{http::client{ep, token}, a.flag("json"), ""};
+  cli c{http::client{ep, token}, a.flag("json"), "", {}};
+  std::string ns = a.opt("namespace");
+  if (ns.empty() && std::getenv("SKEIN_NAMESPACE")) ns = std::getenv("SKEIN_NAMESPACE");
+  if (!ns.empty()) {
+    if (status s = validate_namespace(ns, "--namespace"); !s) return fail("skein", s, usage);
+    c.headers.emplace_back("Skein-Namespace", ns);
+  }
   const command* cmd = one_word ? find_command(a.positional[0], "") : find_command(a.positional[0], a.positional[1]);
   if (cmd == nullptr) {
     std::fprintf(stderr, "skein: unknown command '%s %s'\n%s", a.positional[0].c_str(), a.positional[1].c_str(), cli_usage);

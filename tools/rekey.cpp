@@ -1,9 +1,14 @@
 // skein rekey: rewrites a data directory under a new master key, encrypts a
 // plain one, or decrypts one (persistence/rekey.hpp has the protocol).
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
 
+#include <filesystem>
+#include <vector>
+
+#include "persistence/encryption.hpp"
 #include "persistence/rekey.hpp"
 #include "tools/tool_util.hpp"
 
@@ -13,10 +18,13 @@ namespace {
 const char* rekey_usage =
     "usage: skein rekey --data DIR [--key-file P | --key-env NAME] [--new-key-file P | --new-key-env NAME]\n"
     "\n"
-    "Copies the database at DIR into DIR.rekey under a new random data key wrapped by the\n"
-    "new master key, then swaps it in; a crash at any point leaves the old database (old\n"
-    "key) or the new one (new key), and the next open finishes or rolls back. Stop the\n"
-    "server first: a database open elsewhere is refused.\n"
+    "Rekeys every namespace's database of the data directory DIR (or DIR itself when it\n"
+    "is one database): copies it into <database>.rekey under a new random data key\n"
+    "wrapped by the new master key, then swaps it in; a crash at any point leaves the old\n"
+    "database (old key) or the new one (new key), and the next open finishes or rolls\n"
+    "back. A database already under the new key is skipped, so a rekey cut short is\n"
+    "finished by running it again. Stop the server first: a database open elsewhere is\n"
+    "refused.\n"
     "\n"
     "  --key-file P, --key-env NAME          the current master key; none: DIR is plain\n"
     "  --new-key-file P, --new-key-env NAME  the new master key; none: decrypt DIR\n"
@@ -76,11 +84,47 @@ int run_rekey(int argc, char** argv) {
       std::fprintf(stderr, "skein rekey: %s\n", std::string{to_string(p.at)}.c_str());
     }
   };
-  if (status s = rekey_database(data, old_key.get(), new_key.get(), progress); !s)
-    return fail("skein rekey", s, exit_code(s));
-  std::printf("skein rekey: %s is now %s: %llu keys, %llu bytes in %llu column families copied\n", data.c_str(),
-              new_key ? "encrypted under the new key" : "plain (decrypted)", static_cast<unsigned long long>(keys),
-              static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(families));
+  // A data directory of namespaces (runtime/namespaces.hpp): each database under
+  // namespaces/ (names hold no '.'; <name>.rekey... are a rekey's own). Else DIR
+  // is one database.
+  namespace fs = std::filesystem;
+  std::vector<std::string> databases;
+  std::error_code ec;
+  if (fs::is_directory(fs::path(data) / "namespaces", ec)) {
+    for (const auto& e : fs::directory_iterator(fs::path(data) / "namespaces", ec)) {
+      std::string name = e.path().filename().string();
+      if (e.is_directory() && name.find('.') == std::string::npos) databases.push_back(e.path().string());
+    }
+    std::sort(databases.begin(), databases.end());
+    if (ec) return fail("skein rekey", status::io_error("list " + data + "/namespaces: " + ec.message()), 1);
+  } else {
+    databases.push_back(data);
+  }
+  size_t done = 0, skipped = 0;
+  for (const auto& db : databases) {
+    // Already under the new key (or already plain when decrypting): a rekey
+    // that stopped part way is finished by running it again.
+    std::unique_ptr<encrypted_env> probe;
+    bool under_new = new_key ? has_database_key(db) && open_database_key(db, new_key.get(), nullptr, false, &probe).is_ok()
+                             : !has_database_key(db);
+    if (under_new) {
+      std::fprintf(stderr, "skein rekey: %s: already %s, skipped\n", db.c_str(), new_key ? "under the new key" : "plain");
+      ++skipped;
+      continue;
+    }
+    std::fprintf(stderr, "skein rekey: %s\n", db.c_str());
+    if (status s = rekey_database(db, old_key.get(), new_key.get(), progress); !s) {
+      std::fprintf(stderr, "skein rekey: %zu of %zu databases done before this one; run it again to finish\n", done,
+                   databases.size());
+      return fail("skein rekey", status{s.code(), db + ": " + s.message()}, exit_code(s));
+    }
+    ++done;
+  }
+  std::printf("skein rekey: %s is now %s: %zu database(s) rewritten, %zu already so; %llu keys, %llu bytes in %llu "
+              "column families copied\n",
+              data.c_str(), new_key ? "encrypted under the new key" : "plain (decrypted)", done, skipped,
+              static_cast<unsigned long long>(keys), static_cast<unsigned long long>(bytes),
+              static_cast<unsigned long long>(families));
   return 0;
 }
 

@@ -250,6 +250,28 @@ printf '{"type":"USER_MESSAGE","data":"a","threadId":"lace_ok_1"}\n{"type":"USER
 check "an import whose 2nd thread exists is a conflict (exit 6)" expect_exit 6 sk thread import "$WORK/half.jsonl" --format lace --agent echo
 check "and leaves no trace of the 1st" expect_exit 4 sk thread show lace_ok_1
 
+# --- namespaces -------------------------------------------------------------------
+check "namespace create" bash -c "'$SKEIN' namespace create acme --threads-max 2 | grep -q '\"threads_max\":2'"
+check "namespace create: a taken name is a conflict (exit 6)" expect_exit 6 sk namespace create acme
+check "namespace create: a bad name is refused naming the field" bash -c "'$SKEIN' namespace create 'Bad/Name' 2>&1 | grep -q 'body.name'"
+check "namespace create: a bad number is a usage error" expect_exit 64 sk namespace create other --threads-max lots
+check "namespace list" bash -c "'$SKEIN' namespace list | grep -q '^acme '"
+check "--namespace: an agent in acme" sk --namespace acme agent create echo --engine-config '{"default":{"reply":"from acme"}}'
+NT=$(sk --namespace acme thread create echo)
+check "--namespace: a thread in acme" test -n "$NT"
+check "--namespace: a run in acme" bash -c "'$SKEIN' --namespace acme entries create $NT hi --wait | grep -q 'from acme'"
+check "acme's thread is missing from default (exit 4)" expect_exit 4 sk thread show "$NT"
+check "SKEIN_NAMESPACE works as --namespace" bash -c "SKEIN_NAMESPACE=acme '$SKEIN' thread show $NT | grep -q '$NT'"
+check "acme's quota: a third thread is refused (exit 9)" bash -c "'$SKEIN' --namespace acme thread create echo; '$SKEIN' --namespace acme thread create echo; [[ \$? -eq 9 ]]"
+check "namespace show: quota and usage" bash -c "'$SKEIN' namespace show acme | grep -q '\"threads\":2'"
+check "namespace quota raises it" bash -c "'$SKEIN' namespace quota acme --threads-max 3 | grep -q '\"threads_max\":3'"
+check "--namespace: a bad name is a usage error" expect_exit 64 sk --namespace 'No Good' thread list
+check "--namespace: an unknown namespace is not found (exit 4)" expect_exit 4 sk --namespace nothere thread list
+check "namespace delete" sk namespace delete acme
+check "namespace delete erased its database" test ! -e "$WORK/data/namespaces/acme"
+check "namespace delete: default cannot go" expect_exit 1 sk namespace delete default
+check "the server's own database moved under namespaces/default" test -e "$WORK/data/namespaces/default/CURRENT"
+
 # --- clean shutdown --------------------------------------------------------------
 kill -TERM "$SERVER_PID"
 wait "$SERVER_PID"
@@ -356,9 +378,17 @@ if enc_serve --key-file "$WORK/a.key"; then
   curl -sf -X POST "$E/v1/agents" -d '{"id":"bot","engine_config":{"default":{"reply":"ok"}}}' >/dev/null
   ET=$(curl -sf -X POST "$E/v1/threads" -d "{\"agent_id\":\"bot\",\"title\":\"$PLANT\"}" | sed -E 's/.*"id":"([^"]+)".*/\1/')
   check "encrypted serve: an entry with wait" bash -c "curl -sf -X POST $E/v1/threads/$ET/entries -d '{\"text\":\"$PLANT\",\"wait\":true}' | grep -q '\"text\":\"ok\"'"
+  # A second namespace: its own database, its own data key under the same master key.
+  curl -sf -X POST "$E/v1/namespaces" -d '{"name":"acme"}' >/dev/null
+  curl -sf -X POST -H 'Skein-Namespace: acme' "$E/v1/agents" -d '{"id":"bot","engine_config":{"default":{"reply":"ok"}}}' >/dev/null
+  EA=$(curl -sf -X POST -H 'Skein-Namespace: acme' "$E/v1/threads" -d "{\"agent_id\":\"bot\",\"title\":\"$PLANT-acme\"}" | sed -E 's/.*"id":"([^"]+)".*/\1/')
+  check "encrypted serve: a thread in a second namespace" test -n "$EA"
   kill -TERM "$ENC_PID"; wait "$ENC_PID"
   check "encrypted serve: no planted string in any file of the data dir" bash -c "! grep -rqa '$PLANT' '$ENC'"
-  check "encrypted serve: the data dir has its SKEIN-KEY" test -f "$ENC/SKEIN-KEY"
+  check "encrypted serve: each namespace's database has its SKEIN-KEY" \
+    test -f "$ENC/namespaces/default/SKEIN-KEY" -a -f "$ENC/namespaces/acme/SKEIN-KEY"
+  check "encrypted serve: each namespace has its own data key" \
+    bash -c "! cmp -s '$ENC/namespaces/default/SKEIN-KEY' '$ENC/namespaces/acme/SKEIN-KEY'"
   check "serve without the key refuses an encrypted dir" bash -c \
     "'$SKEIN' serve --data '$ENC' 2>&1 | grep -q 'encrypted: a key is needed'"
   check "rekey: usage error without --data (64)" expect_exit 64 "$SKEIN" rekey --key-file "$WORK/a.key"
@@ -371,12 +401,13 @@ if enc_serve --key-file "$WORK/a.key"; then
   if enc_serve --key-env SKEIN_TEST_NEW_KEY; then
     E="http://127.0.0.1:$(cat "$WORK/enc_port")"
     check "serve with the new key reads the thread back" bash -c "curl -sf '$E/v1/threads/$ET' | grep -q '$PLANT'"
+    check "and the second namespace's too" bash -c "curl -sf -H 'Skein-Namespace: acme' '$E/v1/threads/$EA' | grep -q '$PLANT-acme'"
     kill -TERM "$ENC_PID"; wait "$ENC_PID"
   else
     FAILED=$((FAILED + 1)); echo "FAILED: serve with the new key did not start" >&2; cat "$WORK/enc.out" >&2
   fi
   check "rekey: decrypt" "$SKEIN" rekey --data "$ENC" --key-env SKEIN_TEST_NEW_KEY
-  check "after decrypting there is no SKEIN-KEY" test ! -f "$ENC/SKEIN-KEY"
+  check "after decrypting there is no SKEIN-KEY" test ! -f "$ENC/namespaces/default/SKEIN-KEY" -a ! -f "$ENC/namespaces/acme/SKEIN-KEY"
 else
   FAILED=$((FAILED + 1)); echo "FAILED: encrypted serve did not start" >&2; cat "$WORK/enc.out" >&2
 fi
