@@ -58,6 +58,8 @@ class raw_db {
     return true;
   }
 
+  const std::vector<std::string>& names() const { return names_; }
+
   std::vector<std::string> keys(const std::string& cf) {
     rocksdb::ReadOptions ro;
     ro.total_order_seek = true;
