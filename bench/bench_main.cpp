@@ -68,6 +68,8 @@ constexpr workload workloads[] = {
              "session_start with 10,000 items, the sweep over 1,000,000 items (items/s)", run_work},
     {"encryption", "the skein rows of 'append' (sync, flush) and the runs of 'runs', each plain and "
                    "encrypted at rest (AES-256-CTR): throughput of both and the ratio", run_encryption},
+    {"namespaces", "1,000,000 threads over 100 namespaces (a database each): a page of one namespace's "
+                   "threads and its cold open, against one shared database listing one agent", run_namespaces},
 };
 
 struct command_line {

@@ -90,6 +90,9 @@ status measure_append_skein(const bench_options& options, durability mode, std::
                             append_row* row);
 // The skein part of `runs` (runs.cpp): no baselines, nothing printed.
 status measure_runs(const bench_options& options, std::shared_ptr<const master_key> key, runs_figures* out);
+// A listing in one namespace among many (one database each) against the same
+// threads in one shared database, one agent per namespace.
+status run_namespaces(const bench_options& options, std::string* json);
 
 // --- What the workloads over skein::runtime share (runs.cpp defines it) ---------
 
