@@ -223,7 +223,17 @@ struct namespace_set::impl {
   mutable std::mutex mu;
   std::map<std::string, namespace_info> registry;
   std::map<std::string, open_runtime> open;
+  // One per namespace, held while its database opens or is erased: a cold open
+  // (recovery may read for a while) holds up its own namespace only, and a
+  // removal never erases a database that is being opened.
+  std::map<std::string, std::shared_ptr<std::mutex>> gates;
   bool closed = false;
+
+  std::shared_ptr<std::mutex> gate(const std::string& name) {  // under mu
+    auto& g = gates[name];
+    if (!g) g = std::make_shared<std::mutex>();
+    return g;
+  }
 
   int64_t now() const { return options.runtime.clock ? options.runtime.clock() : now_ms(); }
 
@@ -366,10 +376,16 @@ status namespace_set::remove(const std::string& name) {
       impl_->open.erase(o);
     }
   }
-  // Unregistered: no new lease. The runtime closes once the requests using it end.
+  // Unregistered: no new lease. The runtime closes once the requests using it
+  // end; an open in progress finishes (and closes what it opened) first.
   if (entry.lease) SKEIN_TRY(impl::close_entry(entry));
+  std::shared_ptr<std::mutex> gate;
+  {
+    std::lock_guard<std::mutex> lock{impl_->mu};
+    gate = impl_->gate(name);
+  }
+  std::lock_guard<std::mutex> erasing{*gate};
   std::error_code ec;
-  fs::path db = impl_->dir_of(name);
   // The rekey's sibling directories go too (namespace names hold no '.').
   for (const auto& e : fs::directory_iterator(impl_->root / databases_dir, ec)) {
     std::string n = e.path().filename().string();
@@ -380,17 +396,32 @@ status namespace_set::remove(const std::string& name) {
 }
 
 status namespace_set::runtime_of(const std::string& name, std::shared_ptr<runtime>* out) {
-  std::lock_guard<std::mutex> lock{impl_->mu};
-  if (impl_->closed) return status::io_error("the namespace set is closed");
-  auto it = impl_->registry.find(name);
-  if (it == impl_->registry.end()) return status::not_found("namespace " + name + " not found");
-  if (auto o = impl_->open.find(name); o != impl_->open.end()) {
-    *out = o->second.lease;
-    return status::ok();
+  std::shared_ptr<std::mutex> gate;
+  {
+    std::lock_guard<std::mutex> lock{impl_->mu};
+    if (impl_->closed) return status::io_error("the namespace set is closed");
+    if (!impl_->registry.count(name)) return status::not_found("namespace " + name + " not found");
+    if (auto o = impl_->open.find(name); o != impl_->open.end()) {
+      *out = o->second.lease;
+      return status::ok();
+    }
+    gate = impl_->gate(name);
   }
-  runtime_options ro = impl_->options.runtime;
-  ro.data_dir = impl_->dir_of(name).string();
-  ro.quota = to_log_quota(it->second.quota);
+  std::lock_guard<std::mutex> opening{*gate};
+  runtime_options ro;
+  {
+    std::lock_guard<std::mutex> lock{impl_->mu};
+    if (impl_->closed) return status::io_error("the namespace set is closed");
+    auto it = impl_->registry.find(name);
+    if (it == impl_->registry.end()) return status::not_found("namespace " + name + " not found");
+    if (auto o = impl_->open.find(name); o != impl_->open.end()) {  // opened while this call waited
+      *out = o->second.lease;
+      return status::ok();
+    }
+    ro = impl_->options.runtime;
+    ro.data_dir = impl_->dir_of(name).string();
+    ro.quota = to_log_quota(it->second.quota);
+  }
   std::unique_ptr<runtime> rt;
   SKEIN_TRY(runtime::open(std::move(ro), &rt));
   auto state = std::make_shared<close_state>();
@@ -404,6 +435,11 @@ status namespace_set::runtime_of(const std::string& name, std::shared_ptr<runtim
     state->done = true;
     state->cv.notify_all();
   });
+  std::lock_guard<std::mutex> lock{impl_->mu};
+  // Removed or closed while it opened: the runtime closes here (`e` goes before
+  // the gate opens), and a removal waiting at the gate erases it after.
+  if (impl_->closed) return status::io_error("the namespace set is closed");
+  if (!impl_->registry.count(name)) return status::not_found("namespace " + name + " not found");
   *out = e.lease;
   impl_->open.emplace(name, std::move(e));
   return status::ok();

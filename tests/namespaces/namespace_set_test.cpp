@@ -199,6 +199,68 @@ TEST_CASE("namespaces: every runtime call with another namespace's ids answers a
     work_entry w;
     return b->get_item(id, &w);
   });
+  same_as_missing("add_member", [&](const std::string& id) {
+    house_member hm;
+    hm.agent_id = "alpha";
+    return b->add_member(id, hm, &m);
+  });
+  same_as_missing("remove_member", [&](const std::string& id) { return b->remove_member(id, "alpha", &m); });
+  same_as_missing("reconcile", [&](const std::string& id) { return b->reconcile(id); });
+  same_as_missing("relate_item", [&](const std::string& id) {
+    work_entry w;
+    return b->relate_item(id, "X-1", &w);
+  });
+  same_as_missing("resolve_item", [&](const std::string& id) {
+    work_resolve r;
+    r.agent_id = "alpha";
+    r.thread_id = id;
+    work_entry w;
+    return b->resolve_item(r, &w);
+  });
+  std::vector<work_triple> triples;
+  same_as_missing("graph_connected_to", [&](const std::string& id) {
+    return b->graph_connected_to("thread:" + id, 100, &triples);
+  });
+  CHECK(triples.empty());
+  same_as_missing("graph_provenance", [&](const std::string& id) {
+    return b->graph_provenance("thread:" + id, 2, 100, &triples);
+  });
+  CHECK(triples.empty());
+  // Schedules: acme's, by id.
+  schedule sched;
+  sched.id = "sched-a";
+  sched.agent_id = "alpha";
+  sched.kind = schedule_kind::interval;
+  sched.interval_ms = 3600000;
+  sched.input_text = "tick";
+  sched.thread_id = theirs;
+  REQUIRE(a->create_schedule(sched).is_ok());
+  auto same_schedule_answer = [&](const char* what, const std::function<status(const std::string&)>& call) {
+    status foreign = call("sched-a");
+    status missing = call("sched-z");
+    INFO(what << ": foreign " << foreign.to_string() << " / missing " << missing.to_string());
+    CHECK(foreign.code() == missing.code());
+    CHECK(shape(foreign, "sched-a") == shape(missing, "sched-z"));
+  };
+  schedule got;
+  same_schedule_answer("get_schedule", [&](const std::string& id) { return b->get_schedule(id, &got); });
+  same_schedule_answer("pause_schedule", [&](const std::string& id) { return b->pause_schedule(id, &got); });
+  same_schedule_answer("resume_schedule", [&](const std::string& id) { return b->resume_schedule(id, &got); });
+  same_schedule_answer("preview_schedule", [&](const std::string& id) {
+    std::vector<int64_t> at;
+    return b->preview_schedule(id, 3, &at);
+  });
+  // A schedule in bravo bound to acme's thread: as if the thread were missing.
+  schedule bound = sched;
+  bound.id = "sched-b";
+  status bind_foreign = b->create_schedule(bound);
+  bound.thread_id = nobody;
+  status bind_missing = b->create_schedule(bound);
+  CHECK(bind_foreign.code() == bind_missing.code());
+  CHECK(shape(bind_foreign, theirs) == shape(bind_missing, nobody));
+  REQUIRE(b->delete_schedule("sched-a").is_ok());
+  REQUIRE(a->get_schedule("sched-a", &got).is_ok());
+  CHECK_FALSE(got.paused);
   // Deleting is idempotent: ok for both, and acme's thread is untouched.
   CHECK(b->delete_thread(theirs).is_ok());
   REQUIRE(a->get_thread(theirs, &m).is_ok());
