@@ -130,13 +130,6 @@ status decode_registry(const std::string& text, std::map<std::string, namespace_
   return status::ok();
 }
 
-log_quota to_log_quota(const namespace_quota& q) {
-  log_quota l;
-  l.threads_max = q.threads_max;
-  l.events_per_day_max = q.events_per_day_max;
-  l.storage_bytes_max = q.storage_bytes_max;
-  return l;
-}
 
 // Holds RocksDB's own lock file of a legacy database while its files move, so
 // that a process that has it open (an older skein) makes the move refuse.
@@ -341,7 +334,7 @@ status namespace_set::set_quota(const std::string& name, const namespace_quota& 
     it->second.quota = before;
     return s;
   }
-  if (auto o = impl_->open.find(name); o != impl_->open.end()) SKEIN_TRY(o->second.lease->set_quota(to_log_quota(quota)));
+  if (auto o = impl_->open.find(name); o != impl_->open.end()) SKEIN_TRY(o->second.lease->set_quota(quota));
   if (out != nullptr) *out = it->second;
   return status::ok();
 }
@@ -349,12 +342,7 @@ status namespace_set::set_quota(const std::string& name, const namespace_quota& 
 status namespace_set::usage(const std::string& name, namespace_usage* out) {
   std::shared_ptr<runtime> rt;
   SKEIN_TRY(runtime_of(name, &rt));
-  log_usage u;
-  SKEIN_TRY(rt->quota_usage(&u));
-  out->threads = u.threads;
-  out->events_today = u.events_today;
-  out->storage_bytes = u.storage_bytes;
-  return status::ok();
+  return rt->quota_usage(out);
 }
 
 status namespace_set::remove(const std::string& name) {
@@ -420,7 +408,7 @@ status namespace_set::runtime_of(const std::string& name, std::shared_ptr<runtim
     }
     ro = impl_->options.runtime;
     ro.data_dir = impl_->dir_of(name).string();
-    ro.quota = to_log_quota(it->second.quota);
+    ro.quota = it->second.quota;
   }
   std::unique_ptr<runtime> rt;
   SKEIN_TRY(runtime::open(std::move(ro), &rt));

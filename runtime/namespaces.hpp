@@ -27,18 +27,10 @@ namespace skein {
 
 inline constexpr size_t namespaces_max = 10000;
 
-// 0: unlimited. What each limit counts is persistence/event_log.hpp's log_quota.
-struct namespace_quota {
-  uint64_t threads_max = 0;
-  uint64_t events_per_day_max = 0;
-  uint64_t storage_bytes_max = 0;
-};
-
-struct namespace_usage {
-  uint64_t threads = 0;
-  uint64_t events_today = 0;
-  uint64_t storage_bytes = 0;
-};
+// A namespace's quotas are its database's (persistence/event_log.hpp: what each
+// limit counts, 0: unlimited), and so is what they measure.
+using namespace_quota = log_quota;
+using namespace_usage = log_usage;
 
 struct namespace_info {
   std::string name;
