@@ -293,3 +293,28 @@ TEST_CASE("namespaces over HTTP: the header, /v1/namespaces, quotas and removal"
   CHECK(s.call("DELETE", "/v1/namespaces/bravo", "", root).status == 404);
   CHECK(s.call("GET", "/v1/threads", "", acme_alpha).status == 200);
 }
+
+TEST_CASE("namespaces over HTTP: token lines naming a namespace are checked") {
+  server::token_store store;
+  REQUIRE(server::token_store::parse("tok-0123456789abcdef @acme admin\ntok-1123456789abcdef @acme alpha beta\n", &store)
+              .is_ok());
+  auto admin_scope = store.authenticate("Bearer tok-0123456789abcdef");
+  REQUIRE(admin_scope);
+  CHECK(admin_scope->ns == "acme");
+  CHECK(admin_scope->admin);
+  CHECK_FALSE(admin_scope->server_admin);
+  auto agents = store.authenticate("Bearer tok-1123456789abcdef");
+  REQUIRE(agents);
+  CHECK(agents->ns == "acme");
+  CHECK_FALSE(agents->admin);
+  CHECK(agents->agents.count("beta") == 1);
+  for (const char* bad : {"tok-0123456789abcdef @acme\n", "tok-0123456789abcdef @Bad admin\n",
+                          "tok-0123456789abcdef alpha @acme\n", "tok-0123456789abcdef @acme @bravo admin\n",
+                          "tok-0123456789abcdef @ admin\n"}) {
+    server::token_store refused;
+    auto s = server::token_store::parse(bad, &refused);
+    INFO(bad << " -> " << s.to_string());
+    CHECK(s.code() == errc::invalid_input);
+    CHECK(s.message().find("line 1") != std::string::npos);
+  }
+}
