@@ -837,7 +837,12 @@ status runtime::close() {
   if (result.is_ok()) result = journal;
   {
     std::lock_guard<std::mutex> subs{impl_->subs_mu};
-    for (auto& [id, a] : impl_->subs) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    // Each subscriber hears that nothing more comes ("closed": the runtime closed,
+    // e.g. its namespace was removed) before its actor goes.
+    for (auto& [id, a] : impl_->subs) {
+      caf::anon_send(a, caf::close_atom::value, std::string{}, std::string{"closed"});
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    }
     impl_->subs.clear();
   }
   for (auto& c : impl_->clients) caf::anon_send_exit(c, caf::exit_reason::user_shutdown);

@@ -2,7 +2,9 @@
 // nothing is read, written, listed, searched, streamed or exported across a
 // namespace, and another namespace's id answers exactly as a missing one.
 #include <catch2/catch.hpp>
+#include <atomic>
 #include <filesystem>
+#include <thread>
 
 #include "runtime/namespaces.hpp"
 #include "tests/support/server_fixture.hpp"
@@ -280,12 +282,35 @@ TEST_CASE("namespaces over HTTP: the header, /v1/namespaces, quotas and removal"
   auto raised = s.call("PATCH", "/v1/namespaces/bravo", R"({"quota":{"threads_max":3}})", root);
   CHECK(raised.status == 200);
   CHECK(raised.body.find("\"threads_max\":3") != std::string::npos);
-  CHECK(s.call("POST", "/v1/threads", R"({"agent_id":"alpha"})", bravo_alpha).status == 201);
+  std::string streamed = id_of(s.call("POST", "/v1/threads", R"({"agent_id":"alpha"})", bravo_alpha));
 
-  // Removal: bravo's tokens find nothing any more, its database is gone, acme's stays.
+  // Removal: a stream open in bravo ends with a last frame, bravo's tokens find
+  // nothing any more, its database is gone, acme's stays.
   fs::path db = s.set->database_dir("bravo");
   REQUIRE(fs::exists(db));
+  std::vector<std::string> frames;  // written by the streaming thread, read after join
+  std::atomic<bool> streaming{false};
+  std::thread reader([&] {  // no Catch2 macro here: not the test's thread
+    http::client c{{"127.0.0.1", s.srv->port()}, bravo_alpha, std::chrono::seconds(10)};
+    int code = 0;
+    c.stream("/v1/threads/" + streamed + "/stream", {},
+             [&](const http::sse_event& e) {
+               frames.push_back(e.event);
+               streaming = true;
+               return true;
+             },
+             &code, std::chrono::seconds(20))
+        .ignore();
+  });
+  // The stream is live once its subscription exists: a run's events arrive on it.
+  REQUIRE(s.call("POST", "/v1/threads/" + streamed + "/entries", R"({"text":"hello","wait":true})", bravo_alpha).status ==
+          200);
+  for (int i = 0; i < 1000 && !streaming; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(streaming.load());
   CHECK(s.call("DELETE", "/v1/namespaces/bravo", "", root).status == 204);
+  reader.join();
+  REQUIRE_FALSE(frames.empty());
+  CHECK(frames.back() == "closed");
   CHECK_FALSE(fs::exists(db));
   auto after = s.call("GET", "/v1/threads", "", bravo_alpha);
   CHECK(after.status == 404);
