@@ -10,12 +10,12 @@
 //   wrapped   := the 32-byte data key, AES-256-GCM encrypted, the header as AAD
 //   tag       := the 16-byte GCM tag
 //
-// The data key is random (RAND_bytes), one per database. Every RocksDB file then
+// The data key is random (the kernel's CSPRNG, getrandom), one per database. Every RocksDB file then
 // starts with a 4096-byte prefix (RocksDB's CTR provider): a 64-bit initial
 // counter and a 64-bit IV, random per file, the rest random filler. RocksDB's
 // own CreateNewPrefix seeds a non-cryptographic generator with the clock's
 // microseconds, so two files created in the same microsecond would share a key
-// stream; the provider below fills the prefix from RAND_bytes instead and leaves
+// stream; the provider below fills the prefix from getrandom instead and leaves
 // the rest (the stream, the counter layout) to RocksDB's CTR provider.
 #include "persistence/encryption.hpp"
 
@@ -27,7 +27,7 @@
 #include <fcntl.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/rand.h>
+#include <sys/random.h>
 #include <rocksdb/env.h>
 #include <rocksdb/env_encryption.h>
 #include <sys/stat.h>
@@ -35,6 +35,19 @@
 
 namespace skein {
 namespace {
+
+// `n` bytes from the kernel's CSPRNG (blocks only until it is seeded, at boot).
+bool random_bytes(void* out, size_t n) {
+  auto* p = static_cast<unsigned char*>(out);
+  while (n > 0) {
+    ssize_t got = ::getrandom(p, n, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    p += got;
+    n -= static_cast<size_t>(got);
+  }
+  return true;
+}
 
 constexpr size_t block_bytes = 16;
 constexpr size_t nonce_bytes = 12;
@@ -106,7 +119,9 @@ class aes_block_cipher final : public rocksdb::BlockCipher {
 };
 
 // RocksDB's CTR provider with file prefixes (initial counter and IV) from
-// RAND_bytes: see the top of this file.
+// getrandom: see the top of this file. Not OpenSSL's RAND_bytes: that keeps a
+// generator per thread, and RocksDB's background threads (which create files)
+// outlive every destructor, so the generators would be left at exit.
 class random_prefix_provider final : public rocksdb::EncryptionProvider {
  public:
   explicit random_prefix_provider(std::shared_ptr<rocksdb::BlockCipher> cipher)
@@ -114,8 +129,7 @@ class random_prefix_provider final : public rocksdb::EncryptionProvider {
   const char* Name() const override { return "skein.ctr"; }
   size_t GetPrefixLength() const override { return ctr_->GetPrefixLength(); }
   rocksdb::Status CreateNewPrefix(const std::string&, char* prefix, size_t length) const override {
-    if (RAND_bytes(reinterpret_cast<unsigned char*>(prefix), static_cast<int>(length)) != 1)
-      return rocksdb::Status::IOError("RAND_bytes failed for a file prefix");
+    if (!random_bytes(prefix, length)) return rocksdb::Status::IOError("getrandom failed for a file prefix");
     return rocksdb::Status::OK();
   }
   rocksdb::Status AddCipher(const std::string&, const char*, size_t, bool) override {
@@ -296,8 +310,8 @@ status create_database_key(const std::string& dir, const master_key& mk) {
   f.header = make_header();
   std::array<uint8_t, key_bytes> data_key{};
   cleanse_on_exit<std::array<uint8_t, key_bytes>> wipe{data_key};
-  if (RAND_bytes(data_key.data(), key_bytes) != 1 || RAND_bytes(f.nonce.data(), nonce_bytes) != 1)
-    return status::io_error("RAND_bytes failed making a data key");
+  if (!random_bytes(data_key.data(), key_bytes) || !random_bytes(f.nonce.data(), nonce_bytes))
+    return status::io_error("getrandom failed making a data key");
   if (!gcm(true, mk, f, data_key.data(), f.wrapped.data(), f.tag.data()))
     return status::io_error("AES-256-GCM failed wrapping the data key");
   std::string bytes;
