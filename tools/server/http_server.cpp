@@ -45,6 +45,10 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   tcp::acceptor acceptor{ioc};
   std::vector<std::thread> threads;
   std::atomic<bool> stopped{false};
+  // Set once stop() has let the I/O threads run dry: nothing posted after it
+  // would run, and a posted handler holding a session would keep it (and this
+  // server) alive for good.
+  std::atomic<bool> drained{false};
 
   std::mutex sessions_mu;  // guards sessions
   std::set<std::shared_ptr<session>> sessions;
@@ -134,7 +138,7 @@ class session : public std::enable_shared_from_this<session> {
         pending_.push_back(std::move(bytes));
       }
     }
-    net::post(stream_.get_executor(), [self = shared_from_this()] { self->pump_stream(); });
+    post_pump();
     return !is_stream_closed();
   }
 
@@ -144,7 +148,7 @@ class session : public std::enable_shared_from_this<session> {
       std::lock_guard<std::mutex> lock{stream_mu_};
       stream_closed_ = true;
     }
-    net::post(stream_.get_executor(), [self = shared_from_this()] { self->pump_stream(); });
+    post_pump();
   }
 
   // Writes what is queued, then closes.
@@ -153,6 +157,13 @@ class session : public std::enable_shared_from_this<session> {
       std::lock_guard<std::mutex> lock{stream_mu_};
       stream_ending_ = true;
     }
+    post_pump();
+  }
+
+  // The stream's writer runs on the session's strand; after the server drained
+  // there is none to run it (the socket is closed already).
+  void post_pump() {
+    if (server_->drained.load()) return;
     net::post(stream_.get_executor(), [self = shared_from_this()] { self->pump_stream(); });
   }
 
@@ -621,6 +632,7 @@ void server::stop() {
   // Sessions finish their last writes and close; then the I/O threads run dry.
   for (auto& t : impl_->threads)
     if (t.joinable()) t.join();
+  impl_->drained = true;
 }
 
 }  // namespace skein::http
