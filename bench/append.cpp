@@ -22,9 +22,6 @@
 #include "actors/error.hpp"
 #include "actors/journal.hpp"
 #include "bench/baselines/baselines.hpp"
-#include "bench/plot.hpp"
-#include "bench/progress.hpp"
-#include "bench/report.hpp"
 #include "bench/workloads.hpp"
 #include "persistence/event_log.hpp"
 #include "persistence/keys.hpp"
@@ -33,12 +30,10 @@
 
 namespace skein::bench {
 
-using append_clock = std::chrono::steady_clock;
-
 // What a driver actor hands back when its thread is done (or failed).
 struct append_driver_report {
   std::vector<int64_t> latencies_ns;  // send to reply, one per acknowledged commit
-  append_clock::time_point last_ack;
+  bench_clock::time_point last_ack;
   std::string error;                  // empty: every tick acknowledged
 };
 
@@ -56,6 +51,12 @@ constexpr size_t ticks_at_scale_1 = 200;
 constexpr size_t text_bytes = 300;
 // One fsync per Put: capped, or the naive baseline alone would take minutes.
 constexpr double sync_puts_at_scale_1 = 4000;
+// skein sync against RocksDB without fsync, absolute throughput, and the designs
+// of other agent tools (bench/baselines/).
+constexpr double append_ratio_target = 0.8;
+constexpr double append_events_per_s_target = 100'000;
+constexpr double append_over_lace_full_target = 20;
+constexpr double append_over_opennova_target = 20;
 
 struct thread_plan {
   size_t index = 0;
@@ -71,15 +72,11 @@ struct append_plan {
   uint64_t total() const { return static_cast<uint64_t>(threads.size()) * ticks; }
 };
 
-size_t scaled(size_t n, double scale) {
-  return std::max<size_t>(1, static_cast<size_t>(std::llround(static_cast<double>(n) * scale)));
-}
-
 append_plan make_plan(double scale) {
   append_plan p;
-  p.ticks = scaled(ticks_at_scale_1, scale);
+  p.ticks = scaled_count(ticks_at_scale_1, scale);
   p.created_at_ms = now_ms();
-  p.threads.resize(scaled(threads_at_scale_1, scale));
+  p.threads.resize(scaled_count(threads_at_scale_1, scale));
   for (size_t i = 0; i < p.threads.size(); ++i) {
     auto& t = p.threads[i];
     t.index = i;
@@ -127,25 +124,6 @@ event bench_event(const thread_plan& t, uint64_t seq) {
   return e;
 }
 
-double percentile_us(std::vector<int64_t>& ns, double q) {
-  if (ns.empty()) return 0;
-  auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(ns.size())));
-  auto nth = ns.begin() + static_cast<ptrdiff_t>(std::clamp<size_t>(rank, 1, ns.size()) - 1);
-  std::nth_element(ns.begin(), nth, ns.end());
-  return static_cast<double>(*nth) / 1000.0;
-}
-
-double seconds_between(append_clock::time_point from, append_clock::time_point to) {
-  return std::chrono::duration<double>(to - from).count();
-}
-
-status fresh_dir(const std::string& path) {
-  std::error_code ec;
-  std::filesystem::remove_all(path, ec);
-  if (ec) return status::io_error("cannot clear " + path + ": " + ec.message());
-  return status::ok();
-}
-
 // --- skein: one driver actor per thread ----------------------------------------
 
 struct driver_state {
@@ -156,7 +134,7 @@ struct driver_state {
   progress* bar = nullptr;  // borrowed, like the plan
   manifest m;               // resent whole with every tick
   uint64_t acked = 0;       // seq of the last acknowledged tick
-  append_clock::time_point sent;
+  bench_clock::time_point sent;
   append_driver_report report;
 };
 
@@ -170,7 +148,7 @@ void finish(driver_actor* self) {
 // Records an ack; false when the journal acknowledged another seq than the one sent.
 bool record_ack(driver_actor* self, uint64_t seq, uint64_t last_seq) {
   auto& st = self->state;
-  auto now = append_clock::now();
+  auto now = bench_clock::now();
   st.report.latencies_ns.push_back((now - st.sent).count());
   st.report.last_ack = now;
   st.bar->advance();
@@ -192,7 +170,7 @@ void commit_next(driver_actor* self) {
   t.events.push_back(bench_event(*st.plan, seq));
   st.m.updated_at_ms = t.events.back().ts_ms;
   t.manifest = st.m;
-  st.sent = append_clock::now();
+  st.sent = bench_clock::now();
   self->request(st.journal, caf::infinite, commit_atom::value, std::move(t))
       .then(
           [self, seq](uint64_t last_seq) {
@@ -225,7 +203,7 @@ caf::behavior driver(driver_actor* self, const thread_plan* plan, size_t ticks,
 
 struct drive_outcome {
   std::vector<int64_t> latencies_ns;
-  append_clock::time_point last_ack;
+  bench_clock::time_point last_ack;
   uint64_t failures = 0;
   std::string first_error;
 };
@@ -242,7 +220,7 @@ void merge(append_driver_report& r, drive_outcome* out) {
 // Runs every driver to its end, then closes the journal. The actor system lives
 // only in here, so it is gone before the caller's log.
 status drive(const append_plan& plan, event_log& log, progress& bar,
-             append_clock::time_point* start, drive_outcome* out) {
+             bench_clock::time_point* start, drive_outcome* out) {
   caf::actor_system_config cfg;
   register_skein_types(cfg);
   caf::actor_system sys{cfg};
@@ -251,7 +229,7 @@ status drive(const append_plan& plan, event_log& log, progress& bar,
   auto waiter_handle = caf::actor_cast<caf::actor>(waiter);
   out->latencies_ns.reserve(plan.total());
 
-  *start = append_clock::now();
+  *start = bench_clock::now();
   out->last_ack = *start;
   for (const auto& t : plan.threads) {
     auto d = sys.spawn(driver, &t, plan.ticks, journal, waiter_handle, &bar, plan.created_at_ms);
@@ -313,24 +291,21 @@ status run_skein(const append_plan& plan, durability mode, const bench_options& 
   SKEIN_TRY(event_log::open(lo, &log));
 
   drive_outcome outcome;
-  append_clock::time_point start;
+  bench_clock::time_point start;
   status s;
   {
     progress bar{"skein " + row->mode, plan.total(), progress_wanted(options.quiet)};
     s = drive(plan, *log, bar, &start, &outcome);
   }
   row->events = plan.total();
-  row->seconds = seconds_between(start, outcome.last_ack);
+  row->seconds = seconds_since(start, outcome.last_ack);
   row->failures = outcome.failures;
-  row->p50_us = percentile_us(outcome.latencies_ns, 0.50);
-  row->p99_us = percentile_us(outcome.latencies_ns, 0.99);
-  if (options.plot != nullptr)
-    options.plot->latency("append", "skein " + row->mode + ": send to ack", outcome.latencies_ns);
+  row->p50_us = quantile_us(outcome.latencies_ns, 0.50);
+  row->p99_us = quantile_us(outcome.latencies_ns, 0.99);
+  if (options.plot) row->latencies_ns = std::move(outcome.latencies_ns);
   log_counters c = log->counters();
   row->writes = c.writes;
   row->commits = c.commits;
-  row->group_max = c.group_max;
-  row->bytes = c.bytes;
   if (outcome.failures > 0)
     return status::io_error("skein " + row->mode + ": " + std::to_string(outcome.failures) +
                             " thread(s) failed; first: " + outcome.first_error);
@@ -390,27 +365,26 @@ status run_direct(const append_plan& plan, bool sync, uint64_t events,
   latencies_ns.reserve(events);
   std::string value;
   progress bar{"rocksdb " + row->mode, events, progress_wanted(options.quiet)};
-  auto start = append_clock::now();
+  auto start = bench_clock::now();
   for (uint64_t i = 0; i < events; ++i) {
     const thread_plan& t = plan.threads[i % plan.threads.size()];
     uint64_t seq = i / plan.threads.size() + 1;
     SKEIN_TRY(encode_event(bench_event(t, seq), &value));
     std::string key = keys::event_key(t.thread_id, seq);
-    auto sent = append_clock::now();
+    auto sent = bench_clock::now();
     auto s = rdb.db->Put(wo, key, value);
-    latencies_ns.push_back((append_clock::now() - sent).count());
+    latencies_ns.push_back((bench_clock::now() - sent).count());
     if (!s.ok()) {
       row->failures = 1;
       return status::io_error("rocksdb " + row->mode + ": put: " + s.ToString());
     }
     bar.advance();
   }
-  row->seconds = seconds_between(start, append_clock::now());
+  row->seconds = seconds_since(start, bench_clock::now());
   row->events = events;
-  row->p50_us = percentile_us(latencies_ns, 0.50);
-  row->p99_us = percentile_us(latencies_ns, 0.99);
-  if (options.plot != nullptr)
-    options.plot->latency("append", "rocksdb " + row->mode + ": one Put", latencies_ns);
+  row->p50_us = quantile_us(latencies_ns, 0.50);
+  row->p99_us = quantile_us(latencies_ns, 0.99);
+  if (options.plot) row->latencies_ns = std::move(latencies_ns);
   if (status v = count_keys(rdb.db.get(), events); !v)
     return status{v.code(), "rocksdb " + row->mode + ": lost writes: " + v.message()};
   return status::ok();
@@ -436,33 +410,49 @@ status measure_append_skein(const bench_options& options, durability mode, std::
   return run_skein(plan, mode, options, row, std::move(key));
 }
 
-status run_append(const bench_options& options, std::string* json) {
+status run_append(const bench_options& options, result* out) {
   append_plan plan = make_plan(options.scale);
-  append_figures f;
-  f.threads = plan.threads.size();
-  f.ticks_per_thread = plan.ticks;
-  f.text_bytes = text_bytes;
   std::string sample;
   SKEIN_TRY(encode_event(bench_event(plan.threads.front(), 1), &sample));
-  f.event_json_bytes = sample.size();
-
-  for (durability mode : {durability::sync, durability::flush, durability::memory}) {
-    SKEIN_TRY(run_skein(plan, mode, options, &f.rows.emplace_back()));
-  }
+  std::vector<append_row> rows;
+  for (durability mode : {durability::sync, durability::flush, durability::memory})
+    SKEIN_TRY(run_skein(plan, mode, options, &rows.emplace_back()));
   auto sync_cap = static_cast<uint64_t>(std::llround(sync_puts_at_scale_1 * options.scale));
   uint64_t sync_events = std::clamp<uint64_t>(sync_cap, 1, plan.total());
-  SKEIN_TRY(run_direct(plan, true, sync_events, options, &f.rows.emplace_back()));
-  SKEIN_TRY(run_direct(plan, false, plan.total(), options, &f.rows.emplace_back()));
-  SKEIN_TRY(run_append_baselines(baseline_input(plan), options, &f.rows));
-  if (options.plot != nullptr) {
-    for (const auto& r : f.rows)
-      options.plot->throughput("append", r.system + " " + r.mode, r.events_per_s(), "events/s");
-  }
+  SKEIN_TRY(run_direct(plan, true, sync_events, options, &rows.emplace_back()));
+  SKEIN_TRY(run_direct(plan, false, plan.total(), options, &rows.emplace_back()));
+  SKEIN_TRY(run_append_baselines(baseline_input(plan), options, &rows));
 
-  print_append(f, stdout);
-  std::fflush(stdout);
-  json_writer w{json};
-  write_append_json(f, w);
+  table& t = add_table(out,
+                       "append: " + std::to_string(plan.threads.size()) + " threads x " + std::to_string(plan.ticks) +
+                           " ticks, one event per tick (" + std::to_string(text_bytes) + "-byte message, " +
+                           std::to_string(sample.size()) + "-byte stored value)",
+                       {col("system"), col("mode"), col("events"), col("events/s", "events/s"),
+                        col("commits/write", "", 1), col("p50", "ms", 3), col("p99", "ms", 3), col("failures")});
+  const append_row& sync = rows.front();
+  for (const auto& r : rows) {
+    t.rows.push_back({text(r.system), text(r.mode), num(r.events), num(r.events_per_s()),
+                      r.writes > 0 ? num(static_cast<double>(r.commits) / r.writes) : cell{}, num(r.p50_us / 1000),
+                      num(r.p99_us / 1000), num(r.failures)});
+    std::string name = r.system + " " + r.mode;
+    if (!r.note.empty()) t.notes.push_back(name + ": " + r.note);
+    if (r.system != "skein")
+      t.notes.push_back("skein sync / " + name + ": " + fixed(sync.events_per_s() / r.events_per_s(), 2) + "x");
+    if (!options.plot) continue;
+    add_bar(out, "throughput-append", "append: throughput (events/s, higher is better)", "events/s", name,
+            r.events_per_s());
+    add_cdf(out, "latency-append", "append: latency CDF",
+            name + (r.system == "skein" ? ": send to ack" : ": one Put"), r.latencies_ns);
+  }
+  add_target(out, "skein sync events/s", sync.events_per_s(), append_events_per_s_target, "events/s");
+  for (const auto& r : rows) {
+    std::string name = r.system + " " + r.mode;
+    double goal = name == "rocksdb put-unsynced" ? append_ratio_target
+                  : name == "lace-design FULL"   ? append_over_lace_full_target
+                  : r.system == "opennova-design" ? append_over_opennova_target : 0;
+    if (goal > 0)
+      add_target(out, "skein sync / " + name, sync.events_per_s() / r.events_per_s(), goal, "x", better::higher, name);
+  }
   return status::ok();
 }
 

@@ -5,6 +5,10 @@
 //
 // Exit codes: 0 done, 1 a workload failed (a lost or failed write is a failure,
 // not a figure), 64 bad usage.
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/utsname.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -12,13 +16,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "bench/plot.hpp"
-#include "bench/report.hpp"
 #include "bench/workloads.hpp"
 
 namespace skein::bench {
@@ -31,7 +36,7 @@ constexpr double scale_max = 100;
 struct workload {
   std::string_view name;
   std::string_view description;
-  status (*run)(const bench_options&, std::string* json);
+  status (*run)(const bench_options&, result* out);
 };
 
 constexpr workload workloads[] = {
@@ -71,6 +76,127 @@ constexpr workload workloads[] = {
     {"namespaces", "1,000,000 threads over 100 namespaces (a database each): a page of one namespace's "
                    "threads and its cold open, against one shared database listing one agent", run_namespaces},
 };
+
+// --- the machine, for --json -------------------------------------------------------
+
+struct machine_info {
+  unsigned cores = 0;
+  uint64_t memory_bytes = 0;  // 0: unknown
+  std::string cpu;            // model name, "unknown" if not found
+  std::string disk_device;    // the block device holding the databases, "unknown" if not found
+  std::string disk_kind;      // "rotational", "non-rotational" or "unknown"
+  std::string kernel;
+  std::string build_type;
+  std::string git_revision;
+};
+
+std::string read_first_line(const std::filesystem::path& p) {
+  std::ifstream in{p};
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// The value of `key` in a "key : value" file such as /proc/meminfo or /proc/cpuinfo.
+std::string proc_field(const char* file, std::string_view key) {
+  std::ifstream in{file};
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.starts_with(key)) continue;
+    size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    size_t begin = line.find_first_not_of(" \t", colon + 1);
+    return begin == std::string::npos ? std::string{} : line.substr(begin);
+  }
+  return {};
+}
+
+// Finds the disk under `dir` through /sys/dev/block/MAJ:MIN; a partition's disk is
+// its parent directory there. Anonymous devices (tmpfs, overlay) stay unknown.
+void probe_disk(const std::string& dir, machine_info* m) {
+  m->disk_device = "unknown";
+  m->disk_kind = "unknown";
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || major(st.st_dev) == 0) return;
+  std::error_code ec;
+  auto node = std::filesystem::canonical(
+      "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" +
+          std::to_string(minor(st.st_dev)),
+      ec);
+  if (ec) return;
+  for (const auto& p : {node, node.parent_path()}) {
+    std::string flag = read_first_line(p / "queue" / "rotational");
+    if (flag.empty()) continue;
+    m->disk_device = p.filename().string();
+    m->disk_kind = flag == "1" ? "rotational" : "non-rotational";
+    return;
+  }
+}
+
+void write_machine(const machine_info& m, json_writer& w) {
+  w.begin_object();
+  w.field_uint("cores", m.cores);
+  w.field_uint("memory_bytes", m.memory_bytes);
+  w.field("cpu", m.cpu);
+  w.field("disk_device", m.disk_device);
+  w.field("disk_kind", m.disk_kind);
+  w.field("kernel", m.kernel);
+  w.field("build_type", m.build_type);
+  w.field("git_revision", m.git_revision);
+  w.end_object();
+}
+
+// `dir`: the directory holding the databases, whose disk is described.
+machine_info probe_machine(const std::string& dir) {
+  machine_info m;
+  m.cores = std::thread::hardware_concurrency();
+  std::string mem_kb = proc_field("/proc/meminfo", "MemTotal");  // "24684084 kB"
+  m.memory_bytes = std::strtoull(mem_kb.c_str(), nullptr, 10) * 1024;
+  m.cpu = proc_field("/proc/cpuinfo", "model name");
+  if (m.cpu.empty()) m.cpu = "unknown";
+  probe_disk(dir, &m);
+  struct utsname u {};
+  m.kernel = ::uname(&u) == 0 ? u.release : "unknown";
+  m.build_type = SKEIN_BUILD_TYPE;
+  m.git_revision = SKEIN_GIT_REVISION;
+  if (m.build_type.empty()) m.build_type = "unknown";
+  return m;
+}
+
+// {"tool", "scale", "machine", "build", "revision", "workloads": {name: result}}.
+std::string report_json(double scale, const machine_info& machine, const std::vector<result>& results) {
+  std::string text;
+  json_writer w{&text};
+  w.begin_object();
+  w.field("tool", "skein-bench");
+  w.field_number("scale", scale);
+  w.key("machine");
+  write_machine(machine, w);
+  w.field("build", machine.build_type);
+  w.field("revision", machine.git_revision);
+  w.key("workloads");
+  w.begin_object();
+  for (const auto& r : results) {
+    w.key(r.workload);
+    write_result_json(r, w);
+  }
+  w.end_object();
+  w.end_object();
+  text.push_back('\n');
+  return text;
+}
+
+status write_file(const std::string& path, const std::string& text) {
+  std::error_code ec;
+  auto parent = std::filesystem::path{path}.parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  if (ec) return status::io_error("--json " + path + ": " + ec.message());
+  std::ofstream out{path, std::ios::binary | std::ios::trunc};
+  out << text;
+  out.close();
+  if (!out) return status::io_error("--json " + path + ": cannot write the file");
+  return status::ok();
+}
 
 struct command_line {
   std::vector<const workload*> chosen;  // in the order named, each once
@@ -199,9 +325,9 @@ status prepare_plots(const std::string& plot_dir) {
   return status::ok();
 }
 
-status draw_plots(const plot_sink& plots, const std::string& plot_dir, double scale) {
+status draw_plots(const std::string& json, const std::string& plot_dir, double scale) {
   std::vector<std::string> written;
-  SKEIN_TRY(write_plots(plots, plot_dir, scale, &written));
+  SKEIN_TRY(write_plots(json, plot_dir, scale, &written));
   std::printf("\nplots: %zu charts in %s\n", written.size(), plot_dir.c_str());
   for (const auto& path : written)
     std::printf("  %s\n", std::filesystem::path{path}.filename().c_str());
@@ -209,7 +335,6 @@ status draw_plots(const plot_sink& plots, const std::string& plot_dir, double sc
 }
 
 int run(const command_line& cl) {
-  plot_sink plots;
   if (!cl.plot_dir.empty()) {
     if (status s = prepare_plots(cl.plot_dir); !s) {
       std::fprintf(stderr, "skein-bench: %s\n", s.message().c_str());
@@ -223,23 +348,27 @@ int run(const command_line& cl) {
   }
   bench_options options = cl.options;
   options.dir = dir.path();
-  options.plot = cl.plot_dir.empty() ? nullptr : &plots;
-  std::vector<std::pair<std::string, std::string>> figures;
+  options.plot = !cl.plot_dir.empty();
+  std::vector<result> results;
   for (size_t i = 0; i < cl.chosen.size(); ++i) {
     const workload* w = cl.chosen[i];
     if (i > 0) std::printf("\n");
-    std::string json;
-    if (status s = w->run(options, &json); !s) {
+    result& r = results.emplace_back();
+    r.workload = std::string{w->name};
+    if (status s = w->run(options, &r); !s) {
       std::fprintf(stderr, "skein-bench: %.*s: %s\n", static_cast<int>(w->name.size()),
                    w->name.data(), s.to_string().c_str());
       return exit_failure;
     }
-    figures.emplace_back(std::string{w->name}, std::move(json));
+    print_result(r, stdout);
+    std::fflush(stdout);
   }
   status s;
-  if (!cl.json_path.empty())
-    s = write_report(cl.json_path, options.scale, probe_machine(options.dir), figures);
-  if (s && !cl.plot_dir.empty()) s = draw_plots(plots, cl.plot_dir, options.scale);
+  if (!cl.json_path.empty() || !cl.plot_dir.empty()) {
+    std::string json = report_json(options.scale, probe_machine(options.dir), results);
+    if (!cl.json_path.empty()) s = write_file(cl.json_path, json);
+    if (s && !cl.plot_dir.empty()) s = draw_plots(json, cl.plot_dir, options.scale);
+  }
   if (!s) {
     std::fprintf(stderr, "skein-bench: %s\n", s.message().c_str());
     return exit_failure;

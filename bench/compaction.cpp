@@ -13,11 +13,9 @@
 //      event, the prompt it names and the tail).
 // Every compaction must have compacted; every run must end as scripted.
 #include <algorithm>
-#include <cstdio>
 
 #include "bench/log_builder.hpp"
 #include "bench/workloads.hpp"
-#include "runtime/model/json_writer.hpp"
 
 namespace skein::bench {
 namespace {
@@ -52,36 +50,13 @@ timing_row summarize_ns(std::string what, uint64_t events, std::vector<int64_t> 
   return r;
 }
 
-void print_rows(const std::vector<timing_row>& rows, std::FILE* out) {
-  std::fprintf(out, "\ncompaction\n%-52s %9s %7s %10s %10s %14s\n", "", "events", "samples", "p50 ms", "max ms",
-               "tokens");
-  for (const auto& r : rows) {
-    std::string tokens = r.tokens_before == 0 ? "" : std::to_string(r.tokens_before) + "->" + std::to_string(r.tokens_after);
-    std::fprintf(out, "%-52s %9llu %7zu %10.2f %10.2f %14s\n", r.what.c_str(),
-                 static_cast<unsigned long long>(r.events), r.samples, r.p50_ms, r.max_ms, tokens.c_str());
-  }
-}
-
-void write_rows(const std::vector<timing_row>& rows, std::string* json) {
-  json_writer w{json};
-  w.begin_object();
-  w.key("rows");
-  w.begin_array();
-  for (const auto& r : rows) {
-    w.begin_object();
-    w.field("what", r.what);
-    w.field_uint("events", r.events);
-    w.field_uint("samples", r.samples);
-    w.key("p50_ms");
-    w.number(r.p50_ms);
-    w.key("max_ms");
-    w.number(r.max_ms);
-    w.field_uint("tokens_before", r.tokens_before);
-    w.field_uint("tokens_after", r.tokens_after);
-    w.end_object();
-  }
-  w.end_array();
-  w.end_object();
+void add_rows(const std::vector<timing_row>& rows, result* out) {
+  table& t = add_table(out, "compaction", {col("what"), col("events"), col("samples"), col("p50", "ms", 2),
+                                           col("max", "ms", 2), col("tokens before"), col("tokens after")});
+  for (const auto& r : rows)
+    t.rows.push_back({text(r.what), num(r.events), num(r.samples), num(r.p50_ms), num(r.max_ms),
+                      r.tokens_before == 0 ? cell{} : num(r.tokens_before),
+                      r.tokens_before == 0 ? cell{} : num(r.tokens_after)});
 }
 
 status time_compactions(runtime& rt, const std::vector<std::string>& ids, const std::vector<std::string>& stages,
@@ -127,7 +102,7 @@ status time_first_runs(runtime& rt, const std::vector<std::string>& ids, uint64_
 
 }  // namespace
 
-status run_compaction(const bench_options& options, std::string* json) {
+status run_compaction(const bench_options& options, result* out) {
   uint64_t short_events = buildable_length(static_cast<uint64_t>(compact_events_at_scale_1 * options.scale));
   uint64_t long_events = buildable_length(static_cast<uint64_t>(long_events_at_scale_1 * options.scale));
   std::string path = options.dir + "/compaction";
@@ -170,8 +145,7 @@ status run_compaction(const bench_options& options, std::string* json) {
                               &rows.emplace_back()));
     SKEIN_TRY(rt->close());
   }
-  print_rows(rows, stdout);
-  write_rows(rows, json);
+  add_rows(rows, out);
   return status::ok();
 }
 

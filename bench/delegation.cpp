@@ -9,10 +9,8 @@
 // The check: every delegated run completed with the child's answer, and every
 // sampled parent has its one child, completed.
 #include <algorithm>
-#include <cstdio>
 
 #include "bench/workloads.hpp"
-#include "runtime/model/json_writer.hpp"
 
 namespace skein::bench {
 namespace {
@@ -51,7 +49,7 @@ status drive(runtime& rt, const std::vector<std::string>& threads, const std::st
 
 }  // namespace
 
-status run_delegation(const bench_options& options, std::string* json) {
+status run_delegation(const bench_options& options, result* out) {
   const size_t n = scaled_count(parents_at_scale_1, options.scale);
   runtime_options ro;
   ro.effects.titles = ro.effects.embeddings = ro.effects.compaction = false;
@@ -88,27 +86,13 @@ status run_delegation(const bench_options& options, std::string* json) {
 
   double d50 = quantile_us(delegated.latencies_ns, 0.5) / 1000, d99 = quantile_us(delegated.latencies_ns, 0.99) / 1000;
   double p50 = quantile_us(plain_runs.latencies_ns, 0.5) / 1000, p99 = quantile_us(plain_runs.latencies_ns, 0.99) / 1000;
-  std::printf("\ndelegation: %zu parent runs, each asking one child (scripted 0 ms, sync), %zu host threads\n", n,
-              hosts);
-  std::printf("%-34s %12s\n", "figure", "value");
-  std::printf("%-34s %12.0f\n", "delegated runs/s", n / delegated.seconds);
-  std::printf("%-34s %12.2f\n", "round trip p50 ms", d50);
-  std::printf("%-34s %12.2f\n", "round trip p99 ms", d99);
-  std::printf("%-34s %12.0f\n", "plain runs/s (no delegation)", n / plain_runs.seconds);
-  std::printf("%-34s %12.2f\n", "plain run p50 ms", p50);
-  std::printf("%-34s %12.2f\n", "plain run p99 ms", p99);
-
-  json_writer w{json};
-  w.begin_object();
-  w.field_uint("parents", n);
-  w.field_uint("hosts", hosts);
-  w.field_number("delegated_runs_per_s", n / delegated.seconds);
-  w.field_number("round_trip_p50_ms", d50);
-  w.field_number("round_trip_p99_ms", d99);
-  w.field_number("plain_runs_per_s", n / plain_runs.seconds);
-  w.field_number("plain_p50_ms", p50);
-  w.field_number("plain_p99_ms", p99);
-  w.end_object();
+  table& t = add_table(out,
+                       "delegation: " + with_commas(static_cast<double>(n)) +
+                           " parent runs, each asking one child (scripted 0 ms, sync), " + std::to_string(hosts) +
+                           " host threads",
+                       {col("runs"), col("runs/s", "runs/s"), col("p50", "ms", 2), col("p99", "ms", 2)});
+  t.rows = {{text("delegated (round trip)"), num(n / delegated.seconds), num(d50), num(d99)},
+            {text("plain (no delegation)"), num(n / plain_runs.seconds), num(p50), num(p99)}};
   return status::ok();
 }
 

@@ -12,14 +12,10 @@
 #include <deque>
 #include <thread>
 
-#include "bench/progress.hpp"
-#include "bench/report_format.hpp"
 #include "bench/workloads.hpp"
 
 namespace skein::bench {
 namespace {
-
-using namespace detail;
 
 constexpr size_t threads_at_scale_1 = 1000;
 // Fixed, not scaled, as in `runs`: one thread's queue stays under thread_queue_max.
@@ -53,16 +49,6 @@ struct pass_figures {
   double runs_per_s() const { return seconds > 0 ? static_cast<double>(runs) / seconds : 0; }
 };
 
-struct effects_figures {
-  size_t threads = 0;
-  pass_figures off;
-  pass_figures on;
-
-  double ratio() const {
-    double off_rate = off.runs_per_s();
-    return off_rate > 0 ? on.runs_per_s() / off_rate : 0;
-  }
-};
 
 
 bool drained(const runtime_stats& st) {
@@ -163,99 +149,39 @@ status run_pass(const bench_options& options, bool effects, pass_figures* p) {
   return rt->close();
 }
 
-void print_effects(const effects_figures& f, std::FILE* out) {
-  std::fprintf(out,
-               "effects: %s threads x %zu runs (scripted engine at 0 ms, durability sync, %zu host "
-               "threads, %zu-byte messages), effects off vs on\n\n",
-               with_commas(f.threads).c_str(), runs_per_thread, host_threads, message_bytes);
-  std::vector<std::vector<std::string>> rows;
-  rows.push_back({"effects", "runs", "seconds", "runs/s", "p50 ms", "p99 ms", "compactions", "drain ms"});
-  for (const auto* p : {&f.off, &f.on})
-    rows.push_back({p->effects ? "on" : "off", with_commas(p->runs), fixed(p->seconds, 2),
-                    with_commas(static_cast<uint64_t>(p->runs_per_s())), ms(p->p50_us), ms(p->p99_us),
-                    with_commas(p->compactions), p->effects ? fixed(p->drain_ms, 1) : "-"});
-  print_table(rows, out, 1);
-  std::fprintf(out, "\n");
-  rows.clear();
-  rows.push_back({"effect", "backlog at last reply", "lag p50 ms", "lag p99 ms", "done", "failed",
-                  "retries", "discarded"});
-  for (size_t i = 0; i < f.on.effects_after.size(); ++i) {
-    const auto& e = f.on.effects_after[i];
-    rows.push_back({e.effect, with_commas(f.on.backlog_at_last_reply[i]), fixed(e.lag_p50_s * 1000, 1),
-                    fixed(e.lag_p99_s * 1000, 1),
-                    with_commas(e.done), with_commas(e.failed), with_commas(e.retries),
-                    with_commas(e.discarded)});
-  }
-  print_table(rows, out, 1);
-  std::fprintf(out,
-               "\non: titles, embeddings (hashing), automatic compaction past %s tokens. drain: from the\n"
-               "last reply until every effect's backlog is 0 (runtime::stats polled every %lld ms).\n"
-               "runs/s on / off: %s  (target >= %s: %s)\n",
-               with_commas(auto_compaction_tokens).c_str(),
-               static_cast<long long>(drain_poll.count()), fixed(f.ratio(), 3).c_str(),
-               fixed(on_over_off_min, 2).c_str(), verdict(f.ratio() >= on_over_off_min));
-}
-
-void write_pass(json_writer& w, const pass_figures& p) {
-  w.begin_object();
-  w.field_uint("runs", p.runs);
-  write_number(w, "seconds", p.seconds);
-  write_number(w, "runs_per_s", p.runs_per_s());
-  write_number(w, "p50_us", p.p50_us);
-  write_number(w, "p99_us", p.p99_us);
-  w.field_uint("compactions", p.compactions);
-  if (p.effects) {
-    write_number(w, "drain_ms", p.drain_ms);
-    w.key("effects");
-    w.begin_array();
-    for (size_t i = 0; i < p.effects_after.size(); ++i) {
-      const auto& e = p.effects_after[i];
-      w.begin_object();
-      w.field("effect", e.effect);
-      w.field_uint("backlog_at_last_reply", p.backlog_at_last_reply[i]);
-      write_number(w, "lag_p50_s", e.lag_p50_s);
-      write_number(w, "lag_p99_s", e.lag_p99_s);
-      w.field_uint("done", e.done);
-      w.field_uint("failed", e.failed);
-      w.field_uint("retries", e.retries);
-      w.field_uint("discarded", e.discarded);
-      w.end_object();
-    }
-    w.end_array();
-  }
-  w.end_object();
-}
-
-void write_effects_json(const effects_figures& f, json_writer& w) {
-  w.begin_object();
-  w.field_uint("threads", f.threads);
-  w.field_uint("runs_per_thread", runs_per_thread);
-  w.field_uint("host_threads", host_threads);
-  w.field_uint("message_bytes", message_bytes);
-  w.field_uint("auto_compaction_tokens", auto_compaction_tokens);
-  w.key("off");
-  write_pass(w, f.off);
-  w.key("on");
-  write_pass(w, f.on);
-  write_number(w, "on_over_off", f.ratio());
-  w.key("targets");
-  w.begin_object();
-  write_target(w, "on_over_off", f.ratio(), on_over_off_min, f.ratio() >= on_over_off_min);
-  w.end_object();
-  w.end_object();
-}
-
 }  // namespace
 
-status run_effects(const bench_options& options, std::string* json) {
-  effects_figures f;
-  f.threads = scaled_count(threads_at_scale_1, options.scale);
-  SKEIN_TRY(run_pass(options, false, &f.off));
-  SKEIN_TRY(run_pass(options, true, &f.on));
-  print_effects(f, stdout);
-  std::fflush(stdout);
-  json_writer w{json};
-  write_effects_json(f, w);
+status run_effects(const bench_options& options, result* out) {
+  size_t threads = scaled_count(threads_at_scale_1, options.scale);
+  pass_figures off, on;
+  SKEIN_TRY(run_pass(options, false, &off));
+  SKEIN_TRY(run_pass(options, true, &on));
+
+  table& t = add_table(out,
+                       "effects: " + with_commas(static_cast<double>(threads)) + " threads x " +
+                           std::to_string(runs_per_thread) + " runs (scripted engine at 0 ms, durability sync, " +
+                           std::to_string(host_threads) + " host threads, " + std::to_string(message_bytes) +
+                           "-byte messages), effects off vs on",
+                       {col("effects"), col("runs"), col("seconds", "s", 2), col("runs/s", "runs/s"),
+                        col("p50", "ms", 3), col("p99", "ms", 3), col("compactions"), col("drain", "ms", 1)});
+  for (const pass_figures* p : {&off, &on})
+    t.rows.push_back({text(p->effects ? "on" : "off"), num(p->runs), num(p->seconds), num(p->runs_per_s()),
+                      num(p->p50_us / 1000), num(p->p99_us / 1000), num(p->compactions),
+                      p->effects ? num(p->drain_ms) : cell{}});
+  t.notes.push_back("on: titles, embeddings (hashing), automatic compaction past " +
+                    with_commas(auto_compaction_tokens) +
+                    " tokens. drain: from the\nlast reply until every effect's backlog is 0 (runtime::stats polled "
+                    "every " + std::to_string(drain_poll.count()) + " ms).");
+  table& e = add_table(out, "effects: each effect, effects on",
+                       {col("effect"), col("backlog at last reply"), col("lag p50", "ms", 1), col("lag p99", "ms", 1),
+                        col("done"), col("failed"), col("retries"), col("discarded")});
+  for (size_t i = 0; i < on.effects_after.size(); ++i) {
+    const auto& x = on.effects_after[i];
+    e.rows.push_back({text(x.effect), num(on.backlog_at_last_reply[i]), num(x.lag_p50_s * 1000),
+                      num(x.lag_p99_s * 1000), num(x.done), num(x.failed), num(x.retries), num(x.discarded)});
+  }
+  add_target(out, "runs/s effects on / off", on.runs_per_s() / off.runs_per_s(), on_over_off_min, "x",
+             better::higher, "effects off");
   return status::ok();
 }
 

@@ -28,13 +28,36 @@
 #include <string_view>
 #include <thread>
 
-#include "bench/plot.hpp"
-#include "bench/report.hpp"
 #include "bench/workloads.hpp"
 #include "tools/server/http_server.hpp"
 
 namespace skein::bench {
 namespace {
+
+// One pass of the workload, with one stream buffer limit.
+struct fanout_row {
+  uint64_t stream_buffer_bytes_max = 0;
+  bool default_buffer = true;
+  uint64_t events = 0;         // produced on the thread: its last_seq delta
+  uint64_t expected = 0;       // subscribers x events
+  uint64_t delivered = 0;      // frames with an id, counted over all subscribers
+  uint64_t bytes = 0;          // stream bytes after the headers, all subscribers
+  uint64_t disconnected = 0;   // the server's slow_clients: streams closed for falling behind
+  double subscribe_seconds = 0;  // first connect until every stream was open
+  double produce_seconds = 0;  // first send to the last run's completion
+  double seconds = 0;          // first send to the last event at the last subscriber
+
+  double events_per_s() const { return seconds > 0 ? static_cast<double>(delivered) / seconds : 0; }
+};
+
+struct fanout_figures {
+  size_t subscribers = 0;
+  size_t runs = 0;
+  uint64_t from_seq = 0;       // where every subscription starts: the thread's next seq
+  uint64_t nofile_limit = 0;   // RLIMIT_NOFILE (soft) during the workload
+  uint64_t nofile_before = 0;  // the same before it; lower when the workload raised it
+  std::vector<fanout_row> rows;  // the default buffer; then a raised one if it disconnected clients
+};
 
 constexpr size_t subscribers_at_scale_1 = 1000;
 constexpr size_t runs_at_scale_1 = 200;
@@ -480,13 +503,58 @@ status fanout_pass(runtime& rt, size_t subscribers, size_t runs, uint64_t buffer
   return check_delivery(pool.subscribers(), *row);
 }
 
+// "1 MiB", "64 KiB", "1,000 B": a limit as it would be written.
+std::string binary_size(uint64_t bytes) {
+  if (bytes > 0 && bytes % (1 << 20) == 0) return with_commas(bytes >> 20) + " MiB";
+  if (bytes > 0 && bytes % (1 << 10) == 0) return with_commas(bytes >> 10) + " KiB";
+  return with_commas(bytes) + " B";
+}
+
+void report(const fanout_figures& f, bool plot, result* out) {
+  std::string nofile = with_commas(f.nofile_limit);
+  if (f.nofile_limit != f.nofile_before) nofile += " (raised from " + with_commas(f.nofile_before) + ")";
+  table& t = add_table(
+      out,
+      "fanout: " + with_commas(f.subscribers) + " subscribers on one thread's event stream (GET "
+          "/v1/threads/{id}/stream?from_seq=" + with_commas(f.from_seq) + "),\n" + with_commas(f.runs) +
+          " runs from one producer (runtime::send().wait()), scripted engine at 0 ms, durability sync;\n"
+          "server in this process on 127.0.0.1 (" + std::to_string(io_threads) +
+          " I/O threads); subscribers: non-blocking sockets on one poll() thread\nRLIMIT_NOFILE: " + nofile,
+      {col("stream_buffer_bytes_max"), col("events"), col("expected"), col("delivered"), col("", "MB", 1),
+       col("subscribe", "s", 2), col("produce", "s", 2), col("deliver", "s", 2), col("events/s", "events/s"),
+       col("disconnected")});
+  for (const auto& r : f.rows) {
+    std::string buffer = r.default_buffer ? "default" : "raised";
+    t.rows.push_back({text(binary_size(r.stream_buffer_bytes_max) + " (" + buffer + ")"), num(r.events),
+                      num(r.expected), num(r.delivered), num(static_cast<double>(r.bytes) / (1 << 20)),
+                      num(r.subscribe_seconds), num(r.produce_seconds), num(r.seconds), num(r.events_per_s()),
+                      num(r.disconnected)});
+    if (plot)
+      add_bar(out, "throughput-fanout", "fanout: throughput (events delivered/s, higher is better)",
+              "events delivered/s", "skein SSE, " + buffer + " stream buffer", r.events_per_s());
+  }
+  t.notes.push_back(
+      "events: the thread's last_seq delta; expected: subscribers x events; delivered: frames with an id:\n"
+      "line counted over all subscribers (deltas and keep-alives are not). produce: first send to the last\n"
+      "run's end; deliver: first send to the last event at the last subscriber; events/s = delivered / deliver.\n"
+      "disconnected: streams the server closed for falling behind (its slow_clients counter).");
+  const fanout_row& first = f.rows.front();
+  std::string size = binary_size(first.stream_buffer_bytes_max);
+  t.notes.push_back(f.rows.size() == 1
+                        ? "stream_buffer_bytes_max: the default " + size +
+                              " disconnected no subscriber at this load; not raised"
+                        : "stream_buffer_bytes_max: the default " + size + " disconnected " +
+                              with_commas(first.disconnected) + " of " + with_commas(f.subscribers) +
+                              " subscribers at this load, so the\nsecond row raises it to " +
+                              binary_size(f.rows.back().stream_buffer_bytes_max));
+}
+
 }  // namespace
 
-status run_fanout(const bench_options& options, std::string* json) {
+status run_fanout(const bench_options& options, result* out) {
   fanout_figures f;
   f.subscribers = scaled_count(subscribers_at_scale_1, options.scale);
   f.runs = scaled_count(runs_at_scale_1, options.scale);
-  f.io_threads = io_threads;
   SKEIN_TRY(raise_nofile(f.subscribers, &f));
   runtime_options ro;
   ro.mode = durability::sync;
@@ -504,18 +572,7 @@ status run_fanout(const bench_options& options, std::string* json) {
     SKEIN_TRY(fanout_pass(*rt, f.subscribers, f.runs, buffer * raised_buffer_factor, &f,
                           &f.rows.emplace_back()));
   SKEIN_TRY(rt->close());
-  if (options.plot != nullptr) {
-    for (const auto& r : f.rows) {
-      std::string buffer = r.default_buffer ? "default" : "raised";
-      options.plot->throughput("fanout", "skein SSE, " + buffer + " stream buffer",
-                               r.events_per_s(), "events delivered/s");
-    }
-  }
-
-  print_fanout(f, stdout);
-  std::fflush(stdout);
-  json_writer w{json};
-  write_fanout_json(f, w);
+  report(f, options.plot, out);
   return status::ok();
 }
 

@@ -27,9 +27,6 @@
 #include "actors/error.hpp"
 #include "actors/journal.hpp"
 #include "bench/log_builder.hpp"
-#include "bench/plot.hpp"
-#include "bench/progress.hpp"
-#include "bench/report.hpp"
 #include "bench/workloads.hpp"
 #include "runtime/model/ids.hpp"
 
@@ -52,6 +49,35 @@ namespace skein::bench {
 namespace {
 
 using history_done_atom = caf::atom_constant<caf::atom("histdone")>;
+
+// One-event ticks of one history length in one manner (concurrent or sequential).
+struct history_append {
+  uint64_t events = 0;
+  double seconds = 0;   // first send to last ack, summed over the rounds
+  uint64_t writes = 0;  // RocksDB writes (one fsync each) they took
+
+  double us_per_event() const { return events > 0 ? seconds * 1e6 / static_cast<double>(events) : 0; }
+};
+
+struct history_row {
+  uint64_t history_events = 0;  // in each thread's log before the appends
+  history_append concurrent;    // every thread of the length, one tick in flight each
+  history_append sequential;    // one thread, one tick at a time
+  size_t cold_samples = 0;      // passive threads brought back through the runtime
+  double activate_p50_us = 0;   // cancel() on the passive thread: activation alone
+  double activate_max_us = 0;
+  double run_p50_us = 0;        // the first run after it, which reads the whole log
+  double run_max_us = 0;
+};
+
+struct history_figures {
+  size_t rounds = 0;            // the lengths take turns this many times
+  uint64_t build_events = 0;
+  double build_seconds = 0;     // writing the histories: not part of any figure
+  std::vector<history_row> rows;  // shortest history first
+};
+
+constexpr double history_cost_ratio_max = 1.2;
 
 constexpr uint64_t lengths_at_scale_1[] = {10, 1'000, 100'000};
 constexpr size_t threads_per_length = 32;
@@ -355,38 +381,59 @@ status measure_appends(const std::string& path, const append_plan& plan,
   return status::ok();
 }
 
-// "100,000": a length as the tables print it, for the charts.
-std::string with_commas(uint64_t v) {
-  std::string digits = std::to_string(v), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
-    out.push_back(digits[i]);
-  }
-  return out;
-}
-
-void summarize(std::vector<length_set>& sets, plot_sink* plot, history_figures* f) {
+void report(std::vector<length_set>& sets, const history_figures& f, bool plot, result* out) {
+  table& t = add_table(
+      out,
+      "history: one-event ticks through the journal on threads with long logs, durability sync;\n" +
+          std::to_string(threads_per_length) + " threads per history length, built through the event log (" +
+          with_commas(f.build_events) + " events in " + fixed(f.build_seconds, 1) +
+          " s: not part of any figure);\nthe lengths take turns, " + std::to_string(f.rounds) + " rounds",
+      {col("history events"), col("appends"), col("events"), col("events/s", "events/s"), col("us/event", "", 1),
+       col("commits/write", "", 1), col("p50", "ms", 3), col("p99", "ms", 3)});
+  table& cold = add_table(out, "history: cold activation",
+                          {col("history events"), col("samples"), col("activation p50", "ms", 3), col("max", "ms", 3),
+                           col("first run p50", "ms", 3), col("max", "ms", 3)});
   for (size_t k = 0; k < sets.size(); ++k) {
-    history_row& row = f->rows[k];
+    const history_row& row = f.rows[k];
     std::string label = "skein, " + with_commas(row.history_events) + "-event history";
-    if (plot != nullptr) {
-      plot->throughput("history", label, row.concurrent.events_per_s(),
-                       "events/s appended concurrently");
-      plot->latency("history", label + ", concurrent", sets[k].concurrent_ns);
-      plot->latency("history", label + ", sequential", sets[k].sequential_ns);
+    for (const history_append* a : {&row.concurrent, &row.sequential}) {
+      bool concurrent = a == &row.concurrent;
+      std::vector<int64_t>& ns = concurrent ? sets[k].concurrent_ns : sets[k].sequential_ns;
+      t.rows.push_back({num(row.history_events), text(concurrent ? "concurrent" : "sequential"), num(a->events),
+                        num(a->seconds > 0 ? a->events / a->seconds : 0), num(a->us_per_event()),
+                        num(a->writes > 0 ? static_cast<double>(a->events) / a->writes : 0),
+                        num(quantile_us(ns, 0.50) / 1000), num(quantile_us(ns, 0.99) / 1000)});
+      if (!plot) continue;
+      if (concurrent)
+        add_bar(out, "throughput-history", "history: throughput (events/s appended concurrently, higher is better)",
+                "events/s appended concurrently", label, a->events / a->seconds);
+      add_cdf(out, "latency-history", "history: latency CDF", label + (concurrent ? ", concurrent" : ", sequential"),
+              std::move(ns));
     }
-    row.concurrent.p50_us = quantile_us(sets[k].concurrent_ns, 0.50);
-    row.concurrent.p99_us = quantile_us(sets[k].concurrent_ns, 0.99);
-    row.sequential.p50_us = quantile_us(sets[k].sequential_ns, 0.50);
-    row.sequential.p99_us = quantile_us(sets[k].sequential_ns, 0.99);
+    cold.rows.push_back({num(row.history_events), num(row.cold_samples), num(row.activate_p50_us / 1000),
+                         num(row.activate_max_us / 1000), num(row.run_p50_us / 1000), num(row.run_max_us / 1000)});
   }
+  t.notes.push_back("concurrent: " + std::to_string(threads_per_length) +
+                    " threads of the length, one tick in flight each; us/event = wall time / events.\n"
+                    "sequential: one thread, one tick at a time; us/event = the mean ack latency. Latency: send to ack.");
+  cold.notes.push_back("through skein::runtime, before the appends: cancel() on a passive thread activates it from its "
+                       "manifest;\nits first run then reads the whole log once, which grows with the history. Not "
+                       "part of the append figures.");
+  if (f.rows.size() < 2) return;
+  std::string lengths = with_commas(f.rows.back().history_events) + "-event over " +
+                        with_commas(f.rows.front().history_events) + "-event history";
+  add_target(out, "us/event, concurrent, " + lengths,
+             f.rows.back().concurrent.us_per_event() / f.rows.front().concurrent.us_per_event(), history_cost_ratio_max,
+             "x", better::lower);
+  add_target(out, "us/event, sequential, " + lengths,
+             f.rows.back().sequential.us_per_event() / f.rows.front().sequential.us_per_event(),
+             history_cost_ratio_max, "x", better::lower);
 }
 
 }  // namespace
 
-status run_history(const bench_options& options, std::string* json) {
+status run_history(const bench_options& options, result* out) {
   history_figures f;
-  f.threads_per_length = threads_per_length;
   std::vector<length_set> sets;
   for (uint64_t length : lengths_at_scale_1) {
     // The shortest length is what a new thread has: it does not shrink with the scale.
@@ -406,12 +453,7 @@ status run_history(const bench_options& options, std::string* json) {
   SKEIN_TRY(build(path, sets, options.quiet, &f));
   SKEIN_TRY(measure_cold(path, sets, &f));
   SKEIN_TRY(measure_appends(path, plan, sets, options.quiet, &f));
-  summarize(sets, options.plot, &f);
-
-  print_history(f, stdout);
-  std::fflush(stdout);
-  json_writer w{json};
-  write_history_json(f, w);
+  report(sets, f, options.plot, out);
   return status::ok();
 }
 

@@ -9,9 +9,6 @@
 #include <algorithm>
 #include <thread>
 
-#include "bench/progress.hpp"
-#include "bench/plot.hpp"
-#include "bench/report.hpp"
 #include "bench/workloads.hpp"
 #include "runtime/model/json_reader.hpp"
 #include "tools/client/http_client.hpp"
@@ -42,6 +39,28 @@ uint16_t bench_server::port() const { return http_->port(); }
 
 namespace {
 
+// One way of running the workload's runs: through the server or embedded.
+struct http_row {
+  std::string path;       // "http" or "embedded"
+  uint64_t runs = 0;      // completed as scripted
+  double seconds = 0;     // first send to last answer
+  double p50_us = 0;      // http: request written to response read; embedded: send to completion
+  double p99_us = 0;
+  uint64_t failures = 0;  // http: any answer but 200, or a connection error
+
+  double runs_per_s() const { return seconds > 0 ? static_cast<double>(runs) / seconds : 0; }
+};
+
+struct http_figures {
+  size_t threads = 0;
+  size_t runs_per_thread = 0;
+  size_t clients = 0;     // client threads (http) and host threads (embedded), one run each in flight
+  size_t io_threads = 0;  // the server's
+  http_row http;
+  http_row embedded;
+};
+
+constexpr double http_over_embedded_min = 0.85;
 constexpr size_t threads_at_scale_1 = 1000;
 // Fixed, as in the runs workload: 10,000 runs at scale 1.
 constexpr size_t runs_per_thread = 10;
@@ -208,7 +227,7 @@ status run_path(const bench_options& options, bool over_http, const http_figures
 
 }  // namespace
 
-status run_http(const bench_options& options, std::string* json) {
+status run_http(const bench_options& options, result* out) {
   http_figures f;
   f.threads = scaled_count(threads_at_scale_1, options.scale);
   f.runs_per_thread = runs_per_thread;
@@ -220,15 +239,29 @@ status run_http(const bench_options& options, std::string* json) {
   f.embedded.path = "embedded";
   SKEIN_TRY(run_path(options, true, f, &f.http));
   SKEIN_TRY(run_path(options, false, f, &f.embedded));
-  if (options.plot != nullptr) {
-    options.plot->throughput("http", "skein through HTTP", f.http.runs_per_s(), "runs/s");
-    options.plot->throughput("http", "skein embedded", f.embedded.runs_per_s(), "runs/s");
-  }
 
-  print_http(f, stdout);
-  std::fflush(stdout);
-  json_writer w{json};
-  write_http_json(f, w);
+  std::string clients = std::to_string(f.clients);
+  table& t = add_table(
+      out,
+      "http: " + with_commas(static_cast<double>(f.threads)) + " threads x " + std::to_string(runs_per_thread) +
+          " runs, scripted engine at 0 ms, durability sync, each path on a fresh database;\n"
+          "http: POST /v1/threads/{id}/entries {\"wait\":true} from " + clients +
+          " client threads (one keep-alive connection each)\nto the server in this process on 127.0.0.1 (" +
+          std::to_string(f.io_threads) + " I/O threads); embedded: runtime::send().wait() from " + clients +
+          " host threads",
+      {col("path"), col("runs"), col("seconds", "s", 2), col("runs/s", "runs/s"), col("p50", "ms", 3),
+       col("p99", "ms", 3), col("failures")});
+  for (const http_row* r : {&f.http, &f.embedded}) {
+    t.rows.push_back({text(r->path), num(r->runs), num(r->seconds), num(r->runs_per_s()), num(r->p50_us / 1000),
+                      num(r->p99_us / 1000), num(r->failures)});
+    if (options.plot)
+      add_bar(out, "throughput-http", "http: throughput (runs/s, higher is better)", "runs/s",
+              r == &f.http ? "skein through HTTP" : "skein embedded", r->runs_per_s());
+  }
+  t.notes.push_back("latency: http, request written to response read; embedded, send to completion. Each client has\n"
+                    "one run in flight, so both paths hold the same " + clients + " runs at once.");
+  add_target(out, "http / embedded runs/s", f.http.runs_per_s() / f.embedded.runs_per_s(), http_over_embedded_min,
+             "x", better::higher, "skein embedded");
   return status::ok();
 }
 

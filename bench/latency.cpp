@@ -2,15 +2,8 @@
 // before any completes, against a scripted engine that answers after 1 s: the
 // runtime must hold N runs (actors, timers, pending commits) and finish them all
 // close to the engine's own latency, within a memory budget.
-#include <algorithm>
-#include <condition_variable>
 #include <malloc.h>
-#include <mutex>
-#include <thread>
 
-#include "bench/plot.hpp"
-#include "bench/progress.hpp"
-#include "bench/report.hpp"
 #include "bench/workloads.hpp"
 
 namespace skein::bench {
@@ -19,51 +12,8 @@ namespace {
 constexpr size_t runs_at_scale_1 = 10'000;
 constexpr uint64_t engine_latency_ms = 1000;
 constexpr size_t host_threads = 2;
-constexpr auto rss_sample_period = std::chrono::milliseconds(50);
 // system prompt, user message, thread.start, assistant message, result, thread.stop
 constexpr uint64_t events_per_thread = 6;
-
-// Samples VmRSS every rss_sample_period on its own thread until stop().
-class rss_sampler {
- public:
-  rss_sampler() : peak_(rss_bytes()), thread_([this] { loop(); }) {}
-  ~rss_sampler() { stop(); }
-  rss_sampler(const rss_sampler&) = delete;
-  rss_sampler& operator=(const rss_sampler&) = delete;
-
-  // Joins the thread and takes a last sample; idempotent.
-  void stop() {
-    if (!thread_.joinable()) return;
-    {
-      std::lock_guard<std::mutex> lock{mu_};
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-    sample();
-  }
-
-  uint64_t peak() const { return peak_; }
-  uint64_t samples() const { return samples_; }
-
- private:
-  void loop() {
-    std::unique_lock<std::mutex> lock{mu_};
-    while (!cv_.wait_for(lock, rss_sample_period, [this] { return stopping_; })) sample();
-  }
-
-  void sample() {
-    peak_ = std::max(peak_, rss_bytes());
-    ++samples_;
-  }
-
-  std::mutex mu_;  // guards stopping_; peak_ and samples_ belong to the sampling thread until join
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  uint64_t peak_;
-  uint64_t samples_ = 0;
-  std::thread thread_;
-};
 
 // A run that did not wait out the engine, or did not complete as scripted, fails.
 status check_run(const run_handle& h, const status& waited, const run_result& r) {
@@ -112,43 +62,12 @@ void drive_host(runtime& rt, const std::vector<std::string>& threads, progress& 
   }
 }
 
-// Runs the host threads under the RSS sampler and merges what they saw.
-void drive(runtime& rt, const std::vector<std::string>& ids, bool quiet, latency_figures* f,
-           std::vector<int64_t>* latencies_ns, std::string* first_error) {
-  // Heap that earlier workloads freed but malloc kept would otherwise sit under the peak.
-  ::malloc_trim(0);
-  f->rss_start_bytes = rss_bytes();
-  rss_sampler sampler;
-  merged_outcome m;
-  {
-    progress bar{"latency", ids.size(), progress_wanted(quiet)};
-    m = drive_round_robin(ids, host_threads,
-                          [&](const std::vector<std::string>& mine, host_outcome* out) { drive_host(rt, mine, bar, out); });
-  }
-  sampler.stop();
-  f->rss_peak_bytes = sampler.peak();
-  f->rss_samples = sampler.samples();
-  f->completed += m.completed;
-  f->failures += m.failures;
-  if (first_error->empty()) *first_error = m.first_error;
-  latencies_ns->insert(latencies_ns->end(), m.latencies_ns.begin(), m.latencies_ns.end());
-  f->seconds = m.seconds;
-}
-
-status verify(runtime& rt, const std::vector<std::string>& ids, const latency_figures& f,
-              const std::string& first_error) {
-  if (f.failures > 0)
-    return status::io_error(std::to_string(f.failures) + " of " + std::to_string(f.runs) +
-                            " runs failed; first: " + first_error);
-  if (f.completed != f.runs)
-    return status::corruption(std::to_string(f.completed) + " runs completed, expected " +
-                              std::to_string(f.runs));
-  return check_thread_logs(rt, ids, ids.size(), {events_per_thread, 1});
-}
+constexpr double latency_runs_per_s_target = 9'000;
+constexpr double latency_rss_mb_max = 512;
 
 }  // namespace
 
-status run_latency(const bench_options& options, std::string* json) {
+status run_latency(const bench_options& options, result* out) {
   runtime_options ro;
   ro.mode = durability::sync;
   agent_config agent;
@@ -162,27 +81,52 @@ status run_latency(const bench_options& options, std::string* json) {
   SKEIN_TRY(create_bench_threads(*rt, agent.id, scaled_count(runs_at_scale_1, options.scale),
                                  options.quiet, &ids));
 
-  latency_figures f;
-  f.runs = ids.size();
-  f.engine_latency_ms = engine_latency_ms;
-  std::vector<int64_t> latencies_ns;
-  std::string first_error;
-  rss_recorder rss{options.plot, "latency"};
-  drive(*rt, ids, options.quiet, &f, &latencies_ns, &first_error);
-  rss.finish();
-  f.p50_us = quantile_us(latencies_ns, 0.50);
-  f.p99_us = quantile_us(latencies_ns, 0.99);
-  if (options.plot != nullptr) {
-    options.plot->latency("latency", "skein sync, 1 s engine: send to completion", latencies_ns);
-    options.plot->throughput("latency", "skein sync", f.runs_per_s(), "runs/s");
+  // Heap that earlier workloads freed but malloc kept would otherwise sit under the peak.
+  ::malloc_trim(0);
+  uint64_t rss_start = rss_bytes();
+  rss_recorder rss{true};
+  merged_outcome m;
+  {
+    progress bar{"latency", ids.size(), progress_wanted(options.quiet)};
+    m = drive_round_robin(ids, host_threads, [&](const std::vector<std::string>& mine, host_outcome* o) {
+      drive_host(*rt, mine, bar, o);
+    });
   }
-  SKEIN_TRY(verify(*rt, ids, f, first_error));
+  rss.finish();
+  if (m.failures > 0)
+    return status::io_error(std::to_string(m.failures) + " of " + std::to_string(ids.size()) +
+                            " runs failed; first: " + m.first_error);
+  if (m.completed != ids.size())
+    return status::corruption(std::to_string(m.completed) + " runs completed, expected " +
+                              std::to_string(ids.size()));
+  SKEIN_TRY(check_thread_logs(*rt, ids, ids.size(), {events_per_thread, 1}));
   SKEIN_TRY(rt->close());
 
-  print_latency(f, stdout);
-  std::fflush(stdout);
-  json_writer w{json};
-  write_latency_json(f, w);
+  double runs_per_s = m.seconds > 0 ? static_cast<double>(m.completed) / m.seconds : 0;
+  double peak_mb = static_cast<double>(rss.peak()) / (1 << 20);
+  table& t = add_table(out,
+                       "latency: " + with_commas(static_cast<double>(ids.size())) +
+                           " runs in flight at once (one per thread), scripted engine at " +
+                           with_commas(engine_latency_ms) + " ms, durability sync",
+                       {col("system"), col("durability"), col("runs"), col("seconds", "s", 2), col("runs/s", "runs/s"),
+                        col("p50", "ms", 3), col("p99", "ms", 3), col("RSS at start", "MB", 1),
+                        col("peak RSS", "MB", 1)});
+  t.rows.push_back({text("skein"), text("sync"), num(m.completed), num(m.seconds), num(runs_per_s),
+                    num(quantile_us(m.latencies_ns, 0.50) / 1000), num(quantile_us(m.latencies_ns, 0.99) / 1000),
+                    num(static_cast<double>(rss_start) / (1 << 20)), num(peak_mb)});
+  // The kernl row of this workload (the same runs in flight on kernl, in-memory)
+  // goes here: one more row of `t`, and its bar and CDF below.
+  t.notes.push_back("peak RSS: the whole process, sampled every 50 ms (" + with_commas(rss.samples()) +
+                    " samples), from a start after malloc_trim(0)");
+  add_target(out, "runs/s", runs_per_s, latency_runs_per_s_target, "runs/s");
+  add_target(out, "peak RSS", peak_mb, latency_rss_mb_max, "MB", better::lower);
+  if (options.plot) {
+    add_bar(out, "throughput-latency", "latency: throughput (runs/s, higher is better)", "runs/s", "skein sync",
+            runs_per_s);
+    add_cdf(out, "latency-latency", "latency: latency CDF", "skein sync, 1 s engine: send to completion",
+            std::move(m.latencies_ns));
+    rss.add_chart(out, "rss-latency", "latency: resident set size over time");
+  }
   return status::ok();
 }
 

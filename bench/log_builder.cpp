@@ -4,7 +4,7 @@
 #include <cassert>
 #include <filesystem>
 
-#include "bench/progress.hpp"
+#include "bench/workloads.hpp"
 #include "bench/workloads.hpp"
 #include "runtime/model/ids.hpp"
 

@@ -11,7 +11,6 @@
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
 
-#include "bench/report.hpp"
 #include "bench/workloads.hpp"
 #include "persistence/keys.hpp"
 #include "runtime/model/hashing_embedder.hpp"
@@ -20,6 +19,31 @@
 namespace skein::bench {
 namespace {
 
+// hashing: the hashing embedder's vectors of generated messages, queried with
+// short generated queries (sparse). random: dense random unit vectors.
+enum class vector_kind { hashing, random };
+
+// One index size.
+struct memory_row {
+  vector_kind vectors = vector_kind::hashing;
+  uint64_t rows = 0;
+  double build_seconds = 0;     // memory_index::add of every row (vectors made beforehand)
+  uint64_t index_bytes = 0;     // what the index holds (memory_index_stats::bytes)
+  size_t queries = 0;
+  double p50_us = 0;            // memory_index::search, k = memory_k
+  double p99_us = 0;
+  size_t baseline_queries = 0;  // the naive scan is slow: fewer queries
+  double baseline_p50_us = 0;   // vector<vector<float>>, one scalar dot per row, partial_sort
+  double baseline_p99_us = 0;
+};
+
+struct memory_figures {
+  uint64_t rebuild_rows = 0;     // rows in the database runtime::open rebuilt the index from
+  double rebuild_ms = 0;         // runtime_stats::memory_rebuild.ms
+  double open_ms = 0;            // the whole runtime::open around it
+};
+
+constexpr double memory_p50_ms_max = 20;  // at target_rows (1M), hashing vectors
 constexpr size_t sizes_at_scale_1[] = {100'000, 1'000'000};
 constexpr uint64_t target_rows = 1'000'000;
 constexpr size_t queries = 200;
@@ -220,22 +244,39 @@ status measure_rebuild(const bench_options& options, size_t n, size_t dims, fast
 
 }  // namespace
 
-status run_memory(const bench_options& options, std::string* json) {
+status run_memory(const bench_options& options, result* out) {
   memory_figures f;
-  f.dims = hashing_dims_default;
-  f.k = k;
-  f.target_rows = scaled_count(target_rows, options.scale);
+  size_t dims = hashing_dims_default;
+  uint64_t target = scaled_count(target_rows, options.scale);
   fast_rng rng{0x5eed5eedULL};
+  table& t = add_table(out, "memory: brute-force search, " + std::to_string(dims) + " dims, k = " + std::to_string(k),
+                       {col("vectors"), col("rows"), col("build", "s", 2), col("index", "MB", 1), col("queries"),
+                        col("p50", "ms", 3), col("p99", "ms", 3), col("naive queries"), col("naive p50", "ms", 3),
+                        col("naive p99", "ms", 3), col("speedup", "x", 1)});
   for (vector_kind kind : {vector_kind::hashing, vector_kind::random})
     for (size_t n : sizes_at_scale_1) {
-      memory_row& r = f.rows.emplace_back();
-      SKEIN_TRY(measure_size(kind, scaled_count(n, options.scale), f.dims, rng, &r));
+      memory_row r;
+      SKEIN_TRY(measure_size(kind, scaled_count(n, options.scale), dims, rng, &r));
+      const char* name = kind == vector_kind::hashing ? "hashing" : "random";
+      t.rows.push_back({text(name), num(r.rows), num(r.build_seconds), num(r.index_bytes / double{1 << 20}),
+                        num(r.queries), num(r.p50_us / 1000), num(r.p99_us / 1000), num(r.baseline_queries),
+                        num(r.baseline_p50_us / 1000), num(r.baseline_p99_us / 1000),
+                        num(r.p50_us > 0 ? r.baseline_p50_us / r.p50_us : 0)});
+      if (r.rows == target && kind == vector_kind::hashing)
+        add_target(out, "search p50 at " + with_commas(r.rows) + " hashing rows", r.p50_us / 1000, memory_p50_ms_max,
+                   "ms", better::lower);
     }
-  SKEIN_TRY(measure_rebuild(options, scaled_count(rebuild_rows_at_scale_1, options.scale), f.dims, rng, &f));
-  print_memory(f, stdout);
-  std::fflush(stdout);
-  json_writer w{json};
-  write_memory_json(f, w);
+  SKEIN_TRY(measure_rebuild(options, scaled_count(rebuild_rows_at_scale_1, options.scale), dims, rng, &f));
+  t.notes.push_back(
+      "vectors: hashing = the hashing embedder's vectors of generated messages (6-30 words of 20,000),\n"
+      "queried with generated 3-8 word queries; random = dense random unit vectors (the worst case).\n"
+      "search: memory_index::search, a float32 matrix stored column by column in chunks of 4096 rows;\n"
+      "each non-zero query dimension adds one column to the chunk's scores, then a k-heap.\n"
+      "naive: the same vectors as vector<vector<float>>, a scalar dot per row and a partial_sort of\n"
+      "every score, in the same process; its top hit is checked equal.\n"
+      "rebuild at open: runtime::open over " + with_commas(f.rebuild_rows) + " stored embeddings: " +
+      fixed(f.rebuild_ms, 1) + " ms (" + fixed(f.rebuild_ms * 100'000.0 / f.rebuild_rows, 1) +
+      " ms per 100k rows; the whole open " + fixed(f.open_ms, 1) + " ms)");
   return status::ok();
 }
 

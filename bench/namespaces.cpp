@@ -6,12 +6,10 @@
 // (one agent's in the shared database) p50/p99, the cold open of one
 // namespace's runtime against the open of the shared database, and the open of
 // the namespace set itself (the registry; no database is opened until used).
-#include <cstdio>
 #include <filesystem>
 
 #include "bench/log_builder.hpp"
 #include "bench/workloads.hpp"
-#include "runtime/model/json_writer.hpp"
 #include "runtime/namespaces.hpp"
 
 namespace skein::bench {
@@ -50,7 +48,7 @@ status time_listings(runtime& rt, thread_query q, size_t want, listing_figures* 
 
 }  // namespace
 
-status run_namespaces(const bench_options& options, std::string* json) {
+status run_namespaces(const bench_options& options, result* out) {
   namespace fs = std::filesystem;
   const size_t spaces = std::max<size_t>(2, scaled_count(namespaces_at_scale_1, options.scale));
   const size_t per_space = std::max<size_t>(page, scaled_count(threads_at_scale_1, options.scale) / spaces);
@@ -131,34 +129,18 @@ status run_namespaces(const bench_options& options, std::string* json) {
     SKEIN_TRY(rt->close());
   }
 
-  std::printf("\nnamespaces: a page of %zu threads in one of %zu namespaces (%zu threads each, %llu in all)\n", page,
-              spaces, per_space, static_cast<unsigned long long>(built.threads));
-  std::printf("%-44s %14s %14s %8s\n", "figure", "own database", "one shared", "ratio");
-  std::printf("%-44s %14.1f %14.1f %8.2f\n", "open ms (namespace runtime / shared runtime)", own.open_ms, shared.open_ms,
-              shared.open_ms > 0 ? own.open_ms / shared.open_ms : 0);
-  std::printf("%-44s %14.0f %14.0f %8.2f\n", "page p50 us", own.p50_us, shared.p50_us,
-              shared.p50_us > 0 ? own.p50_us / shared.p50_us : 0);
-  std::printf("%-44s %14.0f %14.0f %8.2f\n", "page p99 us", own.p99_us, shared.p99_us,
-              shared.p99_us > 0 ? own.p99_us / shared.p99_us : 0);
-  std::printf("%-44s %14.1f\n", "namespace set open ms (registry only)", set_open_ms);
-
-  json_writer w{json};
-  w.begin_object();
-  w.field_uint("namespaces", spaces);
-  w.field_uint("threads_per_namespace", per_space);
-  w.field_uint("threads", built.threads);
-  w.field_number("set_open_ms", set_open_ms);
-  auto figures = [&](const char* key, const listing_figures& f) {
-    w.key(key);
-    w.begin_object();
-    w.field_number("open_ms", f.open_ms);
-    w.field_number("page_p50_us", f.p50_us);
-    w.field_number("page_p99_us", f.p99_us);
-    w.end_object();
+  table& t = add_table(out,
+                       "namespaces: a page of " + std::to_string(page) + " threads in one of " +
+                           std::to_string(spaces) + " namespaces (" + with_commas(static_cast<double>(per_space)) +
+                           " threads each, " + with_commas(static_cast<double>(built.threads)) + " in all)",
+                       {col("figure"), col("own database", "", 1), col("one shared", "", 1), col("ratio", "", 2)});
+  auto row = [&](const char* what, double own_v, double shared_v) {
+    t.rows.push_back({text(what), num(own_v), num(shared_v), num(shared_v > 0 ? own_v / shared_v : 0)});
   };
-  figures("own_database", own);
-  figures("shared_database", shared);
-  w.end_object();
+  row("open ms (namespace runtime / shared runtime)", own.open_ms, shared.open_ms);
+  row("page p50 us", own.p50_us, shared.p50_us);
+  row("page p99 us", own.p99_us, shared.p99_us);
+  t.rows.push_back({text("namespace set open ms (registry only)"), num(set_open_ms), cell{}, cell{}});
   return status::ok();
 }
 

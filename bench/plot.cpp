@@ -3,12 +3,11 @@
 // in that directory: the scripts name their files relatively, so the directory
 // can be moved and re-rendered with `gnuplot <chart>.gp`.
 //
-//   throughput-<w>.dat := (label TAB value TAB value-as-text TAB rgb) per line
-//   latency-<w>.dat    := per series, (ms TAB fraction) lines; series are
-//                         separated by two blank lines (gnuplot's `index`)
-//   rss-<w>.dat        := (seconds TAB MB) per line
-#include "bench/plot.hpp"
-
+// The charts are read from the JSON document of the run (result.hpp's chart):
+//   bars      := (label TAB value TAB value-as-text TAB rgb) per line
+//   cdf       := per series, (ms TAB fraction) lines; series are separated by
+//                two blank lines (gnuplot's `index`)
+//   over_time := (seconds TAB value) per line
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -20,28 +19,19 @@
 #include <filesystem>
 #include <fstream>
 
-#include "bench/workloads.hpp"
+#include <simdjson.h>
+
+#include "bench/plot.hpp"
+#include "bench/result.hpp"
 
 extern char** environ;
 
 namespace skein::bench {
 namespace {
 
-// A CDF needs no more points than a PNG has pixels across.
-constexpr size_t cdf_points_max = 1000;
 constexpr const char* terminal = "set terminal pngcairo noenhanced size 1100,720 font 'sans,11'\n";
 constexpr uint32_t skein_rgb = 0x3a6fb0;
 constexpr uint32_t other_rgb = 0xd9822b;
-
-template <typename Chart>
-Chart& chart_for(std::vector<Chart>& charts, const std::string& workload) {
-  for (auto& c : charts) {
-    if (c.workload == workload) return c;
-  }
-  Chart& c = charts.emplace_back();
-  c.workload = workload;
-  return c;
-}
 
 // A gnuplot string in double quotes, where \n is a line break (titles use it); a
 // double quote in a label must not end the string.
@@ -58,22 +48,7 @@ std::string file_safe(std::string_view s) {
   return out;
 }
 
-std::string number(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
-std::string with_commas(double v) {
-  std::string digits = number(std::max(0.0, v), 0), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
-    out.push_back(digits[i]);
-  }
-  return out;
-}
-
-std::string scale_note(double scale) { return "skein-bench --scale " + number(scale, 2); }
+std::string scale_note(double scale) { return "skein-bench --scale " + fixed(scale, 2); }
 
 status write_file(const std::filesystem::path& path, const std::string& text) {
   std::ofstream out{path, std::ios::binary | std::ios::trunc};
@@ -85,102 +60,128 @@ status write_file(const std::filesystem::path& path, const std::string& text) {
 
 // --- the charts ----------------------------------------------------------------
 
-// Bars in the order fed; skein's in one colour, every other system's in another.
-void bar_script(const plot_sink::bar_chart& c, double scale, std::string* data,
-                std::string* script) {
-  std::string name = "throughput-" + file_safe(c.workload);
-  for (const auto& b : c.bars) {
-    uint32_t rgb = b.label.starts_with("skein") ? skein_rgb : other_rgb;
-    *data += b.label + "\t" + number(b.value, 3) + "\t" + with_commas(b.value) + "\t" +
+// A chart as the JSON document holds it (result.hpp's chart).
+struct chart_doc {
+  std::string type, name, title, unit;
+  std::vector<std::string> labels;
+  std::vector<double> values;
+  std::vector<std::vector<double>> series;
+  std::vector<std::pair<double, std::string>> marks;
+};
+
+std::string title_line(const chart_doc& c, double scale) {
+  return "set title " + gp_string(c.title + "\\n" + scale_note(scale)) + "\n";
+}
+
+// Bars in the order given; skein's in one colour, every other system's in another.
+void bar_script(const chart_doc& c, double scale, std::string* data, std::string* script) {
+  size_t label_max = 0;
+  for (size_t i = 0; i < c.labels.size() && i < c.values.size(); ++i) {
+    uint32_t rgb = c.labels[i].starts_with("skein") ? skein_rgb : other_rgb;
+    *data += c.labels[i] + "\t" + fixed(c.values[i], 3) + "\t" + with_commas(c.values[i]) + "\t" +
              std::to_string(rgb) + "\n";
+    label_max = std::max(label_max, c.labels[i].size());
   }
-  *script += terminal;
-  *script += "set output " + gp_string(name + ".png") + "\n";
-  *script += "set title " + gp_string(c.workload + ": throughput (" + c.unit + ", higher is better)\\n" +
-                                   scale_note(scale)) + "\n";
-  *script += "set datafile separator '\\t'\n";
+  *script += title_line(c, scale);
   *script += "set ylabel " + gp_string(c.unit) + "\nset yrange [0:*]\nset offsets 0.5, 0.5, 0, 0\n";
   *script += "set format y '%.0f'\nset grid ytics\nunset key\n";
   *script += "set style fill solid 0.85 border -1\nset boxwidth 0.6\n";
-  size_t label_max = 0;
-  for (const auto& b : c.bars) label_max = std::max(label_max, b.label.size());
   // Labels side by side collide past about 100 characters across the chart.
-  if (label_max * c.bars.size() > 100) *script += "set xtics rotate by -25\n";
-  *script += "plot " + gp_string(name + ".dat") +
-             " using 0:2:4:xtic(1) with boxes lc rgb variable, '' using 0:2:3 with labels "
-             "offset 0,0.8\n";
+  if (label_max * c.labels.size() > 100) *script += "set xtics rotate by -25\n";
+  *script += "plot " + gp_string(c.name + ".dat") +
+             " using 0:2:4:xtic(1) with boxes lc rgb variable, '' using 0:2:3 with labels offset 0,0.8\n";
 }
 
-double ms_of(int64_t ns) { return std::max<double>(static_cast<double>(ns), 1.0) / 1e6; }
-
-// One data block per series: up to cdf_points_max evenly ranked points of the
-// sorted samples, each the latency and the fraction of samples at or below it.
-void cdf_script(const plot_sink::cdf_chart& c, double scale, std::string* data,
-                std::string* script) {
-  std::string name = "latency-" + file_safe(c.workload);
+// One data block per series: its evenly ranked points (microseconds, sorted),
+// each the latency in ms and the fraction of samples at or below it.
+void cdf_script(const chart_doc& c, double scale, std::string* data, std::string* script) {
   std::string plots;
-  int64_t low = c.curves.front().ns.front(), high = c.curves.front().ns.back();
-  for (size_t k = 0; k < c.curves.size(); ++k) {
-    const auto& ns = c.curves[k].ns;
-    low = std::min(low, ns.front());
-    high = std::max(high, ns.back());
-    size_t n = ns.size(), points = std::min(n, cdf_points_max);
-    for (size_t p = 0; p < points; ++p) {
-      size_t i = points == 1 ? n - 1 : p * (n - 1) / (points - 1);
-      *data += number(ms_of(ns[i]), 6) + "\t" +
-               number(static_cast<double>(i + 1) / static_cast<double>(n), 6) + "\n";
-    }
+  double low = 0, high = 0;
+  for (size_t k = 0; k < c.series.size(); ++k) {
+    const auto& us = c.series[k];
+    if (us.empty()) continue;
+    low = k == 0 ? us.front() : std::min(low, us.front());
+    high = std::max(high, us.back());
+    size_t n = us.size();
+    for (size_t i = 0; i < n; ++i)
+      *data += fixed(std::max(us[i], 1e-3) / 1000, 6) + "\t" +
+               fixed(static_cast<double>(i + 1) / static_cast<double>(n), 6) + "\n";
     *data += "\n\n";
-    // Nearest rank, as the tables' quantiles are taken.
-    auto at = [&](double q) {
+    auto at = [&](double q) {  // nearest rank, as the tables' quantiles are taken
       auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(n)));
-      return ms_of(ns[std::clamp<size_t>(rank, 1, n) - 1]);
+      return us[std::clamp<size_t>(rank, 1, n) - 1] / 1000;
     };
-    std::string title = c.curves[k].series + " (n " + with_commas(static_cast<double>(n)) +
-                        ", p50 " + number(at(0.5), 3) + " ms, p99 " + number(at(0.99), 3) + " ms)";
-    plots += std::string(k == 0 ? "" : ", ") + gp_string(name + ".dat") + " index " +
-             std::to_string(k) + " using 1:2 with steps lw 2 title " + gp_string(title);
+    std::string title = (k < c.labels.size() ? c.labels[k] : "") + ", p50 " + fixed(at(0.5), 3) + " ms, p99 " +
+                        fixed(at(0.99), 3) + " ms";
+    plots += std::string(plots.empty() ? "" : ", ") + gp_string(c.name + ".dat") + " index " + std::to_string(k) +
+             " using 1:2 with steps lw 2 title " + gp_string(title);
   }
-  *script += terminal;
-  *script += "set output " + gp_string(name + ".png") + "\n";
-  *script += "set title " + gp_string(c.workload + ": latency CDF\\n" + scale_note(scale)) + "\n";
-  *script += "set datafile separator '\\t'\n";
+  *script += title_line(c, scale);
   // A log axis spreads latencies over decades; within one decade (a slow engine's
   // runs all near its latency) it would squeeze them into a line.
-  if (ms_of(high) >= 10 * ms_of(low)) *script += "set xlabel 'latency (ms, log scale)'\nset logscale x\n";
+  if (high >= 10 * std::max(low, 1e-3)) *script += "set xlabel 'latency (ms, log scale)'\nset logscale x\n";
   else *script += "set xlabel 'latency (ms)'\n";
   *script += "set ylabel 'fraction of operations at or below the latency'\nset yrange [0:1.02]\n";
   *script += "set ytics 0.1\nset grid xtics ytics mxtics\nset key below Left reverse\n";
   *script += "plot " + plots + "\n";
 }
 
-void rss_script(const plot_sink::rss_chart& c, double scale, std::string* data,
-                std::string* script) {
-  std::string name = "rss-" + file_safe(c.workload);
-  for (const auto& s : c.samples)
-    *data += number(s.seconds, 3) + "\t" + number(static_cast<double>(s.bytes) / (1 << 20), 2) + "\n";
-  *script += terminal;
-  *script += "set output " + gp_string(name + ".png") + "\n";
-  *script += "set title " + gp_string(c.workload + ": resident set size over time\\n" +
-                                   scale_note(scale)) + "\n";
-  *script += "set datafile separator '\\t'\n";
+// The series is (seconds, value) pairs; the marks are numbered dashed lines, named
+// in the key (text at the lines would collide when phases are short).
+void over_time_script(const chart_doc& c, double scale, std::string* data, std::string* script) {
+  const auto& points = c.series.front();
+  for (size_t i = 0; i + 1 < points.size(); i += 2)
+    *data += fixed(points[i], 3) + "\t" + fixed(points[i + 1], 2) + "\n";
+  *script += title_line(c, scale);
   *script += "set xlabel 'time since the measurement started (s)'\n";
-  *script += "set ylabel 'RSS (MiB)'\nset yrange [0:*]\nset grid\nset key below Left reverse\n";
-  // Phases: a numbered dashed line each, named in the key; text at the lines
-  // would collide when phases are short.
+  *script += "set ylabel " + gp_string(c.unit) + "\nset yrange [0:*]\nset grid\nset key below Left reverse\n";
   std::string keys;
   for (size_t i = 0; i < c.marks.size(); ++i) {
-    std::string n = std::to_string(i + 1), x = number(c.marks[i].seconds, 3);
+    std::string n = std::to_string(i + 1), x = fixed(c.marks[i].first, 3);
     *script += "set arrow " + n + " from first " + x + ", graph 0 to first " + x +
                ", graph 1 nohead dt 2 lc rgb 'gray40'\n";
     *script += "set label " + n + " '" + n + "' at first " + x +
                ", graph 1 offset 0,0.7 center font ',9' tc rgb 'gray30'\n";
     keys += ", keyentry with lines dt 2 lc rgb 'gray40' title " +
-            gp_string(n + ": " + c.marks[i].label + " (at " + number(c.marks[i].seconds, 1) + " s)");
+            gp_string(n + ": " + c.marks[i].second + " (at " + fixed(c.marks[i].first, 1) + " s)");
   }
-  *script += "plot " + gp_string(name + ".dat") +
-             " using 1:2 with lines lw 2 lc rgb '#3a6fb0' title 'VmRSS of the whole process, "
-             "sampled every 50 ms'" + keys + "\n";
+  *script += "plot " + gp_string(c.name + ".dat") + " using 1:2 with lines lw 2 lc rgb '#3a6fb0' title " +
+             gp_string(c.labels.empty() ? "" : c.labels.front()) + keys + "\n";
+}
+
+// Reads one chart of the document; false when it is not one.
+bool read_chart(simdjson::dom::element e, chart_doc* c) {
+  std::string_view sv;
+  auto str = [&](const char* key, std::string* out) {
+    if (e[key].get_string().get(sv) != simdjson::SUCCESS) return false;
+    *out = std::string{sv};
+    return true;
+  };
+  if (!str("type", &c->type) || !str("name", &c->name) || !str("title", &c->title) || !str("unit", &c->unit))
+    return false;
+  simdjson::dom::array a;
+  if (e["labels"].get_array().get(a) == simdjson::SUCCESS)
+    for (auto l : a)
+      if (l.get_string().get(sv) == simdjson::SUCCESS) c->labels.emplace_back(sv);
+  auto numbers = [](simdjson::dom::array arr, std::vector<double>* out) {
+    for (auto v : arr) {
+      double d = 0;
+      if (v.get_double().get(d) == simdjson::SUCCESS) out->push_back(d);
+    }
+  };
+  if (e["values"].get_array().get(a) == simdjson::SUCCESS) numbers(a, &c->values);
+  if (e["series"].get_array().get(a) == simdjson::SUCCESS)
+    for (auto s : a) {
+      simdjson::dom::array points;
+      if (s.get_array().get(points) == simdjson::SUCCESS) numbers(points, &c->series.emplace_back());
+    }
+  if (e["marks"].get_array().get(a) == simdjson::SUCCESS)
+    for (auto m : a) {
+      double at = 0;
+      if (m["at"].get_double().get(at) == simdjson::SUCCESS && m["label"].get_string().get(sv) == simdjson::SUCCESS)
+        c->marks.emplace_back(at, std::string{sv});
+    }
+  return true;
 }
 
 // --- running gnuplot ---------------------------------------------------------------
@@ -238,87 +239,6 @@ status render(const std::filesystem::path& dir, const std::string& name, const s
 
 }  // namespace
 
-void plot_sink::throughput(const std::string& workload, const std::string& label, double value,
-                           const std::string& unit) {
-  std::lock_guard<std::mutex> lock{mu_};
-  bar_chart& c = chart_for(bars_, workload);
-  if (c.unit.empty()) c.unit = unit;
-  c.bars.push_back({label, std::isfinite(value) ? value : 0});
-}
-
-void plot_sink::latency(const std::string& workload, const std::string& series,
-                        const std::vector<int64_t>& ns) {
-  if (ns.empty()) return;  // a CDF of nothing is no curve
-  std::vector<int64_t> sorted = ns;
-  std::sort(sorted.begin(), sorted.end());
-  std::lock_guard<std::mutex> lock{mu_};
-  chart_for(cdfs_, workload).curves.push_back({series, std::move(sorted)});
-}
-
-void plot_sink::rss(const std::string& workload, std::vector<rss_sample> samples,
-                    std::vector<rss_mark> marks) {
-  std::lock_guard<std::mutex> lock{mu_};
-  rss_chart& c = chart_for(rss_, workload);
-  c.samples = std::move(samples);
-  c.marks = std::move(marks);
-}
-
-std::vector<plot_sink::bar_chart> plot_sink::bar_charts() const {
-  std::lock_guard<std::mutex> lock{mu_};
-  return bars_;
-}
-
-std::vector<plot_sink::cdf_chart> plot_sink::cdf_charts() const {
-  std::lock_guard<std::mutex> lock{mu_};
-  return cdfs_;
-}
-
-std::vector<plot_sink::rss_chart> plot_sink::rss_charts() const {
-  std::lock_guard<std::mutex> lock{mu_};
-  return rss_;
-}
-
-rss_recorder::rss_recorder(plot_sink* sink, std::string workload, std::chrono::milliseconds period)
-    : sink_(sink), workload_(std::move(workload)), period_(period),
-      start_(std::chrono::steady_clock::now()) {
-  if (sink_ == nullptr) return;
-  std::lock_guard<std::mutex> lock{mu_};
-  sample();
-  thread_ = std::thread([this] { loop(); });
-}
-
-rss_recorder::~rss_recorder() { finish(); }
-
-void rss_recorder::mark(std::string label) {
-  if (sink_ == nullptr) return;
-  std::lock_guard<std::mutex> lock{mu_};
-  sample();  // the line then meets the curve where the phase begins
-  marks_.push_back({samples_.back().seconds, std::move(label)});
-}
-
-void rss_recorder::finish() {
-  if (!thread_.joinable()) return;
-  {
-    std::lock_guard<std::mutex> lock{mu_};
-    stopping_ = true;
-  }
-  cv_.notify_all();
-  thread_.join();
-  std::lock_guard<std::mutex> lock{mu_};
-  sample();
-  sink_->rss(workload_, std::move(samples_), std::move(marks_));
-}
-
-void rss_recorder::loop() {
-  std::unique_lock<std::mutex> lock{mu_};
-  while (!cv_.wait_for(lock, period_, [this] { return stopping_; })) sample();
-}
-
-void rss_recorder::sample() {
-  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  samples_.push_back({s, rss_bytes()});
-}
-
 status check_gnuplot() {
   int code = 0;
   status s = run_process({"gnuplot", "--version"}, "", "", &code);
@@ -330,7 +250,7 @@ status check_gnuplot() {
   return status::ok();
 }
 
-status write_plots(const plot_sink& sink, const std::string& dir, double scale,
+status write_plots(std::string_view json, const std::string& dir, double scale,
                    std::vector<std::string>* written) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -338,20 +258,26 @@ status write_plots(const plot_sink& sink, const std::string& dir, double scale,
   std::filesystem::path root = std::filesystem::absolute(dir, ec);
   if (ec) return status::io_error("--plot " + dir + ": " + ec.message());
   std::filesystem::remove(root / "gnuplot.log", ec);  // this run's messages only
-  for (const auto& c : sink.bar_charts()) {
-    std::string data, script;
-    bar_script(c, scale, &data, &script);
-    SKEIN_TRY(render(root, "throughput-" + file_safe(c.workload), data, script, written));
-  }
-  for (const auto& c : sink.cdf_charts()) {
-    std::string data, script;
-    cdf_script(c, scale, &data, &script);
-    SKEIN_TRY(render(root, "latency-" + file_safe(c.workload), data, script, written));
-  }
-  for (const auto& c : sink.rss_charts()) {
-    std::string data, script;
-    rss_script(c, scale, &data, &script);
-    SKEIN_TRY(render(root, "rss-" + file_safe(c.workload), data, script, written));
+  simdjson::dom::parser parser;
+  simdjson::dom::object workloads;
+  if (parser.parse(simdjson::padded_string{json})["workloads"].get_object().get(workloads) != simdjson::SUCCESS)
+    return status::corruption("--plot: the report has no workloads object");
+  for (auto [workload, figures] : workloads) {
+    simdjson::dom::array charts;
+    if (figures["charts"].get_array().get(charts) != simdjson::SUCCESS) continue;
+    for (auto e : charts) {
+      chart_doc c;
+      if (!read_chart(e, &c))
+        return status::corruption("--plot: a chart of " + std::string{workload} + " is malformed");
+      c.name = file_safe(c.name);
+      std::string data, script = terminal;
+      script += "set output " + gp_string(c.name + ".png") + "\nset datafile separator '\\t'\n";
+      if (c.type == "bars" && !c.values.empty()) bar_script(c, scale, &data, &script);
+      else if (c.type == "cdf" && !c.series.empty()) cdf_script(c, scale, &data, &script);
+      else if (c.type == "over_time" && !c.series.empty()) over_time_script(c, scale, &data, &script);
+      else continue;
+      SKEIN_TRY(render(root, c.name, data, script, written));
+    }
   }
   return status::ok();
 }

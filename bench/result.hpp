@@ -49,8 +49,11 @@ struct target {
   std::string unit;      // "x", "events/s", "ms"
   better direction = better::higher;
   std::string against;
+  bool skipped = false;  // its baseline was not measured: neither met nor missed
 
-  bool met() const { return direction == better::higher ? value >= goal : value <= goal; }
+  bool met() const {
+    return !skipped && (direction == better::higher ? value >= goal : value <= goal);
+  }
 };
 
 // A chart drawn from the result (the JSON carries it; plot.cpp renders it).
@@ -76,6 +79,36 @@ struct result {
   std::vector<target> targets;
   std::vector<chart> charts;          // filled only when bench_options::plot is set
 };
+
+// --- Building a result ------------------------------------------------------------
+
+// A figure; not finite (a ratio over nothing) is an empty cell.
+cell num(double v);
+inline cell text(std::string s) { return cell{std::move(s)}; }
+inline column col(std::string name, std::string unit = "", int decimals = 0, bool commas = true) {
+  return column{std::move(name), std::move(unit), decimals, commas};
+}
+// Appends a table and returns it, for its rows and notes.
+table& add_table(result* r, std::string title, std::vector<column> columns);
+void add_target(result* r, std::string name, double value, double goal, std::string unit,
+                better direction = better::higher, std::string against = "");
+// A target whose figure could not be measured (an optional baseline was skipped).
+void add_skipped_target(result* r, std::string name, double goal, std::string unit,
+                        std::string against);
+
+// The charts, which a workload adds only when it is asked for them (--plot). A bar of
+// the chart `name` (created with `title` and `unit` by its first bar).
+void add_bar(result* r, const std::string& name, const std::string& title, const std::string& unit,
+             std::string label, double value);
+// A series of latency samples (nanoseconds, any order) on the CDF chart `name`:
+// sorted, in microseconds, thinned to at most 2,000 evenly ranked points; the
+// label gets the sample count.
+void add_cdf(result* r, const std::string& name, const std::string& title, std::string label,
+             std::vector<int64_t> ns);
+
+// "41,230": `v` with `decimals` after the point and the integer part grouped.
+std::string with_commas(double v, int decimals = 0);
+std::string fixed(double v, int decimals);
 
 // Prints every table, then the targets with "met"/"MISSED".
 void print_result(const result& r, std::FILE* out);

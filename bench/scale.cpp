@@ -11,9 +11,6 @@
 #include <malloc.h>
 #include <thread>
 
-#include "bench/plot.hpp"
-#include "bench/progress.hpp"
-#include "bench/report.hpp"
 #include "bench/workloads.hpp"
 
 namespace skein::bench {
@@ -43,6 +40,23 @@ constexpr uint64_t events_per_run = 10;
 constexpr size_t history_runs_at_scale_1 = 1000;
 constexpr size_t history_window = 4;              // queued on the thread at once
 constexpr size_t cold_samples = 32;
+constexpr double scale_active_bytes_max = 16 * 1024;
+constexpr double scale_passivated_bytes_max = 2 * 1024;
+constexpr double creations_per_s_target = 30'000;
+
+struct scale_figures {
+  uint64_t idle_passivate_ms = 0;
+  double create_seconds = 0;
+  double touch_seconds = 0;         // cancel() on every thread
+  double passivate_seconds = 0;     // last touch until no thread actor was left
+  uint64_t rss_baseline_bytes = 0;  // runtime open, agent created, no thread; after malloc_trim
+  uint64_t rss_created_bytes = 0;   // threads created, none active
+  uint64_t rss_active_bytes = 0;    // every thread active
+  uint64_t rss_passivated_bytes = 0;  // every thread passivated again
+  uint64_t rss_trimmed_bytes = 0;   // the same after malloc_trim(0)
+  std::vector<std::vector<cell>> cold;  // rows of the cold activation table
+};
+
 constexpr const char* scale_engine_config = R"({
   "rules": [{"turn": 1, "reply": "looking it up",
              "tool_calls": [{"name": "lookup", "arguments": {"q": "a"}},
@@ -184,17 +198,13 @@ status time_cold(runtime& rt, const std::string& id, int64_t* cancel_ns, int64_t
 }
 
 status time_cold_threads(runtime& rt, const std::vector<std::string>& ids, std::string label,
-                         uint64_t history_events, cold_row* row) {
+                         uint64_t history_events, std::vector<cell>* row) {
   std::vector<int64_t> cancel_ns(ids.size()), run_ns(ids.size());
   for (size_t i = 0; i < ids.size(); ++i)
     SKEIN_TRY(time_cold(rt, ids[i], &cancel_ns[i], &run_ns[i]));
-  row->threads = std::move(label);
-  row->history_events = history_events;
-  row->samples = ids.size();
-  row->cancel_p50_us = quantile_us(cancel_ns, 0.50);
-  row->cancel_p99_us = quantile_us(cancel_ns, 0.99);
-  row->run_p50_us = quantile_us(run_ns, 0.50);
-  row->run_p99_us = quantile_us(run_ns, 0.99);
+  *row = {text(std::move(label)), num(history_events), num(ids.size()),
+          num(quantile_us(cancel_ns, 0.50) / 1000), num(quantile_us(cancel_ns, 0.99) / 1000),
+          num(quantile_us(run_ns, 0.50) / 1000), num(quantile_us(run_ns, 0.99) / 1000)};
   return status::ok();
 }
 
@@ -262,16 +272,52 @@ runtime_options scale_runtime_options(size_t threads) {
   return ro;
 }
 
+double per_thread(uint64_t after, uint64_t before, size_t threads) {
+  return (static_cast<double>(after) - static_cast<double>(before)) / static_cast<double>(threads);
+}
+
+void report(const scale_figures& f, size_t n, result* out) {
+  double mb = 1 << 20;
+  double active = per_thread(f.rss_active_bytes, f.rss_created_bytes, n);
+  double passivated = per_thread(f.rss_passivated_bytes, f.rss_baseline_bytes, n);
+  double trimmed = per_thread(f.rss_trimmed_bytes, f.rss_baseline_bytes, n);
+  double created_per_s = static_cast<double>(n) / f.create_seconds;
+  table& t = add_table(
+      out,
+      "scale: " + with_commas(static_cast<double>(n)) + " threads, idle_passivate_ms " +
+          with_commas(static_cast<double>(f.idle_passivate_ms)) + " (the targets are set for " +
+          with_commas(threads_target) + " threads; --scale " + fixed(static_cast<double>(threads_target) / threads_at_scale_1, 0) +
+          " creates them)\ncreated in " + fixed(f.create_seconds, 1) + " s (" + with_commas(created_per_s) +
+          " threads/s, durable), every thread touched with cancel() in " + fixed(f.touch_seconds, 1) +
+          " s, all passivated " + fixed(f.passivate_seconds, 1) + " s after the last touch",
+      {col("state"), col("RSS", "MB", 1), col("bytes/thread")});
+  t.rows = {{text("baseline: runtime open, no thread (trimmed)"), num(f.rss_baseline_bytes / mb), cell{}},
+            {text("threads created, none active"), num(f.rss_created_bytes / mb), cell{}},
+            {text("every thread active"), num(f.rss_active_bytes / mb), num(active)},
+            {text("every thread passivated"), num(f.rss_passivated_bytes / mb), num(std::max(0.0, passivated))},
+            {text("  the same after malloc_trim(0)"), num(f.rss_trimmed_bytes / mb), num(std::max(0.0, trimmed))}};
+  t.notes = {"active: RSS over 'threads created', per thread actor: the directory's entry, the actor, its idle timer\n"
+             "and the RocksDB blocks its activation read.\n"
+             "passivated: RSS over the baseline, per thread: RocksDB memtables and block cache count here, and so\n"
+             "does heap that malloc keeps after the actors are gone (the malloc_trim row shows how much was free)."};
+  table& cold = add_table(out, "scale: cold activation",
+                          {col("cold threads"), col("history events"), col("samples"), col("cancel() p50", "ms", 3),
+                           col("p99", "ms", 3), col("first run p50", "ms", 3), col("p99", "ms", 3)});
+  cold.rows = f.cold;
+  cold.notes = {"cancel() on a passive thread activates its actor from the manifest alone; the history is read\n"
+                "by the thread's first run, which is why that run is timed too. RocksDB's caches are warm."};
+  add_target(out, "active bytes/thread", active, scale_active_bytes_max, "bytes", better::lower);
+  add_target(out, "passivated bytes/thread", passivated, scale_passivated_bytes_max, "bytes", better::lower);
+  add_target(out, "thread creations/s (durable)", created_per_s, creations_per_s_target, "threads/s");
+}
+
 }  // namespace
 
-status run_scale(const bench_options& options, std::string* json) {
+status run_scale(const bench_options& options, result* out) {
   size_t n = scaled_count(threads_at_scale_1, options.scale);
   size_t history_runs = scaled_count(history_runs_at_scale_1, std::min(options.scale, 1.0));
   runtime_options ro = scale_runtime_options(n);
   scale_figures f;
-  f.threads = n;
-  f.threads_target = threads_target;
-  f.scale_for_target = static_cast<double>(threads_target) / threads_at_scale_1;
   f.idle_passivate_ms = ro.idle_passivate_ms;
   agent_config agent;
   agent.id = bench_agent_id;
@@ -286,7 +332,7 @@ status run_scale(const bench_options& options, std::string* json) {
   // Heap that earlier workloads freed but malloc kept must not hide in the baseline.
   ::malloc_trim(0);
   f.rss_baseline_bytes = rss_bytes();
-  rss_recorder rss{options.plot, "scale"};
+  rss_recorder rss{options.plot};
   rss.mark("creating threads");
   auto start = bench_clock::now();
   SKEIN_TRY(create_bench_threads(*rt, agent.id, n, options.quiet, &ids));
@@ -303,11 +349,8 @@ status run_scale(const bench_options& options, std::string* json) {
   rss.finish();
   SKEIN_TRY(verify(*rt, ids, fresh, forks, history_runs));
   SKEIN_TRY(rt->close());
-
-  print_scale(f, stdout);
-  std::fflush(stdout);
-  json_writer w{json};
-  write_scale_json(f, w);
+  report(f, n, out);
+  if (options.plot) rss.add_chart(out, "rss-scale", "scale: resident set size over time");
   return status::ok();
 }
 

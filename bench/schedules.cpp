@@ -10,10 +10,8 @@
 // is on the schedules: every one fired exactly once.
 #include <algorithm>
 #include <atomic>
-#include <cstdio>
 
 #include "bench/workloads.hpp"
-#include "runtime/model/json_writer.hpp"
 
 namespace skein::bench {
 namespace {
@@ -26,7 +24,7 @@ constexpr int64_t clock_start_ms = 1790000000000;  // 2026-09-21: any fixed time
 
 }  // namespace
 
-status run_schedules(const bench_options& options, std::string* json) {
+status run_schedules(const bench_options& options, result* out) {
   const size_t n = scaled_count(schedules_at_scale_1, options.scale);
   auto now = std::make_shared<std::atomic<int64_t>>(clock_start_ms);
   runtime_options ro;
@@ -84,26 +82,17 @@ status run_schedules(const bench_options& options, std::string* json) {
          max = quantile_us(lag_ns, 1.0) / 1000;
   SKEIN_TRY(rt->close());
 
-  std::printf("\nschedules: %zu one-shot schedules due within %lld s of test clock, steps of %lld ms\n", n,
-              static_cast<long long>(window_ms / 1000), static_cast<long long>(clock_step_ms));
-  std::printf("%-28s %12s\n", "figure", "value");
-  std::printf("%-28s %12.0f\n", "creations/s", n / create_s);
-  std::printf("%-28s %12.0f\n", "firings/s", n / fire_s);
-  std::printf("%-28s %12.1f\n", "lag p50 ms", p50);
-  std::printf("%-28s %12.1f\n", "lag p99 ms", p99);
-  std::printf("%-28s %12.1f\n", "lag max ms", max);
-  std::printf("%-28s %12.1f\n", "RSS after firing MiB", rss / 1048576.0);
-
-  json_writer w{json};
-  w.begin_object();
-  w.field_uint("schedules", n);
-  w.field_number("creations_per_s", n / create_s);
-  w.field_number("firings_per_s", n / fire_s);
-  w.field_number("lag_p50_ms", p50);
-  w.field_number("lag_p99_ms", p99);
-  w.field_number("lag_max_ms", max);
-  w.field_uint("rss_bytes", rss);
-  w.end_object();
+  table& t = add_table(out,
+                       "schedules: " + with_commas(static_cast<double>(n)) + " one-shot schedules due within " +
+                           std::to_string(window_ms / 1000) + " s of test clock, steps of " +
+                           std::to_string(clock_step_ms) + " ms",
+                       {col("figure"), col("value", "", 1)});
+  t.rows = {{text("creations/s"), num(n / create_s)},
+            {text("firings/s"), num(n / fire_s)},
+            {text("lag p50 ms"), num(p50)},
+            {text("lag p99 ms"), num(p99)},
+            {text("lag max ms"), num(max)},
+            {text("RSS after firing MiB"), num(rss / 1048576.0)}};
   return status::ok();
 }
 

@@ -6,11 +6,9 @@
 // index entries, then its threads' rows: a tenth of them); one thread (one
 // prefix scan). The database stays in --dir (usage/) for `skein serve --data`.
 #include <algorithm>
-#include <cstdio>
 
 #include "bench/log_builder.hpp"
 #include "bench/workloads.hpp"
-#include "runtime/model/json_writer.hpp"
 
 namespace skein::bench {
 namespace {
@@ -45,7 +43,7 @@ status time_query(const event_log& log, query_row* row) {
 
 }  // namespace
 
-status run_usage(const bench_options& options, std::string* json) {
+status run_usage(const bench_options& options, result* out) {
   const size_t threads = scaled_count(threads_per_agent_at_scale_1, options.scale);
   const std::string path = options.dir + "/usage";
   std::unique_ptr<event_log> log;
@@ -74,28 +72,12 @@ status run_usage(const bench_options& options, std::string* json) {
     return status::corruption("usage: the full scan counted " + std::to_string(rows[0].rows) + " rows of " +
                               std::to_string(want));
 
-  std::printf("\nusage: %zu usage rows (%zu agents x %zu threads x %llu runs); %d queries each\n", static_cast<size_t>(want),
-              agents, threads, static_cast<unsigned long long>(runs_per_thread), repeats);
-  std::printf("%-20s %10s %10s %10s\n", "query", "rows", "min ms", "median ms");
-  for (const auto& r : rows)
-    std::printf("%-20s %10llu %10.2f %10.2f\n", r.name.c_str(), static_cast<unsigned long long>(r.rows), r.min_ms,
-                r.median_ms);
-
-  json_writer w{json};
-  w.begin_object();
-  w.field_uint("usage_rows", want);
-  w.key("queries");
-  w.begin_array();
-  for (const auto& r : rows) {
-    w.begin_object();
-    w.field("query", r.name);
-    w.field_uint("rows", r.rows);
-    w.field_number("min_ms", r.min_ms);
-    w.field_number("median_ms", r.median_ms);
-    w.end_object();
-  }
-  w.end_array();
-  w.end_object();
+  table& t = add_table(out,
+                       "usage: " + with_commas(static_cast<double>(want)) + " usage rows (" + std::to_string(agents) +
+                           " agents x " + with_commas(static_cast<double>(threads)) + " threads x " +
+                           std::to_string(runs_per_thread) + " runs); " + std::to_string(repeats) + " queries each",
+                       {col("query"), col("rows"), col("min", "ms", 2), col("median", "ms", 2)});
+  for (const auto& r : rows) t.rows.push_back({text(r.name), num(r.rows), num(r.min_ms), num(r.median_ms)});
   return status::ok();
 }
 

@@ -15,7 +15,6 @@
 // reported too). The sweep's 1,000,000 items are work rows alone, without thread
 // rows: the sweep reads only its index, and nothing is due, so none is written.
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 #include <random>
 
@@ -24,7 +23,6 @@
 #include "persistence/work_rows.hpp"
 #include "runtime/model/hashing_embedder.hpp"
 #include "runtime/model/ids.hpp"
-#include "runtime/model/json_writer.hpp"
 
 namespace skein::bench {
 namespace {
@@ -222,7 +220,7 @@ status measure_sweeps(const bench_options& options, size_t n, size_t dormant_n, 
 
 }  // namespace
 
-status run_work(const bench_options& options, std::string* json) {
+status run_work(const bench_options& options, result* out) {
   dedup_figures small, large;
   SKEIN_TRY(measure_dedup(options, "work-10k", scaled_count(small_items_at_scale_1, options.scale), true, &small));
   SKEIN_TRY(measure_dedup(options, "work-100k", scaled_count(large_items_at_scale_1, options.scale), false, &large));
@@ -230,41 +228,20 @@ status run_work(const bench_options& options, std::string* json) {
   SKEIN_TRY(measure_sweeps(options, scaled_count(sweep_items_at_scale_1, options.scale),
                            scaled_count(dormant_items_at_scale_1, options.scale), &sw));
 
-  std::printf("\nwork: create_item with dedup (hashing, 384 dims, durability sync), session_start, sweeps\n");
-  std::printf("%-44s %12s %12s\n", "figure", "small", "large");
-  std::printf("%-44s %12zu %12zu\n", "open items", small.items, large.items);
-  std::printf("%-44s %12.1f %12.1f\n", "runtime open (index rebuild) ms", small.open_ms, large.open_ms);
-  std::printf("%-44s %12.0f %12.0f\n", "create, new item p50 us", small.fresh_p50_us, large.fresh_p50_us);
-  std::printf("%-44s %12.0f %12.0f\n", "create, new item p99 us", small.fresh_p99_us, large.fresh_p99_us);
-  std::printf("%-44s %12.0f %12.0f\n", "create, duplicate found p50 us", small.dup_p50_us, large.dup_p50_us);
-  std::printf("%-44s %12.0f %12.0f\n", "create, duplicate found p99 us", small.dup_p99_us, large.dup_p99_us);
-  std::printf("%-44s %12.1f %12s\n", "session_start p50 ms", small.session_start_ms, "-");
-  std::printf("%-44s %12zu\n", "sweep: open items (nothing due)", sw.items);
-  std::printf("%-44s %12.0f\n", "sweep: items assessed/s", sw.assess_per_s);
-  std::printf("%-44s %12zu\n", "sweep: items made dormant", sw.dormant_items);
-  std::printf("%-44s %12.0f\n", "sweep: dormancy recorded/s", sw.dormant_per_s);
-
-  json_writer w{json};
-  w.begin_object();
-  auto dedup = [&](const char* key, const dedup_figures& f) {
-    w.key(key);
-    w.begin_object();
-    w.field_uint("items", f.items);
-    w.field_number("open_ms", f.open_ms);
-    w.field_number("create_new_p50_us", f.fresh_p50_us);
-    w.field_number("create_new_p99_us", f.fresh_p99_us);
-    w.field_number("create_duplicate_p50_us", f.dup_p50_us);
-    w.field_number("create_duplicate_p99_us", f.dup_p99_us);
-    w.end_object();
-  };
-  dedup("small", small);
-  dedup("large", large);
-  w.field_number("session_start_p50_ms", small.session_start_ms);
-  w.field_uint("sweep_items", sw.items);
-  w.field_number("sweep_assessed_per_s", sw.assess_per_s);
-  w.field_uint("sweep_dormant_items", sw.dormant_items);
-  w.field_number("sweep_dormant_per_s", sw.dormant_per_s);
-  w.end_object();
+  table& t = add_table(out, "work: create_item with dedup (hashing, 384 dims, durability sync), session_start",
+                       {col("figure"), col("small", "", 1), col("large", "", 1)});
+  t.rows = {{text("open items"), num(small.items), num(large.items)},
+            {text("runtime open (index rebuild) ms"), num(small.open_ms), num(large.open_ms)},
+            {text("create, new item p50 us"), num(small.fresh_p50_us), num(large.fresh_p50_us)},
+            {text("create, new item p99 us"), num(small.fresh_p99_us), num(large.fresh_p99_us)},
+            {text("create, duplicate found p50 us"), num(small.dup_p50_us), num(large.dup_p50_us)},
+            {text("create, duplicate found p99 us"), num(small.dup_p99_us), num(large.dup_p99_us)},
+            {text("session_start p50 ms"), num(small.session_start_ms), cell{}}};
+  table& sweeps = add_table(out, "work: sweeps", {col("figure"), col("value")});
+  sweeps.rows = {{text("sweep: open items (nothing due)"), num(sw.items)},
+                 {text("sweep: items assessed/s"), num(sw.assess_per_s)},
+                 {text("sweep: items made dormant"), num(sw.dormant_items)},
+                 {text("sweep: dormancy recorded/s"), num(sw.dormant_per_s)}};
   return status::ok();
 }
 

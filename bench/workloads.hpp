@@ -1,16 +1,24 @@
-// The workloads of skein-bench and what every one of them is given.
+// The workloads of skein-bench, what every one of them is given, and the helpers
+// they share (one copy each: common.cpp, runs.cpp, http.cpp).
 //
-// A workload measures, prints its table on stdout, and returns its figures as one
-// JSON object (for --json). A failed or lost write is an error, never a figure:
-// the workload returns it and skein-bench exits 1.
+// A workload measures and returns one `result` (result.hpp): tables, targets and,
+// with --plot, charts; skein-bench prints it and writes it to --json. A failed or
+// lost write is an error, never a figure: the workload returns it and skein-bench
+// exits 1.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include "bench/result.hpp"
 
 #include "runtime/model/status.hpp"
 #include "runtime/runtime.hpp"
@@ -25,80 +33,132 @@ struct server_limits;
 
 namespace skein::bench {
 
-class plot_sink;
-
 struct bench_options {
   double scale = 1.0;  // multiplies every size of every workload
   std::string dir;     // existing directory where workloads create their databases
   bool quiet = false;  // no progress bar
-  plot_sink* plot = nullptr;  // --plot: where workloads hand their series; null without it
+  bool plot = false;   // --plot: workloads fill result::charts
 };
 
 // Concurrent one-event ticks through the journal in each durability mode, against
 // RocksDB written directly by one writer.
-status run_append(const bench_options& options, std::string* json);
+status run_append(const bench_options& options, result* out);
 
 // End-to-end runs through skein::runtime, scripted engine at 0 ms, durability sync.
-status run_runs(const bench_options& options, std::string* json);
+status run_runs(const bench_options& options, result* out);
 
 // Many runs in flight at once against a slow (1 s) scripted engine; throughput and peak RSS.
-status run_latency(const bench_options& options, std::string* json);
+status run_latency(const bench_options& options, result* out);
 
 // Memory per active and per passivated thread, and cold activation of a long thread.
-status run_scale(const bench_options& options, std::string* json);
+status run_scale(const bench_options& options, result* out);
 
 // The runs workload through the HTTP API in this process, against the same runs
 // embedded: the cost of the HTTP layer.
-status run_http(const bench_options& options, std::string* json);
+status run_http(const bench_options& options, result* out);
 
 // One thread's events streamed (SSE) to many subscribers at once.
-status run_fanout(const bench_options& options, std::string* json);
+status run_fanout(const bench_options& options, result* out);
 
 // runtime::open on a database of many threads, clean and with interrupted runs to repair.
-status run_recovery(const bench_options& options, std::string* json);
+status run_recovery(const bench_options& options, result* out);
 
 // Append cost through the journal on threads with short and long histories.
-status run_history(const bench_options& options, std::string* json);
+status run_history(const bench_options& options, result* out);
 
 // Usage queries over 100,000 usage rows: a full scan, one agent's, one thread's.
-status run_usage(const bench_options& options, std::string* json);
+status run_usage(const bench_options& options, result* out);
 // Compaction time of a 10,000-event thread, and the first run after activation on
 // 100,000-event threads with and without a compaction.
-status run_compaction(const bench_options& options, std::string* json);
+status run_compaction(const bench_options& options, result* out);
 // Memory search over 100k and 1M vectors against a naive scan, and the rebuild at open.
-status run_memory(const bench_options& options, std::string* json);
+status run_memory(const bench_options& options, result* out);
 // The runs of `runs` with the effects off and on (titles, embeddings, automatic
 // compaction): runs/s of both, effect lag and jobs, the drain after the last reply.
-status run_effects(const bench_options& options, std::string* json);
+status run_effects(const bench_options& options, result* out);
 // 100,000 one-shot schedules due within one minute of test clock: firings/s, lag, RSS.
-status run_schedules(const bench_options& options, std::string* json);
+status run_schedules(const bench_options& options, result* out);
 // Parent runs that each ask one child agent (ask_agent, scripted 0 ms): the
 // delegation round trip p50/p99 and runs/s, beside plain one-step runs.
-status run_delegation(const bench_options& options, std::string* json);
+status run_delegation(const bench_options& options, result* out);
 // Work items: create_item with dedup against 10,000 and 100,000 open items (p50/p99),
 // session_start with 10,000 items, the sweep over 1,000,000 items.
-status run_work(const bench_options& options, std::string* json);
+status run_work(const bench_options& options, result* out);
 
 // The skein rows of `append` (sync, flush) and the runs of `runs`, each plain and
 // encrypted at rest, in this process: the throughput of both and their ratio.
-status run_encryption(const bench_options& options, std::string* json);
+status run_encryption(const bench_options& options, result* out);
 
-struct append_row;
-struct runs_figures;
+// One system in one mode of the append workload (append.cpp, baselines/).
+struct append_row {
+  std::string system;  // "skein", "rocksdb", "opennova-design" or "lace-design"
+  std::string mode;    // skein: sync | flush | memory; rocksdb: put-sync | put-unsynced;
+                       // opennova-design: fdatasync; lace-design: FULL | NORMAL
+  uint64_t events = 0;
+  double seconds = 0;  // start to last ack
+  uint64_t writes = 0;   // skein only: RocksDB writes (one fsync each in sync mode)
+  uint64_t commits = 0;  // skein only: ticks acknowledged
+  double p50_us = 0;     // skein: send to reply; rocksdb: one Put; baselines: one tick
+  double p99_us = 0;
+  uint64_t failures = 0;
+  size_t host_threads = 0;  // the baselines' writers (0: not a baseline of bench/baselines)
+  std::string note;         // the baselines': how they write, printed under the table
+  std::vector<int64_t> latencies_ns;  // skein and rocksdb rows, for the CDF
+
+  double events_per_s() const { return seconds > 0 ? static_cast<double>(events) / seconds : 0; }
+};
+
 // One skein row of `append` (append.cpp), encrypted under `key` unless null.
 status measure_append_skein(const bench_options& options, durability mode, std::shared_ptr<const master_key> key,
                             append_row* row);
-// The skein part of `runs` (runs.cpp): no baselines, nothing printed.
-status measure_runs(const bench_options& options, std::shared_ptr<const master_key> key, runs_figures* out);
+
+// The same runs on another design (bench/baselines/).
+struct runs_baseline_row {
+  std::string system;      // "opennova-design", "lace-design" or "kernl"
+  std::string mode;        // fdatasync | FULL | NORMAL | "in-memory <kernl version>"
+  size_t threads = 0;      // fewer than the workload's when capped
+  size_t host_threads = 0; // callers with one run in flight each (kernl: Node's one loop)
+  uint64_t runs = 0;       // completed and read back
+  uint64_t events = 0;     // what the runs wrote, read back
+  double seconds = 0;      // first run to last
+  double p50_us = 0;       // one run, start to end
+  double p99_us = 0;
+  std::string note;        // how it runs, printed under the table
+  std::string skipped;     // not empty: no figures, and why (kernl is optional)
+
+  double runs_per_s() const { return seconds > 0 ? static_cast<double>(runs) / seconds : 0; }
+};
+
+// The skein part of `runs` (runs.cpp) in durability `mode`: no baselines.
+struct runs_figures {
+  size_t threads = 0;
+  size_t runs_per_thread = 0;
+  size_t host_threads = 0;
+  size_t window_per_thread = 0;  // runs in flight per thread (one running, the rest queued)
+  uint64_t runs = 0;             // completed as scripted
+  double seconds = 0;            // first send to last completion
+  double p50_us = 0;             // send to completion
+  double p99_us = 0;
+  uint64_t commits = 0;          // ticks the log acknowledged during the runs
+  uint64_t writes = 0;           // RocksDB writes they took
+  std::vector<int64_t> latencies_ns;
+
+  double runs_per_s() const { return seconds > 0 ? static_cast<double>(runs) / seconds : 0; }
+};
+status measure_runs(const bench_options& options, durability mode, std::shared_ptr<const master_key> key,
+                    runs_figures* out);
 // A listing in one namespace among many (one database each) against the same
 // threads in one shared database, one agent per namespace.
-status run_namespaces(const bench_options& options, std::string* json);
+status run_namespaces(const bench_options& options, result* out);
 
 // --- What the workloads over skein::runtime share (runs.cpp defines it) ---------
 
 using bench_clock = std::chrono::steady_clock;
 
 inline constexpr const char* bench_agent_id = "bench";
+
+// Removes `path` with everything in it, then creates it empty.
+status fresh_dir(const std::string& path);
 
 // `n` times `scale`, rounded, at least 1.
 size_t scaled_count(size_t n, double scale);
@@ -157,7 +217,52 @@ struct host_outcome {
   std::string first_error;
 };
 
-class progress;
+// A one-line bar on stderr for a long measurement, drawn only when enabled
+// (progress_wanted) and redrawn at most every 100 ms. advance() from any thread.
+bool progress_wanted(bool quiet);  // not --quiet and stderr is a terminal
+class progress {
+ public:
+  progress(std::string label, uint64_t total, bool enabled);
+  ~progress();  // clears the line, so the table that follows starts clean
+  progress(const progress&) = delete;
+  progress& operator=(const progress&) = delete;
+  void advance(uint64_t n = 1);
+
+ private:
+  void draw(uint64_t done) const;
+  std::string label_;
+  uint64_t total_;
+  bool enabled_;
+  std::atomic<uint64_t> done_{0};
+  std::atomic<int64_t> drawn_at_ns_{0};
+};
+
+// Samples the process's RSS every 50 ms on its own thread from construction until
+// finish() (idempotent); does nothing when not enabled. Marks name phases.
+class rss_recorder {
+ public:
+  explicit rss_recorder(bool enabled);
+  ~rss_recorder() { finish(); }
+  rss_recorder(const rss_recorder&) = delete;
+  rss_recorder& operator=(const rss_recorder&) = delete;
+  void mark(std::string label);  // the present moment starts phase `label`
+  void finish();
+  uint64_t peak() const { return peak_; }  // after finish()
+  uint64_t samples() const { return samples_.size() / 2; }
+  // Adds the series (seconds, MiB) and its marks to `r` as an over_time chart.
+  void add_chart(result* r, const std::string& name, const std::string& title) const;
+
+ private:
+  void sample();  // with mu_ held
+  bench_clock::time_point start_ = bench_clock::now();
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  uint64_t peak_ = 0;
+  std::vector<double> samples_;  // seconds, MiB, seconds, MiB, ...
+  std::vector<std::pair<double, std::string>> marks_;
+  std::thread thread_;
+};
 
 // The closed loop of the `runs` shape (runs.cpp): `runs` runs to each of `threads`,
 // `window` at a time per thread, waited on in send order; each input is

@@ -16,7 +16,6 @@
 #include <string>
 #include <vector>
 
-#include "bench/report.hpp"
 #include "bench/workloads.hpp"
 
 namespace skein::bench {

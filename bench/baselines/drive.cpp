@@ -10,14 +10,6 @@
 
 namespace skein::bench {
 
-status fresh_dir(const std::string& path) {
-  std::error_code ec;
-  std::filesystem::remove_all(path, ec);
-  if (!ec) std::filesystem::create_directories(path, ec);
-  if (ec) return status::io_error("cannot make a fresh " + path + ": " + ec.message());
-  return status::ok();
-}
-
 namespace {
 
 struct host_result {

@@ -9,13 +9,10 @@
 
 #include "bench/baselines/lace_design.hpp"
 #include "bench/baselines/opennova_design.hpp"
-#include "bench/progress.hpp"
+#include "bench/workloads.hpp"
 #include "runtime/model/status.hpp"
 
 namespace skein::bench {
-
-// Removes `path` with everything in it, then creates it empty.
-status fresh_dir(const std::string& path);
 
 // What drive_rounds measured.
 struct drive_outcome {

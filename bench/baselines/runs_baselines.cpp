@@ -170,10 +170,6 @@ status run_lace(const runs_baseline_input& in, lace_sync sync, const bench_optio
 
 }  // namespace
 
-double runs_baseline_row::runs_per_s() const {
-  return seconds > 0 ? static_cast<double>(runs) / seconds : 0;
-}
-
 status run_runs_baselines(const runs_baseline_input& in, const bench_options& options,
                           std::vector<runs_baseline_row>* rows) {
   SKEIN_TRY(run_opennova(in, options, &rows->emplace_back()));

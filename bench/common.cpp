@@ -1,0 +1,361 @@
+// The helpers every workload shares (workloads.hpp), one copy each: sizes,
+// quantiles, RSS, host-thread pools, the runtime workloads' threads, checks and
+// closed loops, the progress bar and the RSS recorder.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string_view>
+#include <thread>
+#include <unistd.h>
+
+#include "bench/workloads.hpp"
+
+namespace skein::bench {
+
+
+status fresh_dir(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+  if (!ec) std::filesystem::create_directories(path, ec);
+  if (ec) return status::io_error("cannot make a fresh " + path + ": " + ec.message());
+  return status::ok();
+}
+
+size_t scaled_count(size_t n, double scale) {
+  return std::max<size_t>(1, static_cast<size_t>(std::llround(static_cast<double>(n) * scale)));
+}
+
+double seconds_since(bench_clock::time_point from, bench_clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+merged_outcome drive_round_robin(
+    const std::vector<std::string>& ids, size_t hosts,
+    const std::function<void(const std::vector<std::string>& mine, host_outcome* out)>& drive) {
+  std::vector<host_outcome> outcomes(hosts);
+  std::vector<std::thread> threads;
+  for (size_t h = 0; h < hosts; ++h) {
+    threads.emplace_back([&, h] {
+      std::vector<std::string> mine;
+      for (size_t i = h; i < ids.size(); i += hosts) mine.push_back(ids[i]);
+      drive(mine, &outcomes[h]);
+    });
+  }
+  for (auto& t : threads) t.join();
+  return merge_outcomes(outcomes);
+}
+
+merged_outcome merge_outcomes(const std::vector<host_outcome>& outcomes) {
+  merged_outcome m;
+  if (outcomes.empty()) return m;
+  auto first = outcomes.front().first_send;
+  auto last = outcomes.front().last_done;
+  for (const auto& o : outcomes) {
+    first = std::min(first, o.first_send);
+    last = std::max(last, o.last_done);
+    m.completed += o.completed;
+    m.failures += o.failures;
+    if (m.first_error.empty()) m.first_error = o.first_error;
+    m.latencies_ns.insert(m.latencies_ns.end(), o.latencies_ns.begin(), o.latencies_ns.end());
+  }
+  m.seconds = seconds_since(first, last);
+  return m;
+}
+
+double quantile_us(std::vector<int64_t>& ns, double q) {
+  if (ns.empty()) return 0;
+  auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(ns.size())));
+  auto nth = ns.begin() + static_cast<ptrdiff_t>(std::clamp<size_t>(rank, 1, ns.size()) - 1);
+  std::nth_element(ns.begin(), nth, ns.end());
+  return static_cast<double>(*nth) / 1000.0;
+}
+
+uint64_t rss_bytes() {
+  std::ifstream in{"/proc/self/status"};
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.starts_with("VmRSS:")) return std::strtoull(line.c_str() + 6, nullptr, 10) * 1024;
+  }
+  return 0;
+}
+
+status open_bench_runtime(const bench_options& options, const std::string& name,
+                          runtime_options ro, const agent_config& agent,
+                          std::unique_ptr<runtime>* out) {
+  ro.data_dir = options.dir + "/" + name;
+  std::error_code ec;
+  std::filesystem::remove_all(ro.data_dir, ec);
+  if (ec) return status::io_error("cannot clear " + ro.data_dir + ": " + ec.message());
+  SKEIN_TRY(runtime::open(std::move(ro), out));
+  return (*out)->create_agent(agent);
+}
+
+// Host h takes i = h, h + hosts, ...
+status on_host_threads(size_t n, size_t hosts, const std::function<status(size_t)>& fn) {
+  std::atomic<bool> failed{false};
+  std::vector<status> results(hosts);
+  std::vector<std::thread> threads;
+  for (size_t h = 0; h < hosts; ++h) {
+    threads.emplace_back([&, h] {
+      for (size_t i = h; i < n && !failed.load(std::memory_order_relaxed); i += hosts) {
+        results[h] = fn(i);
+        if (!results[h]) failed = true;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& r : results) SKEIN_TRY(r);
+  return status::ok();
+}
+
+namespace {
+
+// Creation blocks on an fsync: this many creators let the journal group them.
+constexpr size_t creator_threads = 16;
+
+}  // namespace
+
+status create_bench_threads(runtime& rt, const std::string& agent_id, size_t n, bool quiet,
+                            std::vector<std::string>* ids) {
+  ids->assign(n, {});
+  progress bar{"creating threads", n, progress_wanted(quiet)};
+  return on_host_threads(n, creator_threads, [&](size_t i) {
+    thread_options o;
+    o.agent_id = agent_id;
+    manifest m;
+    SKEIN_TRY(rt.create_thread(o, &m));
+    (*ids)[i] = m.id;  // each host writes its own elements only
+    bar.advance();
+    return status::ok();
+  });
+}
+
+namespace {
+
+// Counts the runs a complete log records; a run that ended otherwise than
+// completed is an error naming it.
+status count_completed(const std::string& id, const std::vector<event>& events, uint64_t* out) {
+  *out = 0;
+  for (const auto& e : events) {
+    if (e.type != event_type::result) continue;
+    if (e.outcome != "completed")
+      return status::corruption("thread " + id + ": run " + e.run_id + " ended " + e.outcome);
+    ++*out;
+  }
+  return status::ok();
+}
+
+status check_thread_log(runtime& rt, const std::string& id, const log_expectation& want) {
+  manifest m;
+  SKEIN_TRY(rt.get_thread(id, &m));
+  std::vector<event> events;
+  SKEIN_TRY(rt.read(id, history_view::complete, 1, 0, &events));
+  auto what = [&](std::string_view field, uint64_t got, uint64_t expected) {
+    return status::corruption("thread " + id + ": " + std::string{field} + " " +
+                              std::to_string(got) + ", expected " + std::to_string(expected));
+  };
+  if (m.last_seq != want.events) return what("manifest last_seq", m.last_seq, want.events);
+  if (events.size() != want.events) return what("events read back", events.size(), want.events);
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (events[i].seq != i + 1)
+      return what("seq at position " + std::to_string(i), events[i].seq, i + 1);
+  }
+  uint64_t completed = 0;
+  SKEIN_TRY(count_completed(id, events, &completed));
+  if (completed != want.completed_runs)
+    return what("completed runs", completed, want.completed_runs);
+  return status::ok();
+}
+
+}  // namespace
+
+status check_thread_logs(runtime& rt, const std::vector<std::string>& ids, size_t sample,
+                         const log_expectation& want) {
+  size_t n = std::min(sample, ids.size());
+  for (size_t k = 0; k < n; ++k) {
+    // Evenly spread: the first and the last thread are always among them.
+    size_t i = n == 1 ? 0 : k * (ids.size() - 1) / (n - 1);
+    SKEIN_TRY(check_thread_log(rt, ids[i], want));
+  }
+  return status::ok();
+}
+
+status check_scripted_run(const std::string& where, const run_result& r) {
+  if (r.outcome != run_outcome::completed)
+    return status::io_error(where + "ended " + std::string{to_string(r.outcome)} + ": " + r.error);
+  if (r.text != "ok") return status::corruption(where + "replied '" + r.text + "', expected 'ok'");
+  uint64_t expected = r.first_seq == 1 ? scripted_events_per_run + 1 : scripted_events_per_run;
+  if (r.first_seq == 0 || r.last_seq + 1 - r.first_seq != expected)
+    return status::corruption(where + "events " + std::to_string(r.first_seq) + ".." +
+                              std::to_string(r.last_seq) + ", expected " +
+                              std::to_string(expected));
+  return status::ok();
+}
+
+namespace {
+
+// A run that did not complete as scripted is a failure, whatever wait() said.
+status check_run(const run_handle& h, const status& waited, const run_result& r) {
+  std::string where = "thread " + h.thread_id() + " run " + h.run_id() + ": ";
+  if (!waited) return status{waited.code(), where + waited.message()};
+  return check_scripted_run(where, r);
+}
+
+struct in_flight {
+  size_t thread = 0;  // index into the host's threads
+  run_handle handle;
+  bench_clock::time_point sent;
+};
+
+// Sends R runs to each of `threads`, window_per_thread at a time, and waits for
+// them in send order. A run that finished before the one waited on is recorded
+// late, which overstates its latency by at most the wait for its predecessors;
+// with two runs in flight per thread and runs of equal cost that stays small.
+void drive_host(runtime& rt, const std::vector<std::string>& threads, size_t runs_per_thread,
+                size_t window_per_thread, const std::string& padding, progress& bar, host_outcome* out) {
+  std::deque<in_flight> window;
+  std::vector<size_t> sent(threads.size(), 0);
+  auto send_next = [&](size_t i) {
+    run_input in;
+    in.text = "run " + std::to_string(sent[i]++);
+    if (!padding.empty()) in.text += " " + padding;
+    auto at = bench_clock::now();
+    window.push_back({i, rt.send(threads[i], std::move(in)), at});
+  };
+  out->latencies_ns.reserve(threads.size() * runs_per_thread);
+  out->first_send = bench_clock::now();
+  out->last_done = out->first_send;
+  for (size_t k = 0; k < window_per_thread; ++k) {
+    for (size_t i = 0; i < threads.size(); ++i) {
+      if (sent[i] < runs_per_thread) send_next(i);
+    }
+  }
+  while (!window.empty()) {
+    in_flight f = std::move(window.front());
+    window.pop_front();
+    run_result r;
+    status waited = f.handle.wait(&r);
+    out->last_done = bench_clock::now();
+    out->latencies_ns.push_back((out->last_done - f.sent).count());
+    bar.advance();
+    if (status s = check_run(f.handle, waited, r); !s) {
+      if (out->failures++ == 0) out->first_error = s.to_string();
+    } else {
+      ++out->completed;
+    }
+    if (sent[f.thread] < runs_per_thread) send_next(f.thread);
+  }
+}
+
+}  // namespace
+
+void drive_runs_host(runtime& rt, const std::vector<std::string>& threads, size_t runs, size_t window,
+                     const std::string& padding, progress& bar, host_outcome* out) {
+  drive_host(rt, threads, runs, window, padding, bar, out);
+}
+
+// --- progress ----------------------------------------------------------------------
+
+namespace {
+
+constexpr int64_t redraw_ns_min = 100'000'000;
+constexpr int bar_width = 30;
+constexpr auto rss_period = std::chrono::milliseconds(50);
+
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(bench_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+bool progress_wanted(bool quiet) { return !quiet && isatty(STDERR_FILENO) == 1; }
+
+progress::progress(std::string label, uint64_t total, bool enabled)
+    : label_(std::move(label)), total_(total), enabled_(enabled) {
+  if (!enabled_) return;
+  drawn_at_ns_.store(steady_ns(), std::memory_order_relaxed);
+  draw(0);
+}
+
+progress::~progress() {
+  if (enabled_) std::fprintf(stderr, "\r\033[K");
+}
+
+void progress::advance(uint64_t n) {
+  uint64_t done = done_.fetch_add(n, std::memory_order_relaxed) + n;
+  if (!enabled_) return;
+  int64_t now = steady_ns();
+  int64_t last = drawn_at_ns_.load(std::memory_order_relaxed);
+  // Only the caller that wins the exchange draws: one redraw per period at most.
+  if (now - last < redraw_ns_min || !drawn_at_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed))
+    return;
+  draw(done);
+}
+
+void progress::draw(uint64_t done) const {
+  double fraction = total_ == 0 ? 1.0 : static_cast<double>(done) / static_cast<double>(total_);
+  std::string bar(static_cast<size_t>(fraction * bar_width), '#');
+  bar.resize(bar_width, '.');
+  std::fprintf(stderr, "\r\033[K  %-24s [%s] %3d%%  %llu/%llu", label_.c_str(), bar.c_str(),
+               static_cast<int>(fraction * 100), static_cast<unsigned long long>(done),
+               static_cast<unsigned long long>(total_));
+  std::fflush(stderr);
+}
+
+// --- rss_recorder --------------------------------------------------------------------
+
+rss_recorder::rss_recorder(bool enabled) {
+  if (!enabled) return;
+  std::lock_guard<std::mutex> lock{mu_};
+  sample();
+  thread_ = std::thread([this] {
+    std::unique_lock<std::mutex> lock{mu_};
+    while (!cv_.wait_for(lock, rss_period, [this] { return stopping_; })) sample();
+  });
+}
+
+void rss_recorder::mark(std::string label) {
+  if (!thread_.joinable()) return;
+  std::lock_guard<std::mutex> lock{mu_};
+  sample();  // the line then meets the curve where the phase begins
+  marks_.emplace_back(samples_[samples_.size() - 2], std::move(label));
+}
+
+void rss_recorder::finish() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock{mu_};
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+  std::lock_guard<std::mutex> lock{mu_};
+  sample();
+}
+
+void rss_recorder::sample() {
+  uint64_t bytes = rss_bytes();
+  peak_ = std::max(peak_, bytes);
+  samples_.push_back(seconds_since(start_, bench_clock::now()));
+  samples_.push_back(static_cast<double>(bytes) / (1 << 20));
+}
+
+void rss_recorder::add_chart(result* r, const std::string& name, const std::string& title) const {
+  if (samples_.empty()) return;
+  chart& c = r->charts.emplace_back();
+  c.type = chart::kind::over_time;
+  c.name = name;
+  c.title = title;
+  c.unit = "MiB";
+  c.labels = {"VmRSS of the whole process, sampled every 50 ms"};
+  c.series = {samples_};
+  c.marks = marks_;
+}
+
+}  // namespace skein::bench
