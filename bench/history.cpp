@@ -390,9 +390,7 @@ void report(std::vector<length_set>& sets, const history_figures& f, bool plot, 
           " s: not part of any figure);\nthe lengths take turns, " + std::to_string(f.rounds) + " rounds",
       {col("history events"), col("appends"), col("events"), col("events/s", "events/s"), col("us/event", "", 1),
        col("commits/write", "", 1), col("p50", "ms", 3), col("p99", "ms", 3)});
-  table& cold = add_table(out, "history: cold activation",
-                          {col("history events"), col("samples"), col("activation p50", "ms", 3), col("max", "ms", 3),
-                           col("first run p50", "ms", 3), col("max", "ms", 3)});
+  std::vector<std::vector<cell>> cold_rows;
   for (size_t k = 0; k < sets.size(); ++k) {
     const history_row& row = f.rows[k];
     std::string label = "skein, " + with_commas(row.history_events) + "-event history";
@@ -410,12 +408,17 @@ void report(std::vector<length_set>& sets, const history_figures& f, bool plot, 
       add_cdf(out, "latency-history", "history: latency CDF", label + (concurrent ? ", concurrent" : ", sequential"),
               std::move(ns));
     }
-    cold.rows.push_back({num(row.history_events), num(row.cold_samples), num(row.activate_p50_us / 1000),
+    cold_rows.push_back({num(row.history_events), num(row.cold_samples), num(row.activate_p50_us / 1000),
                          num(row.activate_max_us / 1000), num(row.run_p50_us / 1000), num(row.run_max_us / 1000)});
   }
   t.notes.push_back("concurrent: " + std::to_string(threads_per_length) +
                     " threads of the length, one tick in flight each; us/event = wall time / events.\n"
                     "sequential: one thread, one tick at a time; us/event = the mean ack latency. Latency: send to ack.");
+  // Added after `t` is complete: a new table may move the earlier ones.
+  table& cold = add_table(out, "history: cold activation",
+                          {col("history events"), col("samples"), col("activation p50", "ms", 3), col("max", "ms", 3),
+                           col("first run p50", "ms", 3), col("max", "ms", 3)});
+  cold.rows = std::move(cold_rows);
   cold.notes.push_back("through skein::runtime, before the appends: cancel() on a passive thread activates it from its "
                        "manifest;\nits first run then reads the whole log once, which grows with the history. Not "
                        "part of the append figures.");

@@ -88,7 +88,8 @@ inline cell text(std::string s) { return cell{std::move(s)}; }
 inline column col(std::string name, std::string unit = "", int decimals = 0, bool commas = true) {
   return column{std::move(name), std::move(unit), decimals, commas};
 }
-// Appends a table and returns it, for its rows and notes.
+// Appends a table and returns it, for its rows and notes; valid until the next
+// add_table (the tables are a vector): fill one before adding the next.
 table& add_table(result* r, std::string title, std::vector<column> columns);
 void add_target(result* r, std::string name, double value, double goal, std::string unit,
                 better direction = better::higher, std::string against = "");
