@@ -8,11 +8,6 @@
 #include <algorithm>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
-#include <caf/allowed_unsafe_message_type.hpp>
-#include <caf/atom.hpp>
-#include <caf/event_based_actor.hpp>
-#include <caf/scoped_actor.hpp>
-#include <caf/stateful_actor.hpp>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -29,22 +24,7 @@
 #include "runtime/model/json_codec.hpp"
 
 namespace skein::bench {
-
-// What a driver actor hands back when its thread is done (or failed).
-struct append_driver_report {
-  std::vector<int64_t> latencies_ns;  // send to reply, one per acknowledged commit
-  bench_clock::time_point last_ack;
-  std::string error;                  // empty: every tick acknowledged
-};
-
-}  // namespace skein::bench
-
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::bench::append_driver_report)
-
-namespace skein::bench {
 namespace {
-
-using done_atom = caf::atom_constant<caf::atom("done")>;
 
 constexpr size_t threads_at_scale_1 = 256;
 constexpr size_t ticks_at_scale_1 = 200;
@@ -124,133 +104,33 @@ event bench_event(const thread_plan& t, uint64_t seq) {
   return e;
 }
 
-// --- skein: one driver actor per thread ----------------------------------------
+// --- skein: one driver actor per thread (drive_ticks) --------------------------
 
-struct driver_state {
-  const thread_plan* plan = nullptr;  // borrowed: the plan outlives every driver
-  size_t ticks = 0;
-  caf::actor journal;
-  caf::actor waiter;
-  progress* bar = nullptr;  // borrowed, like the plan
-  manifest m;               // resent whole with every tick
-  uint64_t acked = 0;       // seq of the last acknowledged tick
-  bench_clock::time_point sent;
-  append_driver_report report;
-};
-
-using driver_actor = caf::stateful_actor<driver_state>;
-
-void finish(driver_actor* self) {
-  self->send(self->state.waiter, done_atom::value, std::move(self->state.report));
-  self->quit();
-}
-
-// Records an ack; false when the journal acknowledged another seq than the one sent.
-bool record_ack(driver_actor* self, uint64_t seq, uint64_t last_seq) {
-  auto& st = self->state;
-  auto now = bench_clock::now();
-  st.report.latencies_ns.push_back((now - st.sent).count());
-  st.report.last_ack = now;
-  st.bar->advance();
-  if (last_seq != seq) {
-    st.report.error = "thread " + st.plan->thread_id + ": journal acknowledged last_seq " +
-                      std::to_string(last_seq) + ", expected " + std::to_string(seq);
-    return false;
+// Runs every thread's ticks to their end, then closes the journal. The actor system
+// lives only in here, so it is gone before the caller's log.
+status drive(const append_plan& plan, event_log& log, progress& bar, std::vector<int64_t>* latencies_ns,
+             double* seconds) {
+  std::vector<manifest> threads(plan.threads.size());
+  for (size_t i = 0; i < threads.size(); ++i) {
+    manifest& m = threads[i];
+    m.id = plan.threads[i].thread_id;
+    m.agent_id = bench_agent_id;
+    m.title = "append bench thread " + std::to_string(i);
+    m.status = thread_status::running;
+    m.created_at_ms = m.updated_at_ms = plan.created_at_ms;
   }
-  st.acked = seq;
-  return true;
-}
-
-void commit_next(driver_actor* self) {
-  auto& st = self->state;
-  uint64_t seq = st.acked + 1;
-  tick t;
-  t.thread_id = st.plan->thread_id;
-  t.create = seq == 1;
-  t.events.push_back(bench_event(*st.plan, seq));
-  st.m.updated_at_ms = t.events.back().ts_ms;
-  t.manifest = st.m;
-  st.sent = bench_clock::now();
-  self->request(st.journal, caf::infinite, commit_atom::value, std::move(t))
-      .then(
-          [self, seq](uint64_t last_seq) {
-            if (!record_ack(self, seq, last_seq) || seq == self->state.ticks) finish(self);
-            else commit_next(self);
-          },
-          [self](caf::error& e) {
-            self->state.report.error = to_status(e).to_string();
-            finish(self);
-          });
-}
-
-caf::behavior driver(driver_actor* self, const thread_plan* plan, size_t ticks,
-                     caf::actor journal, caf::actor waiter, progress* bar, int64_t now) {
-  auto& st = self->state;
-  st.plan = plan;
-  st.ticks = ticks;
-  st.journal = std::move(journal);
-  st.waiter = std::move(waiter);
-  st.bar = bar;
-  st.report.latencies_ns.reserve(ticks);
-  st.m.id = plan->thread_id;
-  st.m.agent_id = "bench";
-  st.m.title = "append bench thread " + std::to_string(plan->index);
-  st.m.status = thread_status::running;
-  st.m.created_at_ms = st.m.updated_at_ms = now;
-  commit_next(self);
-  return {};  // no messages of its own: it lives on its pending request
-}
-
-struct drive_outcome {
-  std::vector<int64_t> latencies_ns;
-  bench_clock::time_point last_ack;
-  uint64_t failures = 0;
-  std::string first_error;
-};
-
-void merge(append_driver_report& r, drive_outcome* out) {
-  out->latencies_ns.insert(out->latencies_ns.end(), r.latencies_ns.begin(),
-                           r.latencies_ns.end());
-  out->last_ack = std::max(out->last_ack, r.last_ack);
-  if (r.error.empty()) return;
-  ++out->failures;
-  if (out->first_error.empty()) out->first_error = r.error;
-}
-
-// Runs every driver to its end, then closes the journal. The actor system lives
-// only in here, so it is gone before the caller's log.
-status drive(const append_plan& plan, event_log& log, progress& bar,
-             bench_clock::time_point* start, drive_outcome* out) {
   caf::actor_system_config cfg;
   register_skein_types(cfg);
   caf::actor_system sys{cfg};
   auto journal = spawn_journal(sys, log);
-  caf::scoped_actor waiter{sys};
-  auto waiter_handle = caf::actor_cast<caf::actor>(waiter);
-  out->latencies_ns.reserve(plan.total());
-
-  *start = bench_clock::now();
-  out->last_ack = *start;
-  for (const auto& t : plan.threads) {
-    auto d = sys.spawn(driver, &t, plan.ticks, journal, waiter_handle, &bar, plan.created_at_ms);
-    waiter->monitor(d);  // a driver killed by an exception must not hang the bench
-  }
-  size_t finished = 0;
-  while (finished < plan.threads.size()) {
-    waiter->receive(
-        [&](done_atom, append_driver_report& r) {
-          merge(r, out);
-          ++finished;
-        },
-        [&](caf::down_msg& d) {
-          if (!d.reason) return;  // a normal exit follows the driver's done message
-          append_driver_report dead;
-          dead.error = "driver actor died: " + sys.render(d.reason);
-          merge(dead, out);
-          ++finished;
-        });
-  }
-  return journal_close(sys, journal);
+  latencies_ns->reserve(plan.total());
+  status s = drive_ticks(sys, journal, threads.data(), threads.size(), plan.ticks,
+                         [&plan](size_t i, uint64_t seq) { return bench_event(plan.threads[i], seq); }, &bar,
+                         latencies_ns, seconds);
+  status closed = journal_close(sys, journal);
+  SKEIN_TRY(s);
+  if (!closed) return status{closed.code(), "closing the journal: " + closed.message()};
+  return status::ok();
 }
 
 // Everything acknowledged must be in the log: counters, manifests and events.
@@ -290,26 +170,20 @@ status run_skein(const append_plan& plan, durability mode, const bench_options& 
   std::unique_ptr<event_log> log;
   SKEIN_TRY(event_log::open(lo, &log));
 
-  drive_outcome outcome;
-  bench_clock::time_point start;
+  std::vector<int64_t> latencies_ns;
   status s;
   {
     progress bar{"skein " + row->mode, plan.total(), progress_wanted(options.quiet)};
-    s = drive(plan, *log, bar, &start, &outcome);
+    s = drive(plan, *log, bar, &latencies_ns, &row->seconds);
   }
+  if (!s) return status{s.code(), "skein " + row->mode + ": " + s.message()};
   row->events = plan.total();
-  row->seconds = seconds_since(start, outcome.last_ack);
-  row->failures = outcome.failures;
-  row->p50_us = quantile_us(outcome.latencies_ns, 0.50);
-  row->p99_us = quantile_us(outcome.latencies_ns, 0.99);
-  if (options.plot) row->latencies_ns = std::move(outcome.latencies_ns);
+  row->p50_us = quantile_us(latencies_ns, 0.50);
+  row->p99_us = quantile_us(latencies_ns, 0.99);
+  if (options.plot) row->latencies_ns = std::move(latencies_ns);
   log_counters c = log->counters();
   row->writes = c.writes;
   row->commits = c.commits;
-  if (outcome.failures > 0)
-    return status::io_error("skein " + row->mode + ": " + std::to_string(outcome.failures) +
-                            " thread(s) failed; first: " + outcome.first_error);
-  if (!s) return status{s.code(), "skein " + row->mode + ": closing the journal: " + s.message()};
   if (status v = verify(plan, *log); !v)
     return status{v.code(), "skein " + row->mode + ": lost writes: " + v.message()};
   return status::ok();

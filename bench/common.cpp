@@ -186,6 +186,23 @@ status check_thread_logs(runtime& rt, const std::vector<std::string>& ids, size_
   return status::ok();
 }
 
+status time_cold(runtime& rt, const std::string& id, const std::string& text, const run_check& check,
+                 int64_t* activate_ns, int64_t* run_ns) {
+  auto start = bench_clock::now();
+  bool cancelled = false;
+  SKEIN_TRY(rt.cancel(id, &cancelled));
+  *activate_ns = (bench_clock::now() - start).count();
+  if (cancelled) return status::corruption("thread " + id + ": cancel() found a run");
+  run_input in;
+  in.text = text;
+  start = bench_clock::now();
+  run_handle h = rt.send(id, std::move(in));
+  run_result r;
+  status waited = h.wait(&r);
+  *run_ns = (bench_clock::now() - start).count();
+  return check(h, waited, r);
+}
+
 status check_scripted_run(const std::string& where, const run_result& r) {
   if (r.outcome != run_outcome::completed)
     return status::io_error(where + "ended " + std::string{to_string(r.outcome)} + ": " + r.error);

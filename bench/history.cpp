@@ -16,11 +16,6 @@
 // apart and never mixed into the append figures.
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
-#include <caf/allowed_unsafe_message_type.hpp>
-#include <caf/atom.hpp>
-#include <caf/event_based_actor.hpp>
-#include <caf/scoped_actor.hpp>
-#include <caf/stateful_actor.hpp>
 
 #include <algorithm>
 
@@ -31,24 +26,7 @@
 #include "runtime/model/ids.hpp"
 
 namespace skein::bench {
-
-// What a driver hands back when its thread is done (or failed).
-struct history_driver_report {
-  size_t index = 0;                   // of the thread in the pass
-  manifest m;                         // as after the last acknowledged tick
-  std::vector<int64_t> latencies_ns;  // send to ack, one per acknowledged tick
-  bench_clock::time_point last_ack;
-  std::string error;                  // empty: every tick acknowledged
-};
-
-}  // namespace skein::bench
-
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::bench::history_driver_report)
-
-namespace skein::bench {
 namespace {
-
-using history_done_atom = caf::atom_constant<caf::atom("histdone")>;
 
 // One-event ticks of one history length in one manner (concurrent or sequential).
 struct history_append {
@@ -97,18 +75,6 @@ struct length_set {
   std::vector<int64_t> sequential_ns;
 };
 
-// --- the driver: one thread's ticks, one in flight ---------------------------
-
-struct driver_state {
-  size_t left = 0;
-  caf::actor journal;
-  caf::actor waiter;
-  bench_clock::time_point sent;
-  history_driver_report report;
-};
-
-using driver_actor = caf::stateful_actor<driver_state>;
-
 // Text that differs from tick to tick, as messages do.
 std::string append_text(uint64_t seq) {
   std::string out = "appended message " + std::to_string(seq) + ":";
@@ -117,90 +83,23 @@ std::string append_text(uint64_t seq) {
   return out;
 }
 
-void finish(driver_actor* self) {
-  self->send(self->state.waiter, history_done_atom::value, std::move(self->state.report));
-  self->quit();
-}
-
-void commit_next(driver_actor* self) {
-  auto& st = self->state;
-  tick t;
-  t.thread_id = st.report.m.id;
-  event e = make_message(message_role::user, append_text(st.report.m.last_seq + 1));
-  e.seq = st.report.m.last_seq + 1;
-  e.ts_ms = now_ms();
-  t.events.push_back(std::move(e));
-  st.report.m.updated_at_ms = t.events.back().ts_ms;
-  t.manifest = st.report.m;
-  uint64_t expected = st.report.m.last_seq + 1;
-  st.sent = bench_clock::now();
-  self->request(st.journal, caf::infinite, commit_atom::value, std::move(t))
-      .then(
-          [self, expected](uint64_t last_seq) {
-            auto& st = self->state;
-            st.report.last_ack = bench_clock::now();
-            st.report.latencies_ns.push_back((st.report.last_ack - st.sent).count());
-            if (last_seq != expected) {
-              st.report.error = "thread " + st.report.m.id + ": journal acknowledged last_seq " +
-                                std::to_string(last_seq) + ", expected " + std::to_string(expected);
-              return finish(self);
-            }
-            st.report.m.last_seq = last_seq;
-            if (--st.left == 0) return finish(self);
-            commit_next(self);
-          },
-          [self](caf::error& e) {
-            self->state.report.error = to_status(e).to_string();
-            finish(self);
-          });
-}
-
-caf::behavior driver(driver_actor* self, size_t index, manifest m, size_t ticks,
-                     caf::actor journal, caf::actor waiter) {
-  auto& st = self->state;
-  st.left = ticks;
-  st.journal = std::move(journal);
-  st.waiter = std::move(waiter);
-  st.report.index = index;
-  st.report.m = std::move(m);
-  st.report.latencies_ns.reserve(ticks);
-  commit_next(self);
-  return {};  // no messages of its own: it lives on its pending request
-}
-
 // Appends `ticks` ticks to each of the first `threads` threads of `set` at once,
 // and adds the time from the first send to the last ack to *seconds.
 status append_pass(caf::actor_system& sys, const caf::actor& journal, length_set& set,
                    size_t threads, size_t ticks, std::vector<int64_t>* latencies_ns,
                    double* seconds) {
-  caf::scoped_actor waiter{sys};
-  auto start = bench_clock::now();
-  auto last_ack = start;
-  for (size_t i = 0; i < threads; ++i) {
-    auto d = sys.spawn(driver, i, set.manifests[i], ticks, journal,
-                       caf::actor_cast<caf::actor>(waiter));
-    waiter->monitor(d);  // a driver killed by an exception must not hang the bench
-  }
-  std::string first_error;
-  for (size_t finished = 0; finished < threads;) {
-    waiter->receive(
-        [&](history_done_atom, history_driver_report& r) {
-          ++finished;
-          last_ack = std::max(last_ack, r.last_ack);
-          set.appended[r.index] += r.m.last_seq - set.manifests[r.index].last_seq;
-          set.manifests[r.index] = std::move(r.m);
-          latencies_ns->insert(latencies_ns->end(), r.latencies_ns.begin(), r.latencies_ns.end());
-          if (!r.error.empty() && first_error.empty()) first_error = r.error;
-        },
-        [&](caf::down_msg& d) {
-          if (!d.reason) return;  // a normal exit follows the driver's done message
-          ++finished;
-          if (first_error.empty()) first_error = "driver actor died: " + sys.render(d.reason);
-        });
-  }
-  *seconds += seconds_since(start, last_ack);
-  if (!first_error.empty()) return status::io_error(first_error);
-  return status::ok();
+  std::vector<uint64_t> before(threads);
+  for (size_t i = 0; i < threads; ++i) before[i] = set.manifests[i].last_seq;
+  status s = drive_ticks(sys, journal, set.manifests.data(), threads, ticks,
+                         [](size_t, uint64_t seq) {
+                           event e = make_message(message_role::user, append_text(seq));
+                           e.seq = seq;
+                           e.ts_ms = now_ms();
+                           return e;
+                         },
+                         nullptr, latencies_ns, seconds);
+  for (size_t i = 0; i < threads; ++i) set.appended[i] += set.manifests[i].last_seq - before[i];
+  return s;
 }
 
 // --- phases ------------------------------------------------------------------------
@@ -221,23 +120,10 @@ status build(const std::string& path, std::vector<length_set>& sets, bool quiet,
   return status::ok();
 }
 
-// Activates a passive thread with cancel(), then times its first run, which
-// reads the log: what coming back costs at this history length.
-status time_cold(runtime& rt, const std::string& id, uint64_t history_events,
-                 int64_t* activate_ns, int64_t* run_ns) {
-  auto start = bench_clock::now();
-  bool cancelled = false;
-  SKEIN_TRY(rt.cancel(id, &cancelled));
-  *activate_ns = (bench_clock::now() - start).count();
-  if (cancelled) return status::corruption("thread " + id + ": cancel() found a run");
-  run_input in;
-  in.text = "first run after activation";
-  start = bench_clock::now();
-  run_handle h = rt.send(id, std::move(in));
-  run_result r;
-  status waited = h.wait(&r);
-  *run_ns = (bench_clock::now() - start).count();
-  std::string where = "thread " + id + " run " + h.run_id() + ": ";
+// The first run after activation reads the log: what coming back costs at this
+// history length. It must complete as scripted, right after the history.
+status check_cold_run(const run_handle& h, const status& waited, const run_result& r, uint64_t history_events) {
+  std::string where = "thread " + h.thread_id() + " run " + h.run_id() + ": ";
   if (!waited) return status{waited.code(), where + waited.message()};
   SKEIN_TRY(check_scripted_run(where, r));
   if (r.first_seq != history_events + 1)
@@ -266,8 +152,11 @@ status measure_cold(const std::string& path, const std::vector<length_set>& sets
   std::vector<std::vector<int64_t>> activate(sets.size()), run(sets.size());
   for (size_t s = 0; s < samples; ++s) {
     for (size_t k = 0; k < sets.size(); ++k) {
-      SKEIN_TRY(time_cold(*rt, sets[k].ids[s], sets[k].history_events,
-                          &activate[k].emplace_back(), &run[k].emplace_back()));
+      uint64_t events = sets[k].history_events;
+      SKEIN_TRY(time_cold(
+          *rt, sets[k].ids[s], "first run after activation",
+          [events](const run_handle& h, const status& w, const run_result& r) { return check_cold_run(h, w, r, events); },
+          &activate[k].emplace_back(), &run[k].emplace_back()));
     }
   }
   runtime_stats st;

@@ -7,7 +7,6 @@
 //
 // Also defines bench_server, the in-process server of the HTTP workloads.
 #include <algorithm>
-#include <thread>
 
 #include "bench/workloads.hpp"
 #include "runtime/model/json_reader.hpp"
@@ -157,20 +156,13 @@ void drive_client(const std::vector<std::string>& threads, const run_fn& send, p
 void drive(const std::vector<std::string>& ids, size_t clients,
            const std::function<run_fn()>& make_sender, bool quiet, http_row* row,
            std::string* first_error) {
-  std::vector<host_outcome> outcomes(clients);
+  merged_outcome m;
   {
     progress bar{row->path, ids.size() * runs_per_thread, progress_wanted(quiet)};
-    std::vector<std::thread> threads;
-    for (size_t k = 0; k < clients; ++k) {
-      threads.emplace_back([&, k] {
-        std::vector<std::string> mine;
-        for (size_t i = k; i < ids.size(); i += clients) mine.push_back(ids[i]);
-        drive_client(mine, make_sender(), bar, &outcomes[k]);
-      });
-    }
-    for (auto& t : threads) t.join();
+    m = drive_round_robin(ids, clients, [&](const std::vector<std::string>& mine, host_outcome* o) {
+      drive_client(mine, make_sender(), bar, o);
+    });
   }
-  merged_outcome m = merge_outcomes(outcomes);
   row->runs += m.completed;
   row->failures += m.failures;
   if (first_error->empty()) *first_error = m.first_error;

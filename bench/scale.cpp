@@ -69,8 +69,6 @@ std::shared_ptr<tool> lookup_tool() {
                             [](const tool_invocation&) { return tool_output{"found", false}; });
 }
 
-int64_t ns_since(bench_clock::time_point from) { return (bench_clock::now() - from).count(); }
-
 // A run that did not go through both turns to the scripted reply fails.
 status check_run(const run_handle& h, const status& waited, const run_result& r) {
   std::string where = "thread " + h.thread_id() + " run " + h.run_id() + ": ";
@@ -180,28 +178,12 @@ status build_history(runtime& rt, const std::string& id, size_t runs, bool quiet
   return status::ok();
 }
 
-// Activates the passive thread `id` with cancel(), then times its first run.
-status time_cold(runtime& rt, const std::string& id, int64_t* cancel_ns, int64_t* run_ns) {
-  auto start = bench_clock::now();
-  bool cancelled = false;
-  SKEIN_TRY(rt.cancel(id, &cancelled));
-  *cancel_ns = ns_since(start);
-  if (cancelled) return status::corruption("thread " + id + ": cancel() found a run");
-  run_input in;
-  in.text = "after the cold start";
-  start = bench_clock::now();
-  run_handle h = rt.send(id, std::move(in));
-  run_result r;
-  status waited = h.wait(&r);
-  *run_ns = ns_since(start);
-  return check_run(h, waited, r);
-}
 
 status time_cold_threads(runtime& rt, const std::vector<std::string>& ids, std::string label,
                          uint64_t history_events, std::vector<cell>* row) {
   std::vector<int64_t> cancel_ns(ids.size()), run_ns(ids.size());
   for (size_t i = 0; i < ids.size(); ++i)
-    SKEIN_TRY(time_cold(rt, ids[i], &cancel_ns[i], &run_ns[i]));
+    SKEIN_TRY(time_cold(rt, ids[i], "after the cold start", check_run, &cancel_ns[i], &run_ns[i]));
   *row = {text(std::move(label)), num(history_events), num(ids.size()),
           num(quantile_us(cancel_ns, 0.50) / 1000), num(quantile_us(cancel_ns, 0.99) / 1000),
           num(quantile_us(run_ns, 0.50) / 1000), num(quantile_us(run_ns, 0.99) / 1000)};

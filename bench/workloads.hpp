@@ -23,6 +23,10 @@
 #include "runtime/model/status.hpp"
 #include "runtime/runtime.hpp"
 
+namespace caf {
+class actor;
+class actor_system;
+}  // namespace caf
 namespace skein::server {
 class api;
 }
@@ -188,6 +192,13 @@ inline constexpr uint64_t scripted_events_per_run = 5;
 // `where` names the run in the error.
 status check_scripted_run(const std::string& where, const run_result& r);
 
+// Activates the passive thread `id` with cancel(), which must find no run, then
+// sends it one run of `text`: the time of each; check(handle, waited, result)
+// judges the run.
+using run_check = std::function<status(const run_handle&, const status& waited, const run_result&)>;
+status time_cold(runtime& rt, const std::string& id, const std::string& text, const run_check& check,
+                 int64_t* activate_ns, int64_t* run_ns);
+
 // What a thread's complete log must hold after the workload.
 struct log_expectation {
   uint64_t events = 0;          // seqs 1..events, no gap
@@ -285,6 +296,16 @@ merged_outcome merge_outcomes(const std::vector<host_outcome>& outcomes);
 merged_outcome drive_round_robin(
     const std::vector<std::string>& ids, size_t hosts,
     const std::function<void(const std::vector<std::string>& mine, host_outcome* out)>& drive);
+
+// One-event ticks through the journal actor (journal_ticks.cpp; append, history):
+// `ticks` to each of the `count` threads at once, one in flight per thread, the
+// event of each from make_event(thread index, seq) (called on actor threads).
+// `threads` hold each thread's manifest as it is (last_seq: before the first
+// tick) and are left as after its last acknowledged tick. Appends the latencies
+// (send to ack), adds first send to last ack to *seconds, returns the first failure.
+status drive_ticks(caf::actor_system& sys, const caf::actor& journal, manifest* threads, size_t count,
+                   size_t ticks, const std::function<event(size_t, uint64_t)>& make_event, progress* bar,
+                   std::vector<int64_t>* latencies_ns, double* seconds);
 
 // --- What the workloads over the HTTP server share (http.cpp defines it) -------
 

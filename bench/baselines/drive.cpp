@@ -1,8 +1,6 @@
 #include "bench/baselines/drive.hpp"
 
 #include <atomic>
-#include <filesystem>
-#include <thread>
 
 #include "bench/workloads.hpp"
 #include "runtime/model/json_codec.hpp"
@@ -10,49 +8,30 @@
 
 namespace skein::bench {
 
-namespace {
-
-struct host_result {
-  std::vector<int64_t> latencies_ns;
-  status s;
-};
-
-void drive_host(size_t h, size_t threads, size_t rounds, size_t hosts, progress& bar,
-                const round_fn& fn, std::atomic<bool>& failed, host_result* r) {
-  r->latencies_ns.reserve(rounds * (threads / hosts + 1));
-  for (size_t round = 0; round < rounds; ++round) {
-    for (size_t i = h; i < threads && !failed.load(std::memory_order_relaxed); i += hosts) {
-      auto sent = bench_clock::now();
-      r->s = fn(i, round);
-      r->latencies_ns.push_back((bench_clock::now() - sent).count());
-      bar.advance();
-      if (!r->s) {
-        failed = true;
-        return;
-      }
-    }
-  }
-}
-
-}  // namespace
-
+// Host h takes the whole of its share (on_host_threads with one task per host).
 status drive_rounds(size_t threads, size_t rounds, size_t hosts, progress& bar,
                     const round_fn& fn, drive_outcome* out) {
-  std::vector<host_result> results(hosts);
+  std::vector<std::vector<int64_t>> ns(hosts);
   std::atomic<bool> failed{false};
   auto start = bench_clock::now();
-  std::vector<std::thread> pool;
-  for (size_t h = 0; h < hosts; ++h) {
-    pool.emplace_back(drive_host, h, threads, rounds, hosts, std::ref(bar), std::cref(fn),
-                      std::ref(failed), &results[h]);
-  }
-  for (auto& t : pool) t.join();
+  status s = on_host_threads(hosts, hosts, [&](size_t h) {
+    for (size_t round = 0; round < rounds; ++round) {
+      for (size_t i = h; i < threads && !failed.load(std::memory_order_relaxed); i += hosts) {
+        auto sent = bench_clock::now();
+        status called = fn(i, round);
+        ns[h].push_back((bench_clock::now() - sent).count());
+        bar.advance();
+        if (!called) {
+          failed = true;
+          return called;
+        }
+      }
+    }
+    return status::ok();
+  });
   out->seconds = seconds_since(start, bench_clock::now());
-  for (auto& r : results) {
-    SKEIN_TRY(r.s);
-    out->latencies_ns.insert(out->latencies_ns.end(), r.latencies_ns.begin(),
-                             r.latencies_ns.end());
-  }
+  SKEIN_TRY(s);
+  for (auto& n : ns) out->latencies_ns.insert(out->latencies_ns.end(), n.begin(), n.end());
   return status::ok();
 }
 

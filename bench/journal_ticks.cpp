@@ -1,0 +1,136 @@
+// One-event ticks through the journal actor, as the append and history workloads
+// commit them: one driver actor per thread with one commit in flight each, so that
+// group commit works as in real use.
+#include <caf/actor_system.hpp>
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/atom.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include "actors/error.hpp"
+#include "actors/journal.hpp"
+#include "bench/workloads.hpp"
+
+namespace skein::bench {
+
+// What a driver hands back when its thread is done (or failed).
+struct tick_report {
+  size_t index = 0;                   // of the thread in the pass
+  manifest m;                         // as after the last acknowledged tick
+  std::vector<int64_t> latencies_ns;  // send to ack, one per acknowledged tick
+  bench_clock::time_point last_ack;
+  std::string error;                  // empty: every tick acknowledged
+};
+
+}  // namespace skein::bench
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::bench::tick_report)
+
+namespace skein::bench {
+namespace {
+
+using ticks_done_atom = caf::atom_constant<caf::atom("ticksdone")>;
+
+struct driver_state {
+  const std::function<event(size_t, uint64_t)>* make_event = nullptr;  // borrowed
+  progress* bar = nullptr;                                              // borrowed
+  size_t left = 0;
+  caf::actor journal;
+  caf::actor waiter;
+  bench_clock::time_point sent;
+  tick_report report;
+};
+
+using driver_actor = caf::stateful_actor<driver_state>;
+
+void finish(driver_actor* self) {
+  self->send(self->state.waiter, ticks_done_atom::value, std::move(self->state.report));
+  self->quit();
+}
+
+void commit_next(driver_actor* self) {
+  auto& st = self->state;
+  uint64_t seq = st.report.m.last_seq + 1;
+  tick t;
+  t.thread_id = st.report.m.id;
+  t.create = seq == 1;
+  t.events.push_back((*st.make_event)(st.report.index, seq));
+  st.report.m.updated_at_ms = t.events.back().ts_ms;
+  t.manifest = st.report.m;  // the log sets its last_seq from the events
+  st.sent = bench_clock::now();
+  self->request(st.journal, caf::infinite, commit_atom::value, std::move(t))
+      .then(
+          [self, seq](uint64_t last_seq) {
+            auto& st = self->state;
+            st.report.last_ack = bench_clock::now();
+            st.report.latencies_ns.push_back((st.report.last_ack - st.sent).count());
+            if (st.bar != nullptr) st.bar->advance();
+            if (last_seq != seq) {
+              st.report.error = "thread " + st.report.m.id + ": journal acknowledged last_seq " +
+                                std::to_string(last_seq) + ", expected " + std::to_string(seq);
+              return finish(self);
+            }
+            st.report.m.last_seq = last_seq;
+            if (--st.left == 0) return finish(self);
+            commit_next(self);
+          },
+          [self](caf::error& e) {
+            self->state.report.error = to_status(e).to_string();
+            finish(self);
+          });
+}
+
+caf::behavior driver(driver_actor* self, size_t index, manifest m, size_t ticks,
+                     const std::function<event(size_t, uint64_t)>* make_event, progress* bar,
+                     caf::actor journal, caf::actor waiter) {
+  auto& st = self->state;
+  st.make_event = make_event;
+  st.bar = bar;
+  st.left = ticks;
+  st.journal = std::move(journal);
+  st.waiter = std::move(waiter);
+  st.report.index = index;
+  st.report.m = std::move(m);
+  st.report.latencies_ns.reserve(ticks);
+  commit_next(self);
+  return {};  // no messages of its own: it lives on its pending request
+}
+
+}  // namespace
+
+status drive_ticks(caf::actor_system& sys, const caf::actor& journal, manifest* threads, size_t count,
+                   size_t ticks, const std::function<event(size_t, uint64_t)>& make_event, progress* bar,
+                   std::vector<int64_t>* latencies_ns, double* seconds) {
+  caf::scoped_actor waiter{sys};
+  auto start = bench_clock::now();
+  auto last_ack = start;
+  for (size_t i = 0; i < count; ++i) {
+    auto d = sys.spawn(driver, i, threads[i], ticks, &make_event, bar, journal,
+                       caf::actor_cast<caf::actor>(waiter));
+    waiter->monitor(d);  // a driver killed by an exception must not hang the bench
+  }
+  std::string first_error;
+  uint64_t failed = 0;
+  for (size_t finished = 0; finished < count;) {
+    waiter->receive(
+        [&](ticks_done_atom, tick_report& r) {
+          ++finished;
+          last_ack = std::max(last_ack, r.last_ack);
+          threads[r.index] = std::move(r.m);
+          latencies_ns->insert(latencies_ns->end(), r.latencies_ns.begin(), r.latencies_ns.end());
+          if (!r.error.empty() && failed++ == 0) first_error = r.error;
+        },
+        [&](caf::down_msg& d) {
+          if (!d.reason) return;  // a normal exit follows the driver's done message
+          ++finished;
+          if (failed++ == 0) first_error = "driver actor died: " + sys.render(d.reason);
+        });
+  }
+  *seconds += seconds_since(start, last_ack);
+  if (failed > 0)
+    return status::io_error(std::to_string(failed) + " thread(s) failed; first: " + first_error);
+  return status::ok();
+}
+
+}  // namespace skein::bench
