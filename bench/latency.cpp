@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "bench/baselines/kernl_latency.hpp"
 #include "bench/plot.hpp"
 #include "bench/progress.hpp"
 #include "bench/report.hpp"
@@ -146,6 +147,21 @@ status verify(runtime& rt, const std::vector<std::string>& ids, const latency_fi
   return check_thread_logs(rt, ids, ids.size(), {events_per_thread, 1});
 }
 
+// Temporary, until the merge moves it onto the ported latency workload: kernl's
+// figures for the same runs, one line under skein's table.
+void print_kernl_latency(const kernl_latency_row& k, std::FILE* out) {
+  if (!k.skipped.empty()) {
+    std::fprintf(out, "kernl: skipped: %s\n", k.skipped.c_str());
+    return;
+  }
+  std::fprintf(out,
+               "kernl %s (in-memory, Node %s, mock model delayed %llu ms): %zu runs at once, %.2f s, "
+               "%.0f runs/s, p50 %.3f ms, p99 %.3f ms, RSS at start %.1f MB, peak RSS %.1f MB (ru_maxrss)\n",
+               k.version.c_str(), k.node.c_str(), static_cast<unsigned long long>(k.engine_ms), k.runs, k.seconds,
+               k.runs_per_s, k.p50_us / 1000, k.p99_us / 1000, static_cast<double>(k.rss_start_bytes) / (1 << 20),
+               static_cast<double>(k.rss_peak_bytes) / (1 << 20));
+}
+
 }  // namespace
 
 status run_latency(const bench_options& options, std::string* json) {
@@ -180,6 +196,10 @@ status run_latency(const bench_options& options, std::string* json) {
   SKEIN_TRY(rt->close());
 
   print_latency(f, stdout);
+  std::fflush(stdout);
+  kernl_latency_row kernl;
+  SKEIN_TRY(run_kernl_latency(f.runs, engine_latency_ms, &kernl));
+  print_kernl_latency(kernl, stdout);
   std::fflush(stdout);
   json_writer w{json};
   write_latency_json(f, w);
