@@ -1,0 +1,224 @@
+// sequential: does a thread slow down as its history grows? One agent, one
+// thread, 2,000 runs one after another, each sent once the previous one answered
+// (scripted engine at 0 ms, durability sync), so that the thread's log grows by
+// five events a run to 10,001 events. The mean of the last 200 runs against the
+// mean of the first 200 says what the growth costs a run. Measured embedded
+// (runtime::send().wait()) and through the HTTP API in this process (POST
+// /v1/threads/{id}/entries {"wait":true} on one keep-alive connection), each on a
+// fresh database.
+#include <algorithm>
+#include <memory>
+#include <numeric>
+
+#include "bench/new_workloads.hpp"
+#include "bench/progress.hpp"
+#include "runtime/model/json_reader.hpp"
+#include "tools/client/http_client.hpp"
+#include "tools/server/http_server.hpp"
+
+namespace skein::bench {
+namespace {
+
+constexpr size_t runs_at_scale_1 = 2'000;
+// The runs compared at each end of the sequence.
+constexpr size_t window_runs = 200;
+// Both windows must exist and must not overlap.
+constexpr size_t runs_min = 2 * window_runs;
+// Issue 12: the last 200 runs may take at most 1.2 times the first 200.
+constexpr double ratio_max = 1.2;
+// skein serve's default http_threads.
+constexpr size_t io_threads = 2;
+constexpr const char* engine_config = R"({"default":{"reply":"ok","latency_ms":0}})";
+
+// Sends run `n` of the thread and waits for its end; `*r` is what the run answered.
+using run_fn = std::function<status(size_t n, run_result* r)>;
+
+struct path_figures {
+  std::string path;                   // "embedded", "http"
+  size_t runs = 0;
+  double seconds = 0;                 // first send to last answer
+  std::vector<int64_t> latencies_ns;  // in run order
+  uint64_t events = 0;                // in the thread's log at the end
+};
+
+std::string run_where(const std::string& path, size_t n) {
+  return path + " run " + std::to_string(n) + ": ";
+}
+
+// The run_result of a {"run":{...}} answer, as far as check_scripted_run reads it.
+status decode_run(const std::string& body, run_result* out) {
+  json::document doc;
+  json::dom::element run;
+  json::object_reader top, r;
+  SKEIN_TRY(json::parse(body, {}, "response", &doc));
+  SKEIN_TRY(json::object_reader::open(doc.root(), "response", &top));
+  SKEIN_TRY(top.element("run", &run));
+  SKEIN_TRY(json::object_reader::open(run, "response.run", &r));
+  std::string outcome;
+  SKEIN_TRY(r.string("outcome", &outcome));
+  auto parsed = parse_run_outcome(outcome);
+  if (!parsed) return status::corruption("response.run.outcome: unknown '" + outcome + "'");
+  out->outcome = *parsed;
+  SKEIN_TRY(r.string("text", &out->text));
+  SKEIN_TRY(r.string("error", &out->error));
+  SKEIN_TRY(r.uint("first_seq", &out->first_seq));
+  return r.uint("last_seq", &out->last_seq);
+}
+
+run_fn embedded_sender(runtime& rt, const std::string& id) {
+  return [&rt, id](size_t n, run_result* r) {
+    run_input in;
+    in.text = "run " + std::to_string(n);
+    return rt.send(id, std::move(in)).wait(r);
+  };
+}
+
+// `client` is borrowed and used from the driving thread only.
+run_fn http_sender(http::client& client, const std::string& id) {
+  return [&client, id](size_t n, run_result* r) {
+    std::string body = R"({"text":"run )" + std::to_string(n) + R"(","wait":true})";
+    http::response res;
+    SKEIN_TRY(client.call("POST", "/v1/threads/" + id + "/entries", body, &res));
+    if (res.status != 200) return status::io_error("HTTP " + std::to_string(res.status) + ": " + res.body);
+    if (status s = decode_run(res.body, r); !s) return status{s.code(), s.message() + " in " + res.body};
+    return status::ok();
+  };
+}
+
+// Runs 0..runs-1 one after another; the first that fails ends the drive. Each run
+// must be the thread's next: its events follow the previous run's without a gap.
+status drive(const run_fn& send, size_t runs, bool quiet, path_figures* f) {
+  progress bar{"sequential " + f->path, runs, progress_wanted(quiet)};
+  f->latencies_ns.reserve(runs);
+  auto first = bench_clock::now();
+  auto last = first;
+  for (size_t n = 0; n < runs; ++n) {
+    run_result r;
+    auto sent = bench_clock::now();
+    status s = send(n, &r);
+    last = bench_clock::now();
+    f->latencies_ns.push_back((last - sent).count());
+    bar.advance();
+    std::string where = run_where(f->path, n);
+    if (!s) return status{s.code(), where + s.message()};
+    SKEIN_TRY(check_scripted_run(where, r));
+    // The first run also writes the system prompt: seqs 1..6, then 7..11, ...
+    uint64_t want_first = n == 0 ? 1 : 2 + scripted_events_per_run * n;
+    if (r.first_seq != want_first)
+      return status::corruption(where + "first seq " + std::to_string(r.first_seq) + ", expected " +
+                                std::to_string(want_first));
+  }
+  f->runs = runs;
+  f->seconds = seconds_since(first, last);
+  return status::ok();
+}
+
+// One path on its own fresh database: through the server when `over_http`.
+status run_path(const bench_options& options, bool over_http, size_t runs, path_figures* f) {
+  f->path = over_http ? "http" : "embedded";
+  runtime_options ro;
+  ro.mode = durability::sync;
+  agent_config agent;
+  agent.id = bench_agent_id;
+  agent.system_prompt = "Be brief.";
+  agent.engine_config = engine_config;
+  std::unique_ptr<runtime> rt;
+  SKEIN_TRY(open_bench_runtime(options, over_http ? "sequential-http" : "sequential", ro, agent, &rt));
+  std::vector<std::string> ids;
+  SKEIN_TRY(create_bench_threads(*rt, agent.id, 1, true, &ids));
+  if (over_http) {
+    std::unique_ptr<bench_server> srv;
+    SKEIN_TRY(bench_server::start(*rt, http::server_limits{}, io_threads, &srv));
+    http::client client{http::endpoint{"127.0.0.1", srv->port()}};
+    SKEIN_TRY(drive(http_sender(client, ids[0]), runs, options.quiet, f));
+  } else {
+    SKEIN_TRY(drive(embedded_sender(*rt, ids[0]), runs, options.quiet, f));
+  }
+  log_expectation want{1 + scripted_events_per_run * runs, runs};
+  SKEIN_TRY(check_thread_logs(*rt, ids, 1, want));
+  f->events = want.events;
+  return rt->close();
+}
+
+double mean_ms(std::vector<int64_t>::const_iterator from, std::vector<int64_t>::const_iterator to) {
+  double sum_ns = std::accumulate(from, to, 0.0);
+  return sum_ns / static_cast<double>(to - from) / 1e6;
+}
+
+struct path_summary {
+  double first_ms = 0;  // mean of the first window_runs runs
+  double last_ms = 0;   // mean of the last window_runs
+  double ratio() const { return first_ms > 0 ? last_ms / first_ms : 0; }
+};
+
+path_summary summarize(const path_figures& f) {
+  const auto& l = f.latencies_ns;
+  return {mean_ms(l.begin(), l.begin() + window_runs), mean_ms(l.end() - window_runs, l.end())};
+}
+
+void add_row(const path_figures& f, table* t, result* out) {
+  path_summary s = summarize(f);
+  std::vector<int64_t> sorted = f.latencies_ns;
+  double p50 = quantile_us(sorted, 0.50) / 1000, p99 = quantile_us(sorted, 0.99) / 1000;
+  double per_s = f.seconds > 0 ? static_cast<double>(f.runs) / f.seconds : 0;
+  t->rows.push_back({f.path, static_cast<double>(f.runs), per_s, p50, p99, s.first_ms, s.last_ms, s.ratio(),
+                     static_cast<double>(f.events)});
+  out->targets.push_back({"sequential " + f.path + ": last " + std::to_string(window_runs) + " runs / first " +
+                              std::to_string(window_runs),
+                          s.ratio(), ratio_max, "x", better::lower, ""});
+}
+
+// Each run's latency over the seconds of its path: the drift, if any, shows.
+void add_charts(const std::vector<path_figures>& paths, result* out) {
+  chart cdf, drift;
+  cdf.type = chart::kind::cdf;
+  cdf.name = "latency-sequential";
+  cdf.title = "sequential: send to reply";
+  cdf.unit = "us";
+  drift.type = chart::kind::over_time;
+  drift.name = "drift-sequential";
+  drift.title = "sequential: each run's latency over the runs";
+  drift.unit = "ms";
+  for (const auto& f : paths) {
+    cdf.labels.push_back("skein " + f.path);
+    std::vector<double>& sorted = cdf.series.emplace_back();
+    for (int64_t ns : f.latencies_ns) sorted.push_back(static_cast<double>(ns) / 1000);
+    std::sort(sorted.begin(), sorted.end());
+    drift.labels.push_back("skein " + f.path);
+    std::vector<double>& points = drift.series.emplace_back();
+    double at_s = 0;
+    for (int64_t ns : f.latencies_ns) {
+      at_s += static_cast<double>(ns) / 1e9;
+      points.push_back(at_s);
+      points.push_back(static_cast<double>(ns) / 1e6);
+    }
+  }
+  out->charts.push_back(std::move(cdf));
+  out->charts.push_back(std::move(drift));
+}
+
+}  // namespace
+
+status run_sequential(const bench_options& options, result* out) {
+  size_t runs = std::max(runs_min, scaled_count(runs_at_scale_1, options.scale));
+  std::vector<path_figures> paths(2);
+  SKEIN_TRY(run_path(options, false, runs, &paths[0]));
+  SKEIN_TRY(run_path(options, true, runs, &paths[1]));
+
+  out->workload = "sequential";
+  table& t = out->tables.emplace_back();
+  t.title = "sequential: one thread x " + std::to_string(runs) +
+            " runs one after another (scripted engine at 0 ms, durability sync)";
+  t.columns = {{"path", ""},           {"runs", ""},           {"runs/s", "", 0},
+               {"p50", "ms", 3},       {"p99", "ms", 3},       {"first 200 mean", "ms", 3},
+               {"last 200 mean", "ms", 3}, {"last/first", "x", 2}, {"events at end", ""}};
+  for (const auto& f : paths) add_row(f, &t, out);
+  t.notes = {"each run waits for the previous one's reply; a fresh database per path; the HTTP path is "
+             "one keep-alive client to the server in this process (2 I/O threads)",
+             "every run checked as scripted and in order; the thread's log read back whole, seqs 1..N "
+             "without a gap"};
+  if (options.plot != nullptr) add_charts(paths, out);
+  return status::ok();
+}
+
+}  // namespace skein::bench
