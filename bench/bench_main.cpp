@@ -86,6 +86,8 @@ constexpr workload workloads[] = {
                    "threads and its cold open, against one shared database listing one agent", run_namespaces},
     {"sequential", "one thread x 2,000 runs one after another, embedded and over HTTP (scripted engine at 0 ms, "
                    "durability sync): the last 200 runs against the first 200", run_result_workload<run_sequential>},
+    {"read", "the complete history of 10,000- and 100,000-event threads after a reopen (cold) and again (warm), "
+             "embedded and over HTTP", run_result_workload<run_read>},
 };
 
 struct command_line {

@@ -14,4 +14,8 @@ namespace skein::bench {
 // this process: runs/s, p50/p99, and the last 200 runs against the first 200.
 status run_sequential(const bench_options& options, result* out);
 
+// Threads of 10,000 and 100,000 events read whole after a reopen (cold) and again
+// (warm), through runtime::read and through GET /v1/threads/{id}/entries.
+status run_read(const bench_options& options, result* out);
+
 }  // namespace skein::bench
