@@ -220,7 +220,7 @@ void fill_result(const std::vector<length_row>& rows, const build_stats& stats, 
   t.title = "read: the complete history of one thread after a reopen (cold) and again (warm), embedded "
             "and through HTTP";
   t.columns = {{"thread", ""},         {"path", ""},           {"bytes", "MB", 1},
-               {"cold p50", "ms", 2},  {"cold max", "ms", 2},  {"warm p50", "ms", 2}, {"events/s warm", ""}};
+               {"cold p50", "ms", 2},  {"cold max", "ms", 2},  {"warm p50", "ms", 2}, {"warm", "events/s"}};
   for (const auto& row : rows) {
     for (read_path how : {read_path::embedded, read_path::http}) {
       auto k = static_cast<size_t>(how);
