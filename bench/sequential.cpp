@@ -135,7 +135,6 @@ status drive(const run_fn& send, size_t runs, bool quiet, path_figures* f) {
 status run_path(const bench_options& options, const path_spec& spec, size_t runs, path_figures* f) {
   f->spec = spec;
   f->path = spec.path;
-  bool over_http = spec.over_http;
   runtime_options ro;
   ro.mode = spec.mode;
   agent_config agent;
@@ -147,7 +146,7 @@ status run_path(const bench_options& options, const path_spec& spec, size_t runs
                                agent, &rt));
   std::vector<std::string> ids;
   SKEIN_TRY(create_bench_threads(*rt, agent.id, 1, true, &ids));
-  if (over_http) {
+  if (spec.over_http) {
     std::unique_ptr<bench_server> srv;
     SKEIN_TRY(bench_server::start(*rt, http::server_limits{}, io_threads, &srv));
     http::client client{http::endpoint{"127.0.0.1", srv->port()}};
@@ -173,9 +172,7 @@ double median_ms(std::vector<int64_t>::const_iterator from, std::vector<int64_t>
 
 double ratio(double last, double first) { return first > 0 ? last / first : 0; }
 
-const char* mode_name(durability m) { return m == durability::sync ? "sync" : "flush"; }
-
-std::string row_label(const path_figures& f) { return f.path + " " + mode_name(f.spec.mode); }
+std::string row_label(const path_figures& f) { return f.path + " " + std::string{to_string(f.spec.mode)}; }
 
 void add_row(const path_figures& f, table* t, result* out) {
   const auto& l = f.latencies_ns;
@@ -185,7 +182,7 @@ void add_row(const path_figures& f, table* t, result* out) {
   std::vector<int64_t> sorted = l;
   double p50 = quantile_us(sorted, 0.50) / 1000, p99 = quantile_us(sorted, 0.99) / 1000;
   double per_s = f.seconds > 0 ? static_cast<double>(f.runs) / f.seconds : 0;
-  t->rows.push_back({f.path, std::string{mode_name(f.spec.mode)}, static_cast<double>(f.runs), per_s, p50, p99,
+  t->rows.push_back({f.path, std::string{to_string(f.spec.mode)}, static_cast<double>(f.runs), per_s, p50, p99,
                      first_mean, last_mean, ratio(last_mean, first_mean), median_ratio,
                      static_cast<double>(f.events)});
   if (f.spec.targeted)
