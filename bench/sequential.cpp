@@ -56,7 +56,9 @@ struct path_figures {
   size_t runs = 0;
   double seconds = 0;                 // first send to last answer
   std::vector<int64_t> latencies_ns;  // in run order
-  uint64_t events = 0;                // in the thread's log at the end
+  std::vector<int64_t> old_ns;        // interleave(): the long thread's runs
+  std::vector<int64_t> new_ns;        // and the new thread's, alternating with them
+  uint64_t events = 0;                // in the long thread's log at the end
 };
 
 std::string run_where(const std::string& path, size_t n) {
@@ -103,31 +105,48 @@ run_fn http_sender(http::client& client, const std::string& id) {
   };
 }
 
-// Runs 0..runs-1 one after another; the first that fails ends the drive. Each run
-// must be the thread's next: its events follow the previous run's without a gap.
+// Sends run `n` of a thread (its n-th, from 0), times it into *ns and checks that
+// it ran as scripted and as the thread's next: its events follow the previous
+// run's without a gap.
+status one_run(const run_fn& send, size_t n, const std::string& where, int64_t* ns) {
+  run_result r;
+  auto sent = bench_clock::now();
+  status s = send(n, &r);
+  *ns = (bench_clock::now() - sent).count();
+  if (!s) return status{s.code(), where + s.message()};
+  SKEIN_TRY(check_scripted_run(where, r));
+  // The first run also writes the system prompt: seqs 1..6, then 7..11, ...
+  uint64_t want_first = n == 0 ? 1 : 2 + scripted_events_per_run * n;
+  if (r.first_seq != want_first)
+    return status::corruption(where + "first seq " + std::to_string(r.first_seq) + ", expected " +
+                              std::to_string(want_first));
+  return status::ok();
+}
+
+// Runs 0..runs-1 one after another; the first that fails ends the drive.
 status drive(const run_fn& send, size_t runs, bool quiet, path_figures* f) {
   progress bar{"sequential " + f->path, runs, progress_wanted(quiet)};
   f->latencies_ns.reserve(runs);
   auto first = bench_clock::now();
-  auto last = first;
   for (size_t n = 0; n < runs; ++n) {
-    run_result r;
-    auto sent = bench_clock::now();
-    status s = send(n, &r);
-    last = bench_clock::now();
-    f->latencies_ns.push_back((last - sent).count());
+    SKEIN_TRY(one_run(send, n, run_where(f->path, n), &f->latencies_ns.emplace_back()));
     bar.advance();
-    std::string where = run_where(f->path, n);
-    if (!s) return status{s.code(), where + s.message()};
-    SKEIN_TRY(check_scripted_run(where, r));
-    // The first run also writes the system prompt: seqs 1..6, then 7..11, ...
-    uint64_t want_first = n == 0 ? 1 : 2 + scripted_events_per_run * n;
-    if (r.first_seq != want_first)
-      return status::corruption(where + "first seq " + std::to_string(r.first_seq) + ", expected " +
-                                std::to_string(want_first));
   }
   f->runs = runs;
-  f->seconds = seconds_since(first, last);
+  f->seconds = seconds_since(first, bench_clock::now());
+  return status::ok();
+}
+
+// After the drive: window_runs runs on the long thread (runs on from `runs`)
+// alternating with the first window_runs runs of a new thread, so that both
+// windows see the same load on the machine.
+status interleave(const run_fn& old_thread, const run_fn& new_thread, size_t runs, path_figures* f) {
+  f->old_ns.reserve(window_runs);
+  f->new_ns.reserve(window_runs);
+  for (size_t i = 0; i < window_runs; ++i) {
+    SKEIN_TRY(one_run(old_thread, runs + i, run_where(f->path, runs + i), &f->old_ns.emplace_back()));
+    SKEIN_TRY(one_run(new_thread, i, run_where(f->path + " new thread", i), &f->new_ns.emplace_back()));
+  }
   return status::ok();
 }
 
@@ -145,18 +164,22 @@ status run_path(const bench_options& options, const path_spec& spec, size_t runs
   SKEIN_TRY(open_bench_runtime(options, "sequential-" + f->path + "-" + std::string{to_string(spec.mode)}, ro,
                                agent, &rt));
   std::vector<std::string> ids;
-  SKEIN_TRY(create_bench_threads(*rt, agent.id, 1, true, &ids));
+  SKEIN_TRY(create_bench_threads(*rt, agent.id, 2, true, &ids));
+  const std::string &long_id = ids[0], &new_id = ids[1];
   if (spec.over_http) {
     std::unique_ptr<bench_server> srv;
     SKEIN_TRY(bench_server::start(*rt, http::server_limits{}, io_threads, &srv));
     http::client client{http::endpoint{"127.0.0.1", srv->port()}};
-    SKEIN_TRY(drive(http_sender(client, ids[0]), runs, options.quiet, f));
+    SKEIN_TRY(drive(http_sender(client, long_id), runs, options.quiet, f));
+    SKEIN_TRY(interleave(http_sender(client, long_id), http_sender(client, new_id), runs, f));
   } else {
-    SKEIN_TRY(drive(embedded_sender(*rt, ids[0]), runs, options.quiet, f));
+    SKEIN_TRY(drive(embedded_sender(*rt, long_id), runs, options.quiet, f));
+    SKEIN_TRY(interleave(embedded_sender(*rt, long_id), embedded_sender(*rt, new_id), runs, f));
   }
-  log_expectation want{1 + scripted_events_per_run * runs, runs};
-  SKEIN_TRY(check_thread_logs(*rt, ids, 1, want));
-  f->events = want.events;
+  log_expectation want_long{1 + scripted_events_per_run * (runs + window_runs), runs + window_runs};
+  SKEIN_TRY(check_thread_logs(*rt, {long_id}, 1, want_long));
+  SKEIN_TRY(check_thread_logs(*rt, {new_id}, 1, {1 + scripted_events_per_run * window_runs, window_runs}));
+  f->events = want_long.events;
   return rt->close();
 }
 
@@ -182,8 +205,9 @@ void add_row(const path_figures& f, table* t, result* out) {
   std::vector<int64_t> sorted = l;
   double p50 = quantile_us(sorted, 0.50) / 1000, p99 = quantile_us(sorted, 0.99) / 1000;
   double per_s = f.seconds > 0 ? static_cast<double>(f.runs) / f.seconds : 0;
+  double interleaved = ratio(mean_ms(f.old_ns.begin(), f.old_ns.end()), mean_ms(f.new_ns.begin(), f.new_ns.end()));
   t->rows.push_back({f.path, std::string{to_string(f.spec.mode)}, static_cast<double>(f.runs), per_s, p50, p99,
-                     first_mean, last_mean, ratio(last_mean, first_mean), median_ratio,
+                     first_mean, last_mean, ratio(last_mean, first_mean), median_ratio, interleaved,
                      static_cast<double>(f.events)});
   if (f.spec.targeted)
     out->targets.push_back({"sequential " + row_label(f) + ": last " + std::to_string(window_runs) +
@@ -240,14 +264,18 @@ status run_sequential(const bench_options& options, result* out) {
                {"last 200 mean", "ms", 3},
                {"last/first means", "x", 2},
                {"last/first medians", "x", 2},
+               {"old/new interleaved", "x", 2},
                {"events at end", ""}};
   for (const auto& f : paths) add_row(f, &t, out);
   t.notes = {"each run waits for the previous one's reply; a fresh database per path; the HTTP path is "
              "one keep-alive client to the server in this process (2 I/O threads)",
-             "every run checked as scripted and in order; the thread's log read back whole, seqs 1..N "
+             "every run checked as scripted and in order; both threads' logs read back whole, seqs 1..N "
              "without a gap",
              "the target is on the sync rows' means; the flush row leaves out the fdatasync, whose time on a "
-             "shared disk varies more than a run's own cost may grow, and the medians resist a stall or two"};
+             "shared disk varies more than a run's own cost may grow, and the medians resist a stall or two",
+             "old/new interleaved: after the runs, " + std::to_string(window_runs) + " more on the long thread "
+             "alternating with the first " + std::to_string(window_runs) + " of a new thread (means): the same "
+             "comparison as last/first with both windows under the same load"};
   if (options.plot != nullptr) add_charts(paths, out);
   return status::ok();
 }
