@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+
 #include "bench/plot.hpp"
 #include "bench/workloads.hpp"
 
@@ -75,6 +76,10 @@ constexpr workload workloads[] = {
                    "encrypted at rest (AES-256-CTR): throughput of both and the ratio", run_encryption},
     {"namespaces", "1,000,000 threads over 100 namespaces (a database each): a page of one namespace's "
                    "threads and its cold open, against one shared database listing one agent", run_namespaces},
+    {"sequential", "one thread x 2,000 runs one after another, embedded and over HTTP (scripted engine at 0 ms, "
+                   "durability sync): the last 200 runs against the first 200", run_sequential},
+    {"read", "the complete history of 10,000- and 100,000-event threads after a reopen (cold) and again (warm), "
+             "embedded and over HTTP", run_read},
 };
 
 // --- the machine, for --json -------------------------------------------------------

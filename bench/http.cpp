@@ -78,26 +78,6 @@ std::string run_where(const std::string& id, size_t n) {
   return "thread " + id + " run " + std::to_string(n) + ": ";
 }
 
-// The run_result inside a {"run":{...}} answer, as far as check_scripted_run reads it.
-status decode_run(const std::string& body, run_result* out) {
-  json::document doc;
-  json::dom::element run;
-  json::object_reader top, r;
-  SKEIN_TRY(json::parse(body, {}, "response", &doc));
-  SKEIN_TRY(json::object_reader::open(doc.root(), "response", &top));
-  SKEIN_TRY(top.element("run", &run));
-  SKEIN_TRY(json::object_reader::open(run, "response.run", &r));
-  std::string outcome;
-  SKEIN_TRY(r.string("outcome", &outcome));
-  auto parsed = parse_run_outcome(outcome);
-  if (!parsed) return status::corruption("response.run.outcome: unknown '" + outcome + "'");
-  out->outcome = *parsed;
-  SKEIN_TRY(r.string("text", &out->text));
-  SKEIN_TRY(r.string("error", &out->error));
-  SKEIN_TRY(r.uint("first_seq", &out->first_seq));
-  return r.uint("last_seq", &out->last_seq);
-}
-
 // A run through the server. Its client is this sender's own: one per thread.
 run_fn http_sender(uint16_t port) {
   auto client = std::make_shared<http::client>(http::endpoint{"127.0.0.1", port});
@@ -218,6 +198,27 @@ status run_path(const bench_options& options, bool over_http, const http_figures
 }
 
 }  // namespace
+
+// The run_result inside a {"run":{...}} answer, as far as check_scripted_run reads it.
+status decode_run(const std::string& body, run_result* out) {
+  json::document doc;
+  json::dom::element run;
+  json::object_reader top, r;
+  SKEIN_TRY(json::parse(body, {}, "response", &doc));
+  SKEIN_TRY(json::object_reader::open(doc.root(), "response", &top));
+  SKEIN_TRY(top.element("run", &run));
+  SKEIN_TRY(json::object_reader::open(run, "response.run", &r));
+  std::string outcome;
+  SKEIN_TRY(r.string("outcome", &outcome));
+  auto parsed = parse_run_outcome(outcome);
+  if (!parsed) return status::corruption("response.run.outcome: unknown '" + outcome + "'");
+  out->outcome = *parsed;
+  SKEIN_TRY(r.string("text", &out->text));
+  SKEIN_TRY(r.string("error", &out->error));
+  SKEIN_TRY(r.uint("first_seq", &out->first_seq));
+  return r.uint("last_seq", &out->last_seq);
+}
+
 
 status run_http(const bench_options& options, result* out) {
   http_figures f;

@@ -4,6 +4,7 @@
 // close to the engine's own latency, within a memory budget.
 #include <malloc.h>
 
+#include "bench/baselines/kernl_latency.hpp"
 #include "bench/workloads.hpp"
 
 namespace skein::bench {
@@ -114,8 +115,20 @@ status run_latency(const bench_options& options, result* out) {
   t.rows.push_back({text("skein"), text("sync"), num(m.completed), num(m.seconds), num(runs_per_s),
                     num(quantile_us(m.latencies_ns, 0.50) / 1000), num(quantile_us(m.latencies_ns, 0.99) / 1000),
                     num(static_cast<double>(rss_start) / (1 << 20)), num(peak_mb)});
-  // The kernl row of this workload (the same runs in flight on kernl, in-memory)
-  // goes here: one more row of `t`, and its bar and CDF below.
+  // The same runs in flight on kernl (in memory, its mock model delayed alike).
+  kernl_latency_row kernl;
+  SKEIN_TRY(run_kernl_latency(ids.size(), engine_latency_ms, &kernl));
+  if (kernl.skipped.empty()) {
+    t.rows.push_back({text("kernl " + kernl.version), text("in-memory"), num(static_cast<double>(kernl.runs)),
+                      num(kernl.seconds), num(kernl.runs_per_s), num(kernl.p50_us / 1000), num(kernl.p99_us / 1000),
+                      num(static_cast<double>(kernl.rss_start_bytes) / (1 << 20)),
+                      num(static_cast<double>(kernl.rss_peak_bytes) / (1 << 20))});
+    t.notes.push_back("kernl: Node " + kernl.node + ", its mock model delayed " + with_commas(kernl.engine_ms) +
+                      " ms, peak RSS of the Node process (ru_maxrss); skein sync / kernl in-memory: " +
+                      fixed(kernl.runs_per_s > 0 ? runs_per_s / kernl.runs_per_s : 0, 2) + "x runs/s");
+  } else {
+    t.notes.push_back("kernl: skipped: " + kernl.skipped);
+  }
   t.notes.push_back("peak RSS: the whole process, sampled every 50 ms (" + with_commas(rss.samples()) +
                     " samples), from a start after malloc_trim(0)");
   add_target(out, "runs/s", runs_per_s, latency_runs_per_s_target, "runs/s");
@@ -123,6 +136,9 @@ status run_latency(const bench_options& options, result* out) {
   if (options.plot) {
     add_bar(out, "throughput-latency", "latency: throughput (runs/s, higher is better)", "runs/s", "skein sync",
             runs_per_s);
+    if (kernl.skipped.empty())
+      add_bar(out, "throughput-latency", "latency: throughput (runs/s, higher is better)", "runs/s",
+              "kernl in-memory", kernl.runs_per_s);
     add_cdf(out, "latency-latency", "latency: latency CDF", "skein sync, 1 s engine: send to completion",
             std::move(m.latencies_ns));
     rss.add_chart(out, "rss-latency", "latency: resident set size over time");

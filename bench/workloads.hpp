@@ -154,6 +154,16 @@ status measure_runs(const bench_options& options, durability mode, std::shared_p
 // A listing in one namespace among many (one database each) against the same
 // threads in one shared database, one agent per namespace.
 status run_namespaces(const bench_options& options, result* out);
+// One agent, one thread, 2,000 runs one after another (each waits for its reply;
+// scripted engine at 0 ms, durability sync), embedded and through the HTTP API in
+// this process: runs/s, p50/p99, and the last 200 runs against the first 200.
+status run_sequential(const bench_options& options, result* out);
+// Threads of 10,000 and 100,000 events read whole after a reopen (cold) and again
+// (warm), through runtime::read and through GET /v1/threads/{id}/entries.
+status run_read(const bench_options& options, result* out);
+// The run_result inside an HTTP {"run":{...}} answer, as far as
+// check_scripted_run reads it (http.cpp).
+status decode_run(const std::string& body, run_result* out);
 
 // --- What the workloads over skein::runtime share (runs.cpp defines it) ---------
 

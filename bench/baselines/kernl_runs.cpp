@@ -4,21 +4,11 @@
 // exits 1 when anything is missing; here its figures are checked against the runs
 // asked for. Any failure skips the row with the reason: kernl is optional.
 #include <algorithm>
-#include <cerrno>
-#include <chrono>
-#include <csignal>
-#include <cstdlib>
-#include <cstring>
-#include <fcntl.h>
-#include <poll.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench/baselines/baselines.hpp"
+#include "bench/baselines/child_process.hpp"
 #include "runtime/model/json_reader.hpp"
-
-extern char** environ;
 
 namespace skein::bench {
 namespace {
@@ -28,86 +18,6 @@ constexpr const char* enable_hint = "to enable: npm ci --prefix bench/baselines/
 // Node starts in well under a second and kernl does ~10,000 runs/s: a script still
 // running after this long is hung, not slow.
 constexpr double timeout_s_at_scale_1 = 120;
-constexpr size_t output_bytes_max = 1 << 20;
-
-// The first executable `name` on PATH, or "".
-std::string find_on_path(const char* name) {
-  const char* path = std::getenv("PATH");
-  std::string_view rest = path != nullptr ? path : "";
-  while (!rest.empty()) {
-    size_t colon = rest.find(':');
-    std::string dir{rest.substr(0, colon)};
-    rest = colon == std::string_view::npos ? std::string_view{} : rest.substr(colon + 1);
-    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return {};
-}
-
-// What the child printed (stdout and stderr together) and how it ended.
-struct child_outcome {
-  std::string output;
-  int exit_code = -1;  // -1: killed by a signal, or by the timeout
-  bool timed_out = false;
-};
-
-// Reads the child's output until it closes its end or `timeout_s` passes (then kills it).
-void collect(pid_t pid, int fd, double timeout_s, child_outcome* out) {
-  auto deadline = bench_clock::now() + std::chrono::duration<double>(timeout_s);
-  char buf[4096];
-  for (;;) {
-    auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - bench_clock::now());
-    if (left.count() <= 0) {
-      out->timed_out = true;
-      ::kill(pid, SIGKILL);  // our own child, by its pid
-      break;
-    }
-    pollfd p{fd, POLLIN, 0};
-    int ready = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) continue;
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    if (out->output.size() < output_bytes_max) out->output.append(buf, static_cast<size_t>(n));
-  }
-  int wstatus = 0;
-  while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(wstatus)) out->exit_code = WEXITSTATUS(wstatus);
-}
-
-// Runs argv[0] with its stdout and stderr on one pipe. "" or why it could not start.
-std::string run_child(const std::vector<std::string>& args, double timeout_s,
-                      child_outcome* out) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return std::string{"pipe: "} + std::strerror(errno);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(fds[1]);
-  if (rc != 0) {
-    ::close(fds[0]);
-    return "spawn " + args[0] + ": " + std::strerror(rc);
-  }
-  collect(pid, fds[0], timeout_s, out);
-  ::close(fds[0]);
-  return {};
-}
-
-std::string last_line(std::string_view text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
-  size_t nl = text.rfind('\n');
-  return std::string{nl == std::string_view::npos ? text : text.substr(nl + 1)};
-}
 
 // Reads the script's figures into `row`; they must be of the runs asked for.
 status parse_figures(const std::string& line, const runs_baseline_input& in,

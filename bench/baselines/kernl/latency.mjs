@@ -1,0 +1,174 @@
+// The kernl baseline of skein-bench's `latency` workload: N runs in flight at once,
+// one per thread, through the real kernl package (the version package.json pins),
+// its default in-memory storage and the mock model kernl ships with its own tests
+// (createMockModel), answering "ok" after a delay. The mock model takes no delay of
+// its own: it streams whatever its async `generate` returns, and kernl's own tests
+// (dist/agent/__tests__/concurrency.test.js) delay it by awaiting a setTimeout
+// inside `generate`, as this script does.
+//
+//   node bench/baselines/kernl/latency.mjs --runs N --delay-ms D
+//
+// Prints one JSON line on stdout, last (kernl's pino logger may print before it):
+//   {"system":"kernl","version":string,"node":string,"storage":"in-memory",
+//    "model":"createMockModel","runs":N,"delay_ms":D,"completed":uint,"events":uint,
+//    "seconds":number,"runs_per_s":number,"p50_us":number,"p99_us":number,
+//    "rss_start_bytes":uint,"rss_peak_bytes":uint,"failures":0}
+// rss_peak_bytes is the process's peak resident set (getrusage ru_maxrss, through
+// process.resourceUsage), so it covers Node itself and everything before the runs.
+// Exit codes: 0 done and verified, 1 a run failed or the store lost something, 64 bad usage.
+import { readFileSync } from "node:fs";
+import { performance } from "node:perf_hooks";
+
+import { Agent, Kernl } from "kernl";
+import { message } from "@kernl-sdk/protocol";
+// Not in kernl's exports map, so imported by path (as runs.mjs does).
+import { createMockModel } from "./node_modules/kernl/dist/thread/__tests__/fixtures/mock-model.js";
+
+const exit_failure = 1;
+const exit_usage = 64;
+const runs_max = 10_000_000;
+const delay_ms_max = 600_000;
+// What one run leaves in a thread's history: the user message and the model's answer.
+const events_per_run = 2;
+
+function usage_error(text) {
+  process.stderr.write(`latency.mjs: ${text}\nusage: node latency.mjs --runs N --delay-ms D\n`);
+  process.exit(exit_usage);
+}
+
+function parse_args(argv) {
+  const out = { runs: 0, delay_ms: -1 };
+  for (let i = 0; i < argv.length; i += 2) {
+    const name = argv[i];
+    const value = Number(argv[i + 1]);
+    if (name === "--runs") {
+      if (!Number.isInteger(value) || value < 1 || value > runs_max)
+        usage_error(`--runs needs an integer in [1, ${runs_max}]`);
+      out.runs = value;
+    } else if (name === "--delay-ms") {
+      if (!Number.isInteger(value) || value < 0 || value > delay_ms_max)
+        usage_error(`--delay-ms needs an integer in [0, ${delay_ms_max}]`);
+      out.delay_ms = value;
+    } else {
+      usage_error(`unknown argument '${name}'`);
+    }
+  }
+  if (out.runs === 0 || out.delay_ms < 0) usage_error("--runs and --delay-ms are both needed");
+  return out;
+}
+
+function kernl_version() {
+  const url = new URL("./node_modules/kernl/package.json", import.meta.url);
+  return JSON.parse(readFileSync(url, "utf8")).version;
+}
+
+// As in runs.mjs: the agent has memory disabled, so nothing may embed.
+const unused_embedder = {
+  spec: "1.0",
+  provider: "none",
+  modelId: "unused",
+  async embed() {
+    throw new Error("latency.mjs: the agent has memory disabled; nothing may embed");
+  },
+};
+
+function make_agent(delay_ms) {
+  const kernl = new Kernl({ memory: { embeddingModel: unused_embedder } });
+  const model = createMockModel(async () => {
+    await new Promise((resolve) => setTimeout(resolve, delay_ms));
+    return {
+      content: [message({ role: "assistant", text: "ok" })],
+      finishReason: "stop",
+      usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2 },
+      warnings: [],
+    };
+  });
+  const agent = new Agent({ id: "bench", name: "bench", instructions: "Be brief.", model });
+  kernl.register(agent);
+  return { kernl, agent, model };
+}
+
+// Nearest rank, in microseconds, as skein-bench's quantile_us.
+function quantile_us(sorted_ms, q) {
+  if (sorted_ms.length === 0) return 0;
+  const rank = Math.min(Math.max(Math.ceil(q * sorted_ms.length), 1), sorted_ms.length);
+  return sorted_ms[rank - 1] * 1000;
+}
+
+// Every run is started before any can end (the delay is a timer, and the map runs
+// to its end before the event loop turns); each is timed from its own start. A run
+// that ended sooner than the model's delay did not wait for the model.
+async function drive(agent, tids, delay_ms) {
+  const latencies_ms = [];
+  const one_run = async (tid) => {
+    const sent = performance.now();
+    const result = await agent.run("hello", { threadId: tid });
+    const took = performance.now() - sent;
+    latencies_ms.push(took);
+    if (result.response !== "ok" || result.state !== "stopped")
+      throw new Error(`thread ${tid}: ${JSON.stringify(result)}`);
+    // setTimeout may fire up to a millisecond early by the performance clock.
+    if (took < delay_ms - 1) throw new Error(`thread ${tid}: ended after ${took} ms, before the model's ${delay_ms}`);
+  };
+  const start = performance.now();
+  await Promise.all(tids.map(one_run));
+  return { seconds: (performance.now() - start) / 1000, latencies_ms };
+}
+
+// The store must hold every run: the user message then "ok".
+async function verify(kernl, tids) {
+  let events = 0;
+  for (const tid of tids) {
+    const history = await kernl.storage.threads.history(tid);
+    if (history.length !== events_per_run)
+      throw new Error(`thread ${tid}: ${history.length} events, expected ${events_per_run}`);
+    history.forEach((e, i) => {
+      const role = i === 0 ? "user" : "assistant";
+      if (e.seq !== i || e.kind !== "message" || e.role !== role)
+        throw new Error(`thread ${tid}: event ${i} is ${e.kind}/${e.role} seq ${e.seq}`);
+    });
+    events += history.length;
+  }
+  return events;
+}
+
+async function main() {
+  const { runs, delay_ms } = parse_args(process.argv.slice(2));
+  const { kernl, agent, model } = make_agent(delay_ms);
+  // Created before the clock starts, as skein-bench creates its threads.
+  const tids = [];
+  for (let i = 0; i < runs; ++i) {
+    const t = await kernl.threads.create({ tid: `bench_${i}`, agentId: agent.id, model });
+    tids.push(t.tid);
+  }
+  const rss_start_bytes = process.memoryUsage().rss;
+  const { seconds, latencies_ms } = await drive(agent, tids, delay_ms);
+  // ru_maxrss in kilobytes: the peak over the whole process so far.
+  const rss_peak_bytes = process.resourceUsage().maxRSS * 1024;
+  const events = await verify(kernl, tids);
+  latencies_ms.sort((a, b) => a - b);
+  const figures = {
+    system: "kernl",
+    version: kernl_version(),
+    node: process.version,
+    storage: "in-memory",
+    model: "createMockModel",
+    runs,
+    delay_ms,
+    completed: latencies_ms.length,
+    events,
+    seconds,
+    runs_per_s: seconds > 0 ? runs / seconds : 0,
+    p50_us: quantile_us(latencies_ms, 0.5),
+    p99_us: quantile_us(latencies_ms, 0.99),
+    rss_start_bytes,
+    rss_peak_bytes,
+    failures: 0,
+  };
+  process.stdout.write(JSON.stringify(figures) + "\n");
+}
+
+main().catch((err) => {
+  process.stderr.write(`latency.mjs: ${err?.stack ?? err}\n`);
+  process.exit(exit_failure);
+});
