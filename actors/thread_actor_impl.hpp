@@ -15,6 +15,7 @@
 #include "actors/thread_actor.hpp"
 #include "persistence/event_log.hpp"
 #include "runtime/model/compaction.hpp"
+#include "runtime/model/event_list.hpp"
 #include "runtime/model/ids.hpp"
 
 namespace skein {
@@ -395,8 +396,9 @@ class thread_actor : public caf::event_based_actor {
   std::unique_ptr<run_state> run_;
   std::unique_ptr<compaction_state> compacting_;  // set while a compaction is under way
   // The working conversation, loaded by the first run after activation and kept
-  // up to date by every commit, so later runs do not read the log again.
-  std::optional<std::vector<event>> conversation_;
+  // up to date by every commit, so later runs do not read the log again. Each
+  // engine call borrows it (an O(1) copy), so a step costs the same on a long thread.
+  std::optional<event_list> conversation_;
   std::deque<commit_job> commits_;  // front() is in flight when in_flight_
   bool in_flight_ = false;
   bool failed_ = false;

@@ -64,7 +64,7 @@ status thread_actor::load_conversation() {
   if (conversation_) return status::ok();
   std::vector<event> view;
   SKEIN_TRY(read_working_view(*ctx_->log, manifest_, &view));
-  conversation_ = std::move(view);
+  conversation_ = working_list(std::move(view));
   return status::ok();
 }
 
@@ -110,7 +110,7 @@ void thread_actor::start_compaction(pending_input p) {
     fail_compaction("cannot read the thread's log: " + s.to_string());
     return;
   }
-  const std::vector<event>& view = *conversation_;
+  const std::vector<event> view = conversation_->to_vector();  // a compaction reads it all anyway
   for (const auto& e : view)
     if (e.type == event_type::system_prompt) compacting_->prompt = e;
     else if (e.type == event_type::compaction) compacting_->from_seq = std::max<uint64_t>(e.from_seq, 1);
@@ -153,8 +153,7 @@ void thread_actor::compaction_next() {
     req.purpose = engine_purpose::summary;
     req.thread_id = manifest_.id;
     if (c.prompt) req.conversation.push_back(*c.prompt);
-    req.conversation.insert(req.conversation.end(), c.events.begin(),
-                            c.events.begin() + static_cast<std::ptrdiff_t>(c.boundary));
+    req.conversation.append(c.events.begin(), c.events.begin() + static_cast<std::ptrdiff_t>(c.boundary));
     caf::actor_addr me = address();
     uint64_t gen = c.gen;
     engine_callbacks cb;

@@ -181,12 +181,13 @@ void thread_actor::call_engine() {
   req.run_id = run_->input.run_id;
   req.turn = run_->turns;
   req.session_id = run_->resume_disabled ? std::string{} : manifest_.session_id;
-  req.conversation = *conversation_;
+  req.conversation = *conversation_;  // shared, not copied: O(1) however long the thread
   if (run_->agent != agent_) {
     // A house member speaks with its own system prompt, not the thread agent's.
-    std::erase_if(req.conversation, [](const event& e) { return e.type == event_type::system_prompt; });
+    // The view holds its prompt pinned in front (working_list), if it has one.
+    req.conversation.unpin_front();
     if (!run_agent().config.system_prompt.empty())
-      req.conversation.insert(req.conversation.begin(), make_system_prompt(run_agent().config.system_prompt));
+      req.conversation.pin_front(make_system_prompt(run_agent().config.system_prompt));
   }
   req.tools = run_agent().tool_specs;
   run_->call_gen = ++gens_;

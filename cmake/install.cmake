@@ -38,6 +38,7 @@ set(SKEIN_PUBLIC_HEADERS
   runtime/model/embedding.hpp
   runtime/model/engine.hpp
   runtime/model/event.hpp
+  runtime/model/event_list.hpp
   runtime/model/json_codec.hpp
   runtime/model/manifest.hpp
   runtime/model/memory_index.hpp

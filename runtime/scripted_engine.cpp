@@ -86,7 +86,7 @@ status parse_rule(json::dom::element el, const std::string& context, bool matchi
   return status::ok();
 }
 
-const event* last_user_message(const std::vector<event>& conversation) {
+const event* last_user_message(const event_list& conversation) {
   for (auto it = conversation.rbegin(); it != conversation.rend(); ++it)
     if (it->type == event_type::message && it->role == message_role::user) return &*it;
   return nullptr;
@@ -158,7 +158,7 @@ class scripted_engine final : public engine {
  public:
   // "(scripted summary of N events) " then the first bytes of each user
   // message, at most summary_bytes_max in all: deterministic, and short.
-  static std::string default_summary(const std::vector<event>& conversation) {
+  static std::string default_summary(const event_list& conversation) {
     constexpr size_t message_bytes_max = 40;
     constexpr size_t summary_bytes_max = 1024;
     std::string out = "(scripted summary of " + std::to_string(conversation.size()) + " events)";
@@ -200,7 +200,7 @@ class scripted_engine final : public engine {
 
   // "{tool_result}" in a reply becomes the text of the conversation's last tool
   // result: a delegating agent passes its child's answer on.
-  static std::string with_tool_result(std::string text, const std::vector<event>& conversation) {
+  static std::string with_tool_result(std::string text, const event_list& conversation) {
     static constexpr std::string_view mark = "{tool_result}";
     size_t at = text.find(mark);
     if (at == std::string::npos) return text;
@@ -238,9 +238,8 @@ class scripted_engine final : public engine {
     if (rule != nullptr && rule->usage) {
       step.usage = *rule->usage;
     } else {
-      size_t chars = 0;
-      for (const auto& e : req.conversation) chars += e.text.size() + e.json.size();
-      step.usage.input_tokens = chars / 4 + 1;
+      // The text and json bytes of the whole conversation, kept by the list: O(1).
+      step.usage.input_tokens = req.conversation.payload_bytes() / 4 + 1;
       step.usage.output_tokens = step.text.size() / 4 + 1;
     }
     step.session_id = req.session_id.empty() ? "scripted-" + req.thread_id : req.session_id;

@@ -61,4 +61,39 @@ void extend_working_conversation(std::vector<event>* view, const event& e) {
   if (shown_to_engine(e.type)) view->push_back(e);
 }
 
+event_list working_list(std::vector<event> view) {
+  event_list out;
+  size_t i = 0;
+  if (!view.empty() && view.front().type == event_type::system_prompt) out.pin_front(std::move(view[i++]));
+  for (; i < view.size(); ++i) out.push_back(std::move(view[i]));
+  return out;
+}
+
+void extend_working_conversation(event_list* view, const event& e) {
+  if (e.type == event_type::system_prompt) {
+    // Lists built by working_list() hold their prompt pinned; one that holds it
+    // unpinned is rebuilt (never for a thread's own view).
+    if (view->pinned_front() == nullptr && !view->empty() && view->front().type == event_type::system_prompt) {
+      std::vector<event> all = view->to_vector();
+      all.front() = e;
+      *view = working_list(std::move(all));
+      return;
+    }
+    view->pin_front(e);
+    return;
+  }
+  if (e.type == event_type::compaction) {
+    if (view->pinned_front() == nullptr && !view->empty() && view->front().type == event_type::system_prompt) {
+      event prompt = view->front();
+      view->clear();
+      view->pin_front(std::move(prompt));
+    } else {
+      view->clear_unpinned();
+    }
+    view->push_back(e);
+    return;
+  }
+  if (shown_to_engine(e.type)) view->push_back(e);
+}
+
 }  // namespace skein

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/model/event.hpp"
+#include "runtime/model/event_list.hpp"
 
 namespace skein {
 
@@ -21,6 +22,14 @@ std::vector<event> working_conversation(const std::vector<event>& log);
 // front). For a log whose tool calls all have results, folding this over the
 // log gives working_conversation(log).
 void extend_working_conversation(std::vector<event>* view, const event& e);
+
+// A working conversation as the list a thread keeps and lends to its engine
+// calls: its system prompt (first, if it has one) pinned, so that it can be
+// replaced in O(1).
+event_list working_list(std::vector<event> view);
+
+// As above, on such a list: O(1) per event, whatever the length of the view.
+void extend_working_conversation(event_list* view, const event& e);
 
 // The text of the synthesized result for a tool call that never got one.
 inline constexpr const char* missing_tool_result_text = "(error: tool call has no result)";

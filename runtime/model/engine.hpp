@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "runtime/model/event.hpp"
+#include "runtime/model/event_list.hpp"
 #include "runtime/model/status.hpp"
 
 namespace skein {
@@ -48,7 +49,9 @@ struct engine_request {
   std::string run_id;
   uint32_t turn = 1;                // 1-based step of the run
   std::string session_id;           // non-empty: resume this engine session
-  std::vector<event> conversation;  // the working conversation; never empty
+  // The working conversation; never empty. Shared with the thread, not copied
+  // (event_list.hpp): an engine that keeps it past start() keeps a snapshot.
+  event_list conversation;
   std::vector<tool_spec> tools;
 };
 

@@ -5,6 +5,7 @@
 #include <boost/beast/http.hpp>
 #include <array>
 #include <deque>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -17,6 +18,14 @@ namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
+
+int64_t steady_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// How often connections' deadlines are checked: a timeout fires up to this late.
+constexpr std::chrono::milliseconds sweep_period{100};
 
 std::string json_error(std::string_view code, std::string_view message, std::string_view limit) {
   std::string out = R"({"error":{"code":")";
@@ -49,6 +58,10 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   // would run, and a posted handler holding a session would keep it (and this
   // server) alive for good.
   std::atomic<bool> drained{false};
+  // Closes connections past their deadline (session::set_deadline), every
+  // sweep_period; the timer is used on its strand only (sweep, stop).
+  net::strand<net::io_context::executor_type> sweep_strand{net::make_strand(ioc)};
+  net::steady_timer sweeper{sweep_strand};
 
   std::mutex sessions_mu;  // guards sessions
   std::set<std::shared_ptr<session>> sessions;
@@ -64,6 +77,7 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   }
 
   void accept();
+  void sweep();
   void forget(const std::shared_ptr<session>& s);
 };
 
@@ -102,6 +116,15 @@ class session : public std::enable_shared_from_this<session> {
  public:
   session(tcp::socket socket, std::shared_ptr<server::impl> srv)
       : stream_(std::move(socket)), server_(std::move(srv)) {}
+
+  // Called by the server's sweeper (any thread): closes the connection, on its
+  // strand, once its deadline has passed.
+  void expire_if_due(int64_t now_ns) {
+    if (deadline_ns_.load(std::memory_order_relaxed) > now_ns) return;
+    net::post(stream_.get_executor(), [self = shared_from_this()] {
+      if (self->deadline_ns_.load(std::memory_order_relaxed) <= steady_now_ns()) self->close_socket();
+    });
+  }
 
   void start() {
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_header(); });
@@ -192,6 +215,15 @@ class session : public std::enable_shared_from_this<session> {
     return stream_closed_;
   }
 
+  // The connection's deadline, checked by the server's sweeper: a whole phase
+  // (idle, body, write, linger) is bounded without arming and cancelling a
+  // timer for every read and write.
+  void set_deadline(std::chrono::steady_clock::duration d) {
+    deadline_ns_.store(steady_now_ns() + std::chrono::duration_cast<std::chrono::nanoseconds>(d).count(),
+                       std::memory_order_relaxed);
+  }
+  void clear_deadline() { deadline_ns_.store(no_deadline_ns, std::memory_order_relaxed); }
+
   void read_header() {
     parser_.emplace();
     keep_alive_ = false;
@@ -199,7 +231,7 @@ class session : public std::enable_shared_from_this<session> {
     import_ = false;
     parser_->header_limit(static_cast<std::uint32_t>(server_->limits.header_bytes_max));
     parser_->body_limit(boost::none);  // the route's limit is set once the head is read
-    stream_.expires_after(server_->limits.idle_timeout);
+    set_deadline(server_->limits.idle_timeout);
     bhttp::async_read_header(stream_, buffer_, *parser_,
                              [self = shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
   }
@@ -248,7 +280,7 @@ class session : public std::enable_shared_from_this<session> {
     parser_->body_limit(limit);
     if (parser_->is_done()) return on_body();
     // A body that trickles in must not hold its share of the budget for long.
-    stream_.expires_after(server_->limits.body_timeout);
+    set_deadline(server_->limits.body_timeout);
     // A client that waits for leave to send its body gets it only now, after
     // every check: a refused one never sends a byte.
     if (beast::iequals(head[bhttp::field::expect], "100-continue")) return send_continue();
@@ -309,6 +341,7 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void on_body() {
+    clear_deadline();  // the handler may take as long as its run: no timeout until the answer is written
     req_.body = std::move(parser_->get().body());
     parser_.reset();
     body_pending_ = false;
@@ -349,7 +382,7 @@ class session : public std::enable_shared_from_this<session> {
     res->body() = std::move(r.body);
     res->keep_alive(keep_alive && !server_->stopped.load());
     res->prepare_payload();
-    stream_.expires_after(std::chrono::seconds(30));
+    set_deadline(write_timeout);
     bhttp::async_write(stream_, *res, [self = shared_from_this(), res](beast::error_code ec, size_t) {
       if (ec) return self->close_socket();
       if (!res->keep_alive()) return self->linger();
@@ -362,9 +395,9 @@ class session : public std::enable_shared_from_this<session> {
   // what the client still sends for a bounded time and size, then close.
   void linger() {
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.shutdown(tcp::socket::shutdown_send, ec);
     if (ec || !body_pending_) return close_socket();
-    stream_.expires_after(linger_ms);
+    set_deadline(linger_ms);
     drain();
   }
 
@@ -379,7 +412,7 @@ class session : public std::enable_shared_from_this<session> {
 
   void write_stream_head(const header_list& headers) {
     server_->streams.fetch_add(1, std::memory_order_relaxed);
-    stream_.expires_never();
+    clear_deadline();
     auto head = std::make_shared<std::string>(
         "HTTP/1.1 200 OK\r\nServer: skein\r\nContent-Type: text/event-stream\r\n"
         "Cache-Control: no-cache\r\nConnection: close\r\nX-Accel-Buffering: no\r\n");
@@ -389,7 +422,7 @@ class session : public std::enable_shared_from_this<session> {
     // counts as backlog.
     streaming_ = true;
     writing_ = true;
-    net::async_write(stream_.socket(), net::buffer(*head), [self = shared_from_this(), head](beast::error_code ec, size_t) {
+    net::async_write(stream_, net::buffer(*head), [self = shared_from_this(), head](beast::error_code ec, size_t) {
       self->writing_ = false;
       if (ec) {
         std::lock_guard<std::mutex> lock{self->stream_mu_};
@@ -403,7 +436,7 @@ class session : public std::enable_shared_from_this<session> {
 
   // A stream client sends nothing; a read that ends means it went away.
   void watch_disconnect() {
-    stream_.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code) {
+    stream_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code) {
       self->close_stream();
     });
   }
@@ -437,7 +470,7 @@ class session : public std::enable_shared_from_this<session> {
     if (next.empty()) return;
     writing_ = true;
     auto buf = std::make_shared<std::string>(std::move(next));
-    net::async_write(stream_.socket(), net::buffer(*buf), [self = shared_from_this(), buf](beast::error_code ec, size_t) {
+    net::async_write(stream_, net::buffer(*buf), [self = shared_from_this(), buf](beast::error_code ec, size_t) {
       self->writing_ = false;
       {
         std::lock_guard<std::mutex> lock{self->stream_mu_};
@@ -471,8 +504,8 @@ class session : public std::enable_shared_from_this<session> {
     release_reserved();
     release_in_flight();
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
-    stream_.socket().close(ec);
+    stream_.shutdown(tcp::socket::shutdown_both, ec);
+    stream_.close(ec);
     if (streaming_) {
       {
         std::lock_guard<std::mutex> lock{stream_mu_};
@@ -487,8 +520,11 @@ class session : public std::enable_shared_from_this<session> {
   // before the socket closes.
   static constexpr size_t linger_bytes_max = 256 << 10;
   static constexpr std::chrono::milliseconds linger_ms{1000};
+  static constexpr std::chrono::seconds write_timeout{30};  // a response, from its first byte to its last
+  static constexpr int64_t no_deadline_ns = std::numeric_limits<int64_t>::max();
 
-  beast::tcp_stream stream_;
+  tcp::socket stream_;  // on the session's strand
+  std::atomic<int64_t> deadline_ns_{no_deadline_ns};  // steady clock; the sweeper closes the connection past it
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   std::shared_ptr<server::impl> server_;
@@ -554,6 +590,10 @@ void server::impl::accept() {
       beast::error_code ignored;
       socket.close(ignored);
     } else {
+      // Answers go out whole in one write; without Nagle a small one never
+      // waits for the client's ack of the last.
+      beast::error_code ignored;
+      socket.set_option(tcp::no_delay(true), ignored);
       auto s = std::make_shared<session>(std::move(socket), self);
       {
         std::lock_guard<std::mutex> lock{self->sessions_mu};
@@ -563,6 +603,19 @@ void server::impl::accept() {
       s->start();
     }
     self->accept();
+  });
+}
+
+void server::impl::sweep() {
+  sweeper.expires_after(sweep_period);
+  sweeper.async_wait([self = shared_from_this()](beast::error_code ec) {
+    if (ec || self->stopped.load()) return;
+    int64_t now = steady_now_ns();
+    {
+      std::lock_guard<std::mutex> lock{self->sessions_mu};
+      for (const auto& s : self->sessions) s->expire_if_due(now);  // posts only: nothing runs under the lock
+    }
+    self->sweep();
   });
 }
 
@@ -595,6 +648,7 @@ status server::start(const std::string& host, uint16_t port, server_limits limit
   if (!ec) p->acceptor.listen(net::socket_base::max_listen_connections, ec);
   if (ec) return status::io_error("listen on " + host + ":" + std::to_string(port) + ": " + ec.message());
   p->accept();
+  net::post(p->sweep_strand, [p] { p->sweep(); });
   for (size_t i = 0; i < std::max<size_t>(1, threads); ++i) p->threads.emplace_back([p] { p->ioc.run(); });
   out->reset(new server(p));
   return status::ok();
@@ -622,6 +676,7 @@ void server::stop() {
   net::post(impl_->ioc, [p = impl_] {
     beast::error_code ec;
     p->acceptor.close(ec);
+    net::post(p->sweep_strand, [p] { p->sweeper.cancel(); });
     std::vector<std::shared_ptr<session>> all;
     {
       std::lock_guard<std::mutex> lock{p->sessions_mu};

@@ -1,0 +1,187 @@
+// The HTTP server's connection handling on its own, under a plain handler: the
+// deadlines of a connection (idle between requests, a body that never ends, an
+// answer that takes long), and keep-alive requests sent back to back on one
+// connection each getting their own answer.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "tools/server/http_server.hpp"
+
+using namespace skein;
+using namespace std::chrono_literals;
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+// A blocking TCP connection with a receive timeout (the bound on every wait).
+class conn {
+ public:
+  explicit conn(uint16_t port, std::chrono::milliseconds timeout = 8s) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd_ >= 0);
+    timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  }
+  ~conn() { ::close(fd_); }
+  conn(const conn&) = delete;
+  conn& operator=(const conn&) = delete;
+
+  bool send(const std::string& bytes) {
+    return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
+  }
+
+  // Everything until the server closes the connection (true), or the receive
+  // timeout passes first (false).
+  bool read_until_closed(std::string* out) {
+    char buf[4096];
+    for (;;) {
+      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n == 0) return true;
+      if (n < 0) return errno == ECONNRESET;
+      out->append(buf, static_cast<size_t>(n));
+    }
+  }
+
+  // Reads until `bytes` holds `count` whole responses (Content-Length bodies).
+  bool read_responses(size_t count, std::vector<std::string>* bodies) {
+    std::string in;
+    char buf[4096];
+    while (bodies->size() < count) {
+      size_t head_end = in.find("\r\n\r\n");
+      if (head_end != std::string::npos) {
+        size_t length = 0;
+        auto cl = in.find("Content-Length: ");
+        if (cl != std::string::npos && cl < head_end) length = std::stoul(in.substr(cl + 16));
+        if (in.size() >= head_end + 4 + length) {
+          bodies->push_back(in.substr(head_end + 4, length));
+          in.erase(0, head_end + 4 + length);
+          continue;
+        }
+      }
+      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) return false;
+      in.append(buf, static_cast<size_t>(n));
+    }
+    return in.empty();
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+std::string post(const std::string& target, const std::string& body) {
+  return "POST " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\nX-Seen: " + target + "\r\n\r\n" + body;
+}
+
+// Answers each request with its target, its body and the X-Seen header it was
+// sent with; "/slow" answers from another thread after slow_ms.
+struct echo_server {
+  static constexpr auto slow_ms = 1500ms;
+  std::unique_ptr<http::server> srv;
+  std::mutex mu;
+  std::vector<std::thread> answerers;  // guarded by mu
+
+  explicit echo_server(http::server_limits limits) {
+    auto h = [this](http::request& req, std::shared_ptr<http::exchange> ex) {
+      http::response r;
+      r.content_type = "text/plain";
+      r.body = req.target + "|" + req.body + "|" + req.header("x-seen") + "|" + req.header("x-once");
+      if (req.target != "/slow") return ex->reply(std::move(r));
+      std::lock_guard<std::mutex> lock{mu};
+      answerers.emplace_back([ex, r]() mutable {
+        std::this_thread::sleep_for(slow_ms);  // the slow work itself, not a wait for an event
+        ex->reply(std::move(r));
+      });
+    };
+    REQUIRE(http::server::start("127.0.0.1", 0, limits, h, 2, &srv).is_ok());
+  }
+  ~echo_server() {
+    std::vector<std::thread> all;
+    {
+      std::lock_guard<std::mutex> lock{mu};
+      all.swap(answerers);
+    }
+    for (auto& t : all) t.join();
+    srv->stop();
+  }
+};
+
+http::server_limits short_limits() {
+  http::server_limits l;
+  l.idle_timeout = 1s;
+  l.body_timeout = 1s;
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("http server: a keep-alive connection idle past idle_timeout is closed, not before") {
+  echo_server s{short_limits()};
+  conn c{s.srv->port()};
+  REQUIRE(c.send(post("/a", "x")));
+  auto sent = steady::now();
+  std::string got;
+  REQUIRE(c.read_until_closed(&got));
+  auto closed_after = steady::now() - sent;
+  CHECK(got.find("/a|x|/a|") != std::string::npos);  // answered first, then closed for idling
+  CHECK(closed_after >= 900ms);
+  CHECK(closed_after < 6s);
+}
+
+TEST_CASE("http server: a body that is announced and never sent is cut off at body_timeout") {
+  echo_server s{short_limits()};
+  conn c{s.srv->port()};
+  REQUIRE(c.send("POST /a HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\nonly this"));
+  auto sent = steady::now();
+  std::string got;
+  REQUIRE(c.read_until_closed(&got));
+  CHECK(got.empty());  // the handler never saw it
+  CHECK(steady::now() - sent >= 900ms);
+  CHECK(s.srv->counters().in_flight == 0);
+  CHECK(s.srv->counters().body_bytes_buffered == 0);
+}
+
+TEST_CASE("http server: an answer that takes longer than every timeout still reaches the client") {
+  echo_server s{short_limits()};
+  conn c{s.srv->port()};
+  REQUIRE(c.send(post("/slow", "zzz")));
+  std::vector<std::string> bodies;
+  REQUIRE(c.read_responses(1, &bodies));
+  CHECK(bodies[0] == "/slow|zzz|/slow|");
+  // And the connection serves the next request.
+  REQUIRE(c.send(post("/b", "y")));
+  bodies.clear();
+  REQUIRE(c.read_responses(1, &bodies));
+  CHECK(bodies[0] == "/b|y|/b|");
+}
+
+TEST_CASE("http server: requests sent back to back on one connection get their own answers, in order") {
+  echo_server s{http::server_limits{}};
+  conn c{s.srv->port()};
+  // One write holding three requests: the second carries a header the others
+  // lack, the third a shorter body than the first; neither may leak.
+  std::string burst = post("/one", "first body, the longest") +
+                      "POST /two HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Once: yes\r\nContent-Length: 3\r\n\r\nabc" +
+                      post("/three", "ok");
+  REQUIRE(c.send(burst));
+  std::vector<std::string> bodies;
+  REQUIRE(c.read_responses(3, &bodies));
+  CHECK(bodies[0] == "/one|first body, the longest|/one|");
+  CHECK(bodies[1] == "/two|abc||yes");
+  CHECK(bodies[2] == "/three|ok|/three|");
+}
