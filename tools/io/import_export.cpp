@@ -261,7 +261,7 @@ status export_thread(const manifest& m, const std::vector<event>& events, std::s
   }, out);
 }
 
-status export_thread(const manifest& m, const std::vector<raw_event>& events, std::string* out) {
+status export_thread_raw(const manifest& m, const std::vector<raw_event>& events, std::string* out) {
   return export_lines(m, events.size(), [&](size_t i, uint64_t* seq, std::string* line) {
     *seq = events[i].seq;
     line->assign(events[i].json);

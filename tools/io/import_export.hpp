@@ -75,6 +75,6 @@ status parse_import(std::string_view body, import_format format, const std::stri
 status export_thread(const manifest& m, const std::vector<event>& events, std::string* out);
 // export_thread() of events as stored (event_log::read_events_raw): their JSON
 // is the line, byte for byte what encoding them again would write.
-status export_thread(const manifest& m, const std::vector<raw_event>& events, std::string* out);
+status export_thread_raw(const manifest& m, const std::vector<raw_event>& events, std::string* out);
 
 }  // namespace skein

@@ -926,7 +926,7 @@ void export_thread_route(ctx& c, const std::string& id) {
   if (status s = c.rt().read_raw(id, 1, 0, group_filter{}, &events, &next); !s) return c.fail(s);
   m.last_seq = events.size();  // the log as read, even if a run appended meanwhile
   std::string body;
-  if (status s = export_thread(m, events, &body); !s) return c.fail(s);
+  if (status s = export_thread_raw(m, events, &body); !s) return c.fail(s);
   c.reply(response{200, "application/x-ndjson", std::move(body), {}});
 }
 
