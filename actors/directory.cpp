@@ -42,7 +42,6 @@ class directory_actor : public caf::event_based_actor {
     agents_.clear();
     threads_.clear();
     by_address_.clear();
-    fail_activations(to_error(status::overloaded("the runtime is closing")));
     if (readers_) readers_->stop();
     ctx_.reset();
   }
@@ -179,50 +178,14 @@ class directory_actor : public caf::event_based_actor {
       return it->second.actor;
     }
     if (deleting_.count(id)) return to_error(status::not_found("thread " + id + " is being deleted"));
-    if (status s = validate_id(id, "thread id"); !s) return to_error(s);
-    // A cold activation reads the manifest on a reader, so that activations of
-    // other threads go on meanwhile; more requests for this one join it, and
-    // are answered in the order they came.
-    caf::response_promise promise = make_response_promise();
-    auto [pending, fresh] = activating_.try_emplace(id);
-    pending->second.waiters.push_back(promise);
-    if (!fresh) return promise;
-    uint64_t gen = pending->second.gen = ++activation_gen_;
-    auto m = std::make_shared<manifest>();
-    event_log* log = config_.log;
-    std::function<status()> job = [log, id, m] { return log->read_manifest(id, m.get()); };
-    std::function<void(const status&)> done = [this, id, gen, m](const status& s) {
-      activated(id, gen, s, std::move(*m));
-    };
-    // Readers full: read here, as before the pool (slower, never refused).
-    if (!readers_->try_read_then(this, job, done)) done(job());
-    return promise;
-  }
-
-  // The manifest read of activation `gen` of `id` is done: the thread actor
-  // starts, and every request that joined the activation gets it (or the error).
-  void activated(const std::string& id, uint64_t gen, const status& read, manifest m) {
-    auto it = activating_.find(id);
-    if (it == activating_.end() || it->second.gen != gen) return;  // ended (erase, close)
-    std::vector<caf::response_promise> waiters = std::move(it->second.waiters);
-    activating_.erase(it);
-    caf::error err;
-    caf::actor actor;
-    if (closing_) err = to_error(status::overloaded("the runtime is closing"));
-    else if (!read) err = to_error(read);
-    else if (auto started = start_thread(id, std::move(m)); started) actor = *started;
-    else err = std::move(started.error());
-    for (auto& w : waiters) {
-      if (err) w.deliver(err);
-      else w.deliver(actor);
-    }
-  }
-
-  // Activations under way end with `err` (erase of their thread, close).
-  void fail_activations(const caf::error& err) {
-    for (auto& [id, a] : activating_)
-      for (auto& w : a.waiters) w.deliver(err);
-    activating_.clear();
+    // The manifest is read here, not on the reader pool: measured, the round
+    // trip to a reader made serial cold activations slower (skein-bench scale)
+    // and concurrent ones no faster, a manifest being one point read.
+    manifest m;
+    if (status s = config_.log->read_manifest(id, &m); !s) return to_error(s);
+    auto started = start_thread(id, std::move(m));
+    if (!started) return std::move(started.error());
+    return *started;
   }
 
   caf::expected<caf::actor> start_thread(const std::string& id, manifest m) {
@@ -240,12 +203,6 @@ class directory_actor : public caf::event_based_actor {
     shed();
     return actor;
   }
-
-  // Activations whose manifest read is under way, by thread id.
-  struct activation {
-    uint64_t gen = 0;
-    std::vector<caf::response_promise> waiters;
-  };
 
   // Past the cap, asks the least recently used thread actors to passivate; busy
   // ones decline and are asked again when their turn comes round.
@@ -334,11 +291,6 @@ class directory_actor : public caf::event_based_actor {
   // Stops the thread's actor (if active) and erases its log; then `done`.
   void erase_then(const std::string& id, std::function<void(const caf::error&)> done) {
     deleting_.insert(id);
-    if (auto a = activating_.find(id); a != activating_.end()) {
-      auto gone = to_error(status::not_found("thread " + id + " is being deleted"));
-      for (auto& w : a->second.waiters) w.deliver(gone);
-      activating_.erase(a);
-    }
     auto erase_log = [this, id, done]() mutable {
       request(config_.journal, caf::infinite, erase_atom::value, id)
           .then(
@@ -377,7 +329,6 @@ class directory_actor : public caf::event_based_actor {
       if (e) promise.deliver(e);
       else promise.deliver(true);
     };
-    if (activating_.count(id)) return false;  // being activated: busy, left for the next sweep
     auto it = threads_.find(id);
     if (it == threads_.end()) {
       manifest m;
@@ -408,7 +359,6 @@ class directory_actor : public caf::event_based_actor {
   // then the agent actors; answers when all thread actors are gone.
   caf::result<void> close() {
     closing_ = true;
-    fail_activations(to_error(status::overloaded("the runtime is closing")));
     auto promise = make_response_promise();
     auto left = std::make_shared<size_t>(threads_.size());
     auto finish = [this, promise]() mutable {
@@ -445,8 +395,6 @@ class directory_actor : public caf::event_based_actor {
   directory_config config_;
   std::shared_ptr<const thread_context> ctx_;
   std::shared_ptr<reader_pool> readers_;
-  std::unordered_map<std::string, activation> activating_;
-  uint64_t activation_gen_ = 0;
   std::unordered_map<std::string, thread_entry> threads_;
   std::unordered_map<caf::actor_addr, std::string> by_address_;
   std::list<std::string> lru_;

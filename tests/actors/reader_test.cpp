@@ -1,6 +1,6 @@
 // Storage reads off the actors: the reader pool (bounded, answering by
-// message), the directory's activations through it, and subscription backlogs
-// read through it while live events wait their turn.
+// message), and subscription backlogs read through it while live events wait
+// their turn.
 #include <caf/all.hpp>
 #include <catch2/catch.hpp>
 #include <algorithm>
@@ -99,65 +99,6 @@ TEST_CASE("a full reader pool refuses at once and the asking actor never blocks"
   CHECK(pool->queued() == 0);
   pool->stop();
   self->send_exit(asker, caf::exit_reason::user_shutdown);
-}
-
-TEST_CASE("requests for a thread whose activation is reading its manifest join that activation") {
-  det_runtime rt;
-  rt.add_agent(scripted_agent("a", R"({"default": {"reply": "ok"}})"));
-  auto t = rt.add_thread("a");
-  auto u = rt.add_thread("a");
-  rt.advance(std::chrono::milliseconds(core_options{}.idle_passivate) + 1ms);  // both passivate
-  auto stats = [&] { return rt.ask<directory_stats>(rt.actors.directory, caf::get_atom::value, stats_atom::value); };
-  const uint64_t before = stats().activations;
-  REQUIRE(stats().active == 0);
-  for (int i = 0; i < 3; ++i) (*rt.self)->send(rt.actors.directory, resolve_atom::value, t.id);
-  (*rt.self)->send(rt.actors.directory, resolve_atom::value, u.id);
-  (*rt.self)->send(rt.actors.directory, resolve_atom::value, std::string{"missing"});
-  // While the reads are pending the directory answers others.
-  run_all_but_readers(rt);
-  CHECK((*rt.self)->mailbox().empty());
-  rt.run();
-  std::vector<caf::actor> got;
-  std::vector<status> errors;
-  while (!(*rt.self)->mailbox().empty())
-    (*rt.self)->receive([&](caf::actor& a) { got.push_back(a); },
-                        [&](caf::error& e) { errors.push_back(to_status(e)); });
-  REQUIRE(got.size() == 4);
-  std::map<caf::actor, size_t> answers;  // by actor: how many requests got it
-  for (const auto& a : got) ++answers[a];
-  REQUIRE(answers.size() == 2);
-  std::vector<size_t> counts;
-  for (const auto& [a, n] : answers) counts.push_back(n);
-  std::sort(counts.begin(), counts.end());
-  CHECK(counts == std::vector<size_t>{1, 3});
-  REQUIRE(errors.size() == 1);
-  CHECK(errors[0].code() == errc::not_found);
-  CHECK(stats().activations == before + 2);  // one per thread, not one per request
-  CHECK(stats().active == 2);
-}
-
-TEST_CASE("a thread deleted while its activation reads its manifest is not activated") {
-  det_runtime rt;
-  rt.add_agent(scripted_agent("a", R"({"default": {"reply": "ok"}})"));
-  auto t = rt.add_thread("a");
-  rt.advance(std::chrono::milliseconds(core_options{}.idle_passivate) + 1ms);
-  (*rt.self)->send(rt.actors.directory, resolve_atom::value, t.id);
-  run_all_but_readers(rt);
-  (*rt.self)->send(rt.actors.directory, delete_atom::value, t.id);
-  rt.run();
-  std::vector<status> errors;
-  size_t actors = 0, acks = 0;
-  while (!(*rt.self)->mailbox().empty())
-    (*rt.self)->receive([&](caf::actor&) { ++actors; }, [&] { ++acks; },
-                        [&](caf::error& e) { errors.push_back(to_status(e)); });
-  CHECK(actors == 0);
-  CHECK(acks == 1);
-  REQUIRE(errors.size() == 1);
-  CHECK(errors[0].code() == errc::not_found);
-  auto stats = rt.ask<directory_stats>(rt.actors.directory, caf::get_atom::value, stats_atom::value);
-  CHECK(stats.active == 0);
-  manifest m;
-  CHECK(rt.log->read_manifest(t.id, &m).code() == errc::not_found);
 }
 
 TEST_CASE("live events committed while a subscription's backlog is read follow the backlog in order") {
