@@ -137,6 +137,12 @@ struct core_options {
   int64_t start_stale_ms = 1800000;                    // running, no heartbeat at all, this old: orphaned
   // Shared by the runtime and every thread actor; copies share the counters.
   std::shared_ptr<compaction_counters> compactions = std::make_shared<compaction_counters>();
+  // Storage reads off the actors (reader_pool.hpp): reader threads, and reads
+  // queued or running at once before a new one is refused as overloaded.
+  size_t reader_threads = 2;
+  size_t reads_queued_max = 4096;
+  // false: readers are scheduled actors (CAF's test coordinator drives them).
+  bool detached_readers = true;
 };
 
 // Whether a manifest describes a run nobody is driving any more, at wall time `now_ms`.

@@ -11,6 +11,7 @@
 #include "actors/thread_actor.hpp"
 #include "actors/thread_actor_impl.hpp"
 
+#include <algorithm>
 #include <caf/actor_system.hpp>
 #include <cassert>
 #include <caf/event_based_actor.hpp>
@@ -20,6 +21,7 @@
 
 #include "actors/error.hpp"
 #include "actors/journal.hpp"
+#include "actors/reader_pool.hpp"
 #include "actors/work_messages.hpp"
 #include "persistence/event_log.hpp"
 #include "persistence/recovery.hpp"
@@ -422,9 +424,15 @@ void thread_actor::on_committed(manifest after) {
   manifest_ = std::move(after);
   uint64_t first_seq = job.events.empty() ? 0 : job.events.front().seq;
   for (const auto& e : job.events) {
-    for (const auto& sub : subscribers_)
-      if (e.seq >= sub.from_seq) send(sub.sink, event_atom::value, manifest_.id, e);
+    published_ptr shared;  // one for every subscriber: encoded or decoded at most once
+    for (auto& sub : subscribers_) {
+      if (e.seq < sub.from_seq) continue;
+      if (!shared) shared = std::make_shared<const published_event>(e);
+      if (sub.backlog_pending) sub.held.push_back(shared);
+      else send(sub.sink, event_atom::value, manifest_.id, shared);
+    }
     if (conversation_) extend_working_conversation(&*conversation_, e);
+    else if (conversation_loading_) conversation_tail_.push_back(e);
   }
   if (job.on_done) job.on_done(first_seq);
   if (stopping_ && commits_.empty()) finish_stop();
@@ -500,17 +508,55 @@ caf::result<manifest> thread_actor::user_title(std::string title) {
 
 caf::result<uint64_t> thread_actor::subscribe(uint64_t from_seq, caf::actor& sink) {
   if (!sink) return to_error(status::invalid_input("subscribe: no sink"));
-  std::vector<event> backlog;
-  if (from_seq <= manifest_.last_seq) {
-    if (status s = ctx_->log->read_events(manifest_.id, std::max<uint64_t>(from_seq, 1), 0, &backlog); !s)
-      return to_error(s);
-  }
   // Only what was acknowledged: a commit in flight is delivered when its ack comes.
-  for (const auto& e : backlog)
-    if (e.seq <= manifest_.last_seq) send(sink, event_atom::value, manifest_.id, e);
+  const uint64_t last = manifest_.last_seq;
   monitor(sink);
   subscribers_.push_back(subscriber{sink, from_seq});
-  return manifest_.last_seq + 1;
+  if (from_seq > last) return last + 1;
+  // The backlog is read on a reader, as stored; live events wait behind it.
+  caf::response_promise promise = make_response_promise();
+  subscriber& sub = subscribers_.back();
+  sub.backlog_pending = true;
+  sub.answer = promise;
+  auto backlog = std::make_shared<std::vector<raw_event>>();
+  const event_log* log = ctx_->log;
+  const uint64_t first = std::max<uint64_t>(from_seq, 1);
+  std::function<status()> job = [log, id = manifest_.id, first, last, backlog] {
+    return log->read_events_raw(id, first, last - first + 1, backlog.get());
+  };
+  std::function<void(const status&)> done = [this, sink, last, backlog](const status& s) {
+    on_backlog(sink, last, s, *backlog);
+  };
+  // Readers full: read here, as before the pool (slower, never refused).
+  if (!ctx_->readers->try_read_then(this, job, done)) done(job());
+  return promise;
+}
+
+void thread_actor::on_backlog(const caf::actor& sink, uint64_t last, const status& read,
+                              std::vector<raw_event>& backlog) {
+  auto it = std::find_if(subscribers_.begin(), subscribers_.end(),
+                         [&](const subscriber& s) { return s.sink == sink && s.backlog_pending; });
+  if (it == subscribers_.end()) return;  // unsubscribed meanwhile (its answer went with it)
+  caf::response_promise answer = it->answer;
+  if (!read) {
+    demonitor(it->sink);
+    subscribers_.erase(it);
+    answer.deliver(to_error(read));
+    arm_idle_timer();
+    return;
+  }
+  for (auto& r : backlog)
+    if (r.seq <= last) send(sink, event_atom::value, manifest_.id, published_ptr{std::make_shared<const published_event>(std::move(r))});
+  for (auto& p : it->held) send(sink, event_atom::value, manifest_.id, std::move(p));
+  it->held.clear();
+  it->backlog_pending = false;
+  it->answer = caf::response_promise{};
+  answer.deliver(last + 1);
+}
+
+void thread_actor::end_backlogs(const caf::error& err) {
+  for (auto& sub : subscribers_)
+    if (sub.backlog_pending && sub.answer.pending()) sub.answer.deliver(err);
 }
 
 void thread_actor::drop_subscriber(const caf::actor_addr& who) {
@@ -518,6 +564,8 @@ void thread_actor::drop_subscriber(const caf::actor_addr& who) {
                          [&](const subscriber& s) { return s.sink.address() == who; });
   if (it == subscribers_.end()) return;
   demonitor(it->sink);
+  if (it->backlog_pending && it->answer.pending())
+    it->answer.deliver(to_error(status::not_found("subscription ended before its backlog was read")));
   subscribers_.erase(it);
   arm_idle_timer();
 }
@@ -532,6 +580,7 @@ void thread_actor::arm_idle_timer() {
 }
 
 void thread_actor::passivate() {
+  end_backlogs(to_error(status::io_error("thread " + manifest_.id + " left before the subscription's backlog was read")));
   send(ctx_->directory, passivate_atom::value, manifest_.id, caf::actor_cast<caf::actor>(this));
   quit();
 }
@@ -551,6 +600,7 @@ caf::result<void> thread_actor::stop(bool graceful) {
   }
   auto gone = to_error(status::not_found("thread " + manifest_.id + " was deleted"));
   // Subscribers hear the end now; a commit still in flight has nobody left to tell.
+  end_backlogs(gone);
   for (const auto& sub : subscribers_) {
     send(sub.sink, caf::close_atom::value, manifest_.id, std::string{"deleted"});
     demonitor(sub.sink);
@@ -576,6 +626,7 @@ caf::result<void> thread_actor::stop(bool graceful) {
 }
 
 void thread_actor::finish_stop() {
+  end_backlogs(to_error(status::not_found("thread " + manifest_.id + " stopped before the subscription's backlog was read")));
   if (stop_promise_.pending()) stop_promise_.deliver(caf::unit);
   quit();
 }

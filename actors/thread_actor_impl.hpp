@@ -12,6 +12,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "actors/published_event.hpp"
 #include "actors/thread_actor.hpp"
 #include "persistence/event_log.hpp"
 #include "runtime/model/compaction.hpp"
@@ -324,6 +325,10 @@ class thread_actor : public caf::event_based_actor {
 
   // Loads the working conversation once after activation (read_working_view).
   status load_conversation();
+  // The working conversation, then `then(ok)`; read on a reader the first time
+  // (the first run after activation), so the actor goes on meanwhile. `then`
+  // gets the read's error if it failed (overloaded when the readers are full).
+  void with_conversation(std::function<void(const status&)> then);
 
   // --- commits ----------------------------------------------------------------
 
@@ -366,6 +371,13 @@ class thread_actor : public caf::event_based_actor {
 
   caf::result<uint64_t> subscribe(uint64_t from_seq, caf::actor& sink);
 
+  // The backlog read for `sink` (events up to `last`) is done: it goes out, then
+  // what was held meanwhile.
+  void on_backlog(const caf::actor& sink, uint64_t last, const status& read, std::vector<raw_event>& backlog);
+
+  // The actor is leaving: subscriptions whose backlog is still being read get `err`.
+  void end_backlogs(const caf::error& err);
+
   void drop_subscriber(const caf::actor_addr& who);
 
   // --- lifecycle ----------------------------------------------------------------
@@ -399,6 +411,9 @@ class thread_actor : public caf::event_based_actor {
   // up to date by every commit, so later runs do not read the log again. Each
   // engine call borrows it (an O(1) copy), so a step costs the same on a long thread.
   std::optional<event_list> conversation_;
+  bool conversation_loading_ = false;         // with_conversation's read is in flight
+  std::vector<event> conversation_tail_;      // events committed while it is
+  std::vector<std::function<void(const status&)>> conversation_waiters_;
   std::deque<commit_job> commits_;  // front() is in flight when in_flight_
   bool in_flight_ = false;
   bool failed_ = false;
@@ -417,6 +432,11 @@ class thread_actor : public caf::event_based_actor {
   struct subscriber {
     caf::actor sink;
     uint64_t from_seq;  // events before it are not this subscriber's
+    // While its backlog is read (on a reader): live events wait here, so that
+    // they follow the backlog; `answer` gets the next seq once it is sent.
+    bool backlog_pending = false;
+    std::vector<published_ptr> held;
+    caf::response_promise answer;
   };
   std::vector<subscriber> subscribers_;
   uint64_t gens_ = 0;

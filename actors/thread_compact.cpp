@@ -15,6 +15,7 @@
 #include <cassert>
 
 #include "actors/error.hpp"
+#include "actors/reader_pool.hpp"
 #include "actors/thread_actor_impl.hpp"
 #include "persistence/event_log.hpp"
 #include "runtime/model/conversation.hpp"
@@ -23,10 +24,16 @@
 namespace skein {
 
 status read_working_view(const event_log& log, const manifest& m, std::vector<event>* out,
-                         size_t* events_read) {
+                         size_t* events_read, bool upto_last_seq) {
   std::vector<event> read;
+  if (upto_last_seq && m.last_seq == 0) {
+    if (events_read != nullptr) *events_read = 0;
+    out->clear();
+    return status::ok();
+  }
   if (m.compaction_seq != 0 && m.compaction_seq <= m.last_seq) {
-    SKEIN_TRY(log.read_events(m.id, m.compaction_seq, 0, &read));
+    const size_t limit = upto_last_seq ? m.last_seq - m.compaction_seq + 1 : 0;
+    SKEIN_TRY(log.read_events(m.id, m.compaction_seq, limit, &read));
     // The manifest names a compaction event: trust it only if it is one, and
     // one that says where the prompt is. One without counts (a v1 payload:
     // older or imported) does not: the full read below finds the prompt.
@@ -47,7 +54,7 @@ status read_working_view(const event_log& log, const manifest& m, std::vector<ev
     }
     read.clear();
   }
-  SKEIN_TRY(log.read_events(m.id, 1, 0, &read));
+  SKEIN_TRY(log.read_events(m.id, 1, upto_last_seq ? m.last_seq : 0, &read));
   if (events_read != nullptr) *events_read = read.size();
   *out = working_conversation(read);
   return status::ok();
@@ -65,7 +72,36 @@ status thread_actor::load_conversation() {
   std::vector<event> view;
   SKEIN_TRY(read_working_view(*ctx_->log, manifest_, &view));
   conversation_ = working_list(std::move(view));
+  conversation_tail_.clear();  // a read in flight finds conversation_ set and is dropped
   return status::ok();
+}
+
+void thread_actor::with_conversation(std::function<void(const status&)> then) {
+  if (conversation_) return then(status::ok());
+  conversation_waiters_.push_back(std::move(then));
+  if (conversation_loading_) return;
+  conversation_loading_ = true;
+  conversation_tail_.clear();
+  // The view up to the last acknowledged seq, read on a reader; what commits
+  // while it is read goes to conversation_tail_ and is added after it.
+  auto view = std::make_shared<std::vector<event>>();
+  const event_log* log = ctx_->log;
+  std::function<status()> job = [log, m = manifest_, view] {
+    return read_working_view(*log, m, view.get(), nullptr, true);
+  };
+  std::function<void(const status&)> done = [this, view](const status& s) {
+    conversation_loading_ = false;
+    if (s && !conversation_) {
+      conversation_ = working_list(std::move(*view));
+      for (const auto& e : conversation_tail_) extend_working_conversation(&*conversation_, e);
+    }
+    conversation_tail_.clear();
+    auto waiters = std::move(conversation_waiters_);
+    conversation_waiters_.clear();
+    for (auto& w : waiters) w(conversation_ ? status::ok() : s);
+  };
+  // Readers full: read here, as before the pool (slower, never refused).
+  if (!ctx_->readers->try_read_then(this, job, done)) done(job());
 }
 
 caf::result<compact_result> thread_actor::on_compact(compact_request req) {

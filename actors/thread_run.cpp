@@ -121,12 +121,15 @@ void thread_actor::start_run(pending_input p) {
     answer_accepted(run_id, caf::error{});
     if (run_ && run_->gen == gen) run_->first_seq = first_seq;
     if (!current(gen)) return;
-    // The first run since activation reads the working view once.
-    if (status s = load_conversation(); !s) {
-      end_run(run_outcome::failed, "", "cannot read the thread's log: " + s.to_string());
-      return;
-    }
-    call_engine();
+    // The first run since activation reads the working view once, on a reader.
+    with_conversation([this, gen](const status& s) {
+      if (!current(gen)) return;
+      if (!s) {
+        end_run(run_outcome::failed, "", "cannot read the thread's log: " + s.to_string());
+        return;
+      }
+      call_engine();
+    });
   };
   commit(std::move(job));
 }

@@ -339,6 +339,13 @@ class event_log {
   status read_events_lenient(std::string_view thread_id, uint64_t from_seq, size_t limit,
                              std::vector<event>* out,
                              std::vector<unreadable_record>* unreadable) const;
+  // read_events() without the decode: each event's stored JSON, which is what
+  // encode_event writes for it (the API's and the export's form). Checked: the
+  // key, the value's size against json_bytes_max, and an envelope whose seq is
+  // the key's; a value that fails is corruption, as in read_events(). What the
+  // check leaves out (a payload that would not decode) is served as stored.
+  status read_events_raw(std::string_view thread_id, uint64_t from_seq, size_t limit,
+                         std::vector<raw_event>* out) const;
   // The seq of the thread's last event key (its value unread); 0 when it has none.
   status last_event_seq(std::string_view thread_id, uint64_t* out) const;
   // Index entries naming the thread, found by a scan of the whole index: for a

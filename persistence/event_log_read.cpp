@@ -178,6 +178,36 @@ status event_log::read_events_lenient(std::string_view thread_id, uint64_t from_
   return from_rocks(it->status(), "scan events");
 }
 
+status event_log::read_events_raw(std::string_view thread_id, uint64_t from_seq, size_t limit,
+                                  std::vector<raw_event>* out) const {
+  SKEIN_TRY(validate_id(thread_id, "thread id"));
+  out->clear();
+  std::string upper = keys::event_prefix_end(thread_id);
+  rocksdb::Slice upper_slice{upper};
+  rocksdb::ReadOptions ro;
+  ro.iterate_upper_bound = &upper_slice;
+  std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(ro, impl_->cf(cf_events))};
+  for (it->Seek(keys::event_key(thread_id, std::max<uint64_t>(from_seq, 1)));
+       it->Valid() && (limit == 0 || out->size() < limit); it->Next()) {
+    std::string_view key = it->key().ToStringView(), thread;
+    uint64_t seq = 0;
+    if (!keys::parse_event_key(key, &thread, &seq) || thread != thread_id)
+      return status::corruption("events key " + printable_key(key) + ": malformed");
+    std::string_view value = it->value().ToStringView();
+    raw_event e;
+    auto name = [&] { return "events key " + std::string{thread} + "#" + std::to_string(seq); };
+    if (value.size() > options_.limits.json_bytes_max)
+      return status::corruption(name() + ": " + std::to_string(value.size()) +
+                                " bytes exceeds json_bytes_max");
+    if (!peek_event_envelope(value, &e.seq, &e.type))
+      return status::corruption(name() + ": no event envelope");
+    if (e.seq != seq) return status::corruption(name() + ": value holds seq " + std::to_string(e.seq));
+    e.json.assign(value);
+    out->push_back(std::move(e));
+  }
+  return from_rocks(it->status(), "scan events");
+}
+
 status event_log::list_threads(const thread_query& q, thread_page* out) const {
   out->threads.clear();
   out->next_cursor.clear();

@@ -13,6 +13,7 @@
 #include "actors/thread_actor.hpp"
 #include "actors/error.hpp"
 #include "actors/messages.hpp"
+#include "actors/published_event.hpp"
 #include "actors/scheduler.hpp"
 #include "actors/work_messages.hpp"
 #include "runtime/model/hashing_embedder.hpp"
@@ -114,16 +115,34 @@ caf::behavior client_actor(caf::event_based_actor* self, caf::actor directory) {
 
 caf::behavior sink_actor(caf::event_based_actor*, event_sink sink,
                          std::shared_ptr<std::atomic<uint64_t>> failures) {
+  auto ended = std::make_shared<bool>(false);  // on_end was called: nothing more goes out
   return {
-      [sink, failures](event_atom, std::string&, event& e) {
-        if (sink.on_event) guard_host_call(failures, "a subscriber's on_event", [&] { sink.on_event(e); });
+      [sink, failures, ended](event_atom, std::string&, published_ptr& p) {
+        if (*ended) return;
+        if (sink.on_event_json) {
+          guard_host_call(failures, "a subscriber's on_event_json",
+                          [&] { sink.on_event_json(p->seq(), p->type(), p->json()); });
+          return;
+        }
+        if (!sink.on_event) return;
+        const event* e = p->decoded();
+        if (e == nullptr) {
+          // A stored event of the backlog does not decode: the subscription ends
+          // saying so, rather than skip it.
+          *ended = true;
+          if (sink.on_end) guard_host_call(failures, "a subscriber's on_end", [&] { sink.on_end("unreadable"); });
+          return;
+        }
+        guard_host_call(failures, "a subscriber's on_event", [&] { sink.on_event(*e); });
       },
-      [sink, failures](delta_atom, std::string&, std::string& run_id, std::string& delta) {
-        if (sink.on_delta)
+      [sink, failures, ended](delta_atom, std::string&, std::string& run_id, std::string& delta) {
+        if (sink.on_delta && !*ended)
           guard_host_call(failures, "a subscriber's on_delta", [&] { sink.on_delta(run_id, delta); });
       },
       // The thread ended the subscription (it was deleted).
-      [sink](caf::close_atom, std::string&, std::string& reason) {
+      [sink, ended](caf::close_atom, std::string&, std::string& reason) {
+        if (*ended) return;
+        *ended = true;
         if (sink.on_end) sink.on_end(reason);
       },
   };
@@ -645,12 +664,28 @@ status runtime::read(const std::string& thread_id, history_view view, uint64_t f
   return status::ok();
 }
 
+status runtime::read_raw(const std::string& thread_id, uint64_t from_seq, size_t limit,
+                         const group_filter& groups, std::vector<raw_event>* out, uint64_t* next_seq) {
+  SKEIN_TRY(impl_->check_open());
+  SKEIN_TRY(impl_->log->read_events_raw(thread_id, from_seq, limit, out));
+  *next_seq = from_seq;
+  if (!out->empty()) *next_seq = std::max(from_seq, out->back().seq + 1);
+  if (!groups.all())
+    std::erase_if(*out, [&](const raw_event& e) { return !groups.admits(e.type); });
+  return status::ok();
+}
+
 status runtime::subscribe(const std::string& thread_id, uint64_t from_seq, const group_filter& groups,
                           event_sink sink, uint64_t* id) {
   if (groups.all()) return subscribe(thread_id, from_seq, std::move(sink), id);
   if (sink.on_event)
     sink.on_event = [groups, fn = std::move(sink.on_event)](const event& e) {
       if (groups.admits(e.type)) fn(e);
+    };
+  if (sink.on_event_json)
+    sink.on_event_json = [groups, fn = std::move(sink.on_event_json)](uint64_t seq, event_type type,
+                                                                      const std::string& json) {
+      if (groups.admits(type)) fn(seq, type, json);
     };
   if (!groups.admits(event_type::assistant_text)) sink.on_delta = nullptr;
   return subscribe(thread_id, from_seq, std::move(sink), id);

@@ -127,6 +127,10 @@ class run_handle {
 
 struct event_sink {
   std::function<void(const event&)> on_event;                  // durable events, in seq order
+  // Optional, instead of on_event: each durable event as its JSON (what
+  // encode_event writes and the log stores), with its seq and type — no decode
+  // for a backlog, and one encoding per event shared by every subscriber.
+  std::function<void(uint64_t seq, event_type type, const std::string& json)> on_event_json;
   std::function<void(const std::string& run_id, const std::string& delta)> on_delta;  // optional
   // Optional: the thread will send nothing more, and why ("deleted"). Called at
   // most once, after the last on_event; the subscription stays until unsubscribed.
@@ -262,6 +266,10 @@ class runtime {
   // *next_seq is the seq to read from next (past every event read).
   status read(const std::string& thread_id, history_view view, uint64_t from_seq, size_t limit,
               const group_filter& groups, std::vector<event>* out, uint64_t* next_seq);
+  // read() of the complete view without a decode: the stored JSON of each event
+  // (event_log::read_events_raw), which is what encode_event writes for it.
+  status read_raw(const std::string& thread_id, uint64_t from_seq, size_t limit,
+                  const group_filter& groups, std::vector<raw_event>* out, uint64_t* next_seq);
   // Durable events from from_seq on, then live ones, in order and without
   // duplicates; deltas as they stream. *id names the subscription.
   status subscribe(const std::string& thread_id, uint64_t from_seq, event_sink sink, uint64_t* id);

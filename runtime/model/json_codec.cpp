@@ -409,6 +409,29 @@ status decode_event(std::string_view json, event* out, const json_limits& limits
   return status::ok();
 }
 
+bool peek_event_envelope(std::string_view json, uint64_t* seq, event_type* type) {
+  constexpr std::string_view seq_key = "{\"seq\":", type_key = ",\"type\":\"";
+  if (!json.starts_with(seq_key)) return false;
+  size_t i = seq_key.size();
+  uint64_t n = 0;
+  size_t digits = 0;
+  for (; i < json.size() && json[i] >= '0' && json[i] <= '9'; ++i, ++digits) {
+    if (n > (UINT64_MAX - 9) / 10) return false;
+    n = n * 10 + static_cast<uint64_t>(json[i] - '0');
+  }
+  if (digits == 0 || i >= json.size() || json[i] != ',') return false;
+  size_t at = json.find(type_key, i);
+  if (at == std::string_view::npos) return false;
+  size_t begin = at + type_key.size();
+  size_t end = json.find('"', begin);
+  if (end == std::string_view::npos) return false;
+  auto t = parse_event_type(json.substr(begin, end - begin));
+  if (!t) return false;
+  *seq = n;
+  *type = *t;
+  return true;
+}
+
 status encode_manifest(const manifest& m, std::string* out, const json_limits& limits) {
   SKEIN_TRY(validate_id(m.id, "manifest.id"));
   SKEIN_TRY(validate_id(m.agent_id, "manifest.agent_id"));

@@ -56,6 +56,19 @@ status check_storable(const event& e, const json_limits& limits = {});
 status check_storable(const manifest& m, const json_limits& limits = {});
 
 status decode_event(std::string_view json, event* out, const json_limits& limits = {});
+// One stored event as the bytes encode_event wrote (the form stored and served), with the
+// envelope fields read from its prefix (peek_event_envelope), undecoded.
+struct raw_event {
+  uint64_t seq = 0;
+  event_type type = event_type::message;
+  std::string json;
+};
+
+// The envelope of an event as encode_event wrote it, read without a decode: the
+// seq and type from the JSON's prefix `{"seq":N,"ts":T,"run":"...","type":"name",`.
+// Every quote inside a JSON string is escaped, so the first `"type":"` is the
+// envelope's. false when `json` does not start that way (not encode_event's output).
+bool peek_event_envelope(std::string_view json, uint64_t* seq, event_type* type);
 status decode_manifest(std::string_view json, manifest* out, const json_limits& limits = {});
 
 // Checks that `json` is one valid JSON value within limits and writes its minified

@@ -2,6 +2,7 @@
 // test advances time; RocksDB is real.
 #include <catch2/catch.hpp>
 
+#include "actors/published_event.hpp"
 #include "tests/support/det_runtime.hpp"
 
 using namespace skein;
@@ -286,7 +287,7 @@ TEST_CASE("deltas keep the watchdog quiet and reach subscribers without a seq") 
   std::vector<uint64_t> seqs;
   auto sink = rt.sys->spawn([&](caf::event_based_actor*) -> caf::behavior {
     return {[&](delta_atom, std::string&, std::string&, std::string& d) { deltas.push_back(d); },
-            [&](event_atom, std::string&, event& e) { seqs.push_back(e.seq); }};
+            [&](event_atom, std::string&, published_ptr& e) { seqs.push_back(e->seq()); }};
   });
   CHECK(rt.ask<uint64_t>(target, subscribe_atom::value, uint64_t{1}, sink) == 1);
   rt.send(t.id, "go");

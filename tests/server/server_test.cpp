@@ -501,3 +501,92 @@ TEST_CASE("memory search route: hits for the agent's token, 400 naming q or k, 4
   CHECK(f.call("POST", "/v1/agents/alpha/memory?q=frog", "", admin).status == 405);
   CHECK_THAT(f.call("GET", "/metrics", "", admin).body, Catch::Contains("skein_memory_rows 2\n"));
 }
+
+// Stored bytes are wire bytes: GET entries, export and the SSE backlog serve the
+// stored JSON without re-encoding it, and must stay byte-identical to encoding
+// each decoded event — and SSE frames, coalesced into fewer socket writes, must
+// keep their boundaries and resume by Last-Event-ID.
+TEST_CASE("entries, export and SSE serve the stored bytes, frames whole, resumable") {
+  server_fixture f;
+  f.agent("a", R"({"default":{"reply":"ok"}})");
+  manifest m;
+  m.id = "wire";
+  m.agent_id = "a";
+  m.created_at_ms = m.updated_at_ms = 1700000000000;
+  std::vector<event> events;
+  const size_t n = 1500;
+  for (size_t i = 1; i <= n; ++i) {
+    event e;
+    switch (i % 7) {
+      case 0: e = make_message(message_role::user, "q \"" + std::to_string(i) + "\"\n\xc3\xbc"); break;
+      case 1: e = make_thinking("think " + std::to_string(i)); break;
+      case 2: e = make_tool_call("c" + std::to_string(i), "echo", R"({"n":)" + std::to_string(i) + R"(,"s":"a\"b"})"); break;
+      case 3: e = make_tool_result("c" + std::to_string(i - 1), "echo", "out\t" + std::to_string(i), i % 2 == 0); break;
+      case 4: e = make_assistant_text("text " + std::to_string(i)); break;
+      case 5: e = make_result(token_usage{i, 2 * i, 0, 1}, 0.001 * static_cast<double>(i), i, 1, "completed"); break;
+      default: e = make_signal("note", R"({"i":)" + std::to_string(i) + "}"); break;
+    }
+    e.seq = i;
+    e.ts_ms = 1700000000000 + static_cast<int64_t>(i);
+    e.run_id = "r" + std::to_string(i / 10);
+    events.push_back(std::move(e));
+  }
+  manifest stored;
+  REQUIRE(f.rt->import_thread(m, events, &stored).is_ok());
+  std::vector<std::string> wire;  // what encoding each event gives: the API's bytes before
+  for (const auto& e : events) {
+    std::string json;
+    REQUIRE(encode_event(e, &json).is_ok());
+    wire.push_back(std::move(json));
+  }
+
+  // GET entries: a page of the stored bytes, byte for byte.
+  auto r = f.call("GET", "/v1/threads/wire/entries?from_seq=3&limit=50");
+  REQUIRE(r.status == 200);
+  std::string expected = R"({"events":[)";
+  for (size_t i = 2; i < 52; ++i) expected += (i > 2 ? "," : "") + wire[i];
+  expected += R"(],"next_seq":53,"last_seq":)" + std::to_string(n) + "}";
+  CHECK(r.body == expected);
+  // A group filter keeps the seqs it reads past.
+  r = f.call("GET", "/v1/threads/wire/entries?from_seq=1&limit=14&group=chat");
+  REQUIRE(r.status == 200);
+  CHECK_THAT(r.body, Catch::Contains(R"("next_seq":15)"));
+  CHECK_THAT(r.body, Catch::Contains(wire[6]) && Catch::Contains(wire[13]));
+  CHECK_THAT(r.body, !Catch::Contains(wire[1]));  // a tool call is not chat
+
+  // Export: the manifest line, then the stored bytes; it imports back equal.
+  r = f.call("GET", "/v1/threads/wire/export");
+  REQUIRE(r.status == 200);
+  std::string lines;
+  for (const auto& w : wire) lines += w + "\n";
+  REQUIRE(r.body.size() > lines.size());
+  CHECK(r.body.substr(r.body.size() - lines.size()) == lines);
+  import_result parsed;
+  REQUIRE(parse_import(r.body, import_format::skein, "", &parsed).is_ok());
+  REQUIRE(parsed.threads.size() == 1);
+  CHECK(parsed.threads[0].events == events);
+
+  // SSE from Last-Event-ID: every frame whole, in order, with the stored bytes.
+  const uint64_t resume_after = 17;
+  http::client c{f.endpoint()};
+  std::vector<http::sse_event> frames;
+  int code = 0;
+  REQUIRE(c.stream("/v1/threads/wire/stream", {{"Last-Event-ID", std::to_string(resume_after)}},
+                   [&](const http::sse_event& e) {
+                     frames.push_back(e);
+                     return e.id != std::to_string(n);
+                   },
+                   &code, 30s)
+              .is_ok());
+  CHECK(code == 200);
+  REQUIRE(frames.size() == n - resume_after);
+  for (size_t k = 0; k < frames.size(); ++k) {
+    const size_t seq = resume_after + 1 + k;
+    if (frames[k].id != std::to_string(seq) || frames[k].data != wire[seq - 1] ||
+        frames[k].event != to_string(events[seq - 1].type)) {
+      FAIL_CHECK("frame " << k << ": id " << frames[k].id << " event " << frames[k].event << " data "
+                          << frames[k].data << " expected seq " << seq << " " << wire[seq - 1]);
+      break;
+    }
+  }
+}

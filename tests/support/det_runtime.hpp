@@ -115,6 +115,7 @@ struct det_runtime {
     sys = std::make_unique<caf::actor_system>(cfg);
     sched = &dynamic_cast<caf::scheduler::test_coordinator&>(sys->scheduler());
     cc.options = options;
+    cc.options.detached_readers = false;
     cc.journal.detached = false;
     cc.reg.engines["scripted"] = recording_scripted(requests);
     cc.reg.tools["slow"] = slow;

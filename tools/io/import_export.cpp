@@ -207,21 +207,25 @@ status io::import_skein(std::string_view body, import_result* r) {
   return status::ok();
 }
 
-status export_thread(const manifest& m, const std::vector<event>& events, std::string* out) {
-  if (events.size() > import_events_max)
-    return status::invalid_input("export: " + std::to_string(events.size()) +
+namespace {
+
+// The export of `count` events; line(i, &text) writes event i's JSON.
+template <class line_fn>
+status export_lines(const manifest& m, size_t count, const line_fn& line_of, std::string* out) {
+  if (count > import_events_max)
+    return status::invalid_input("export: " + std::to_string(count) +
                                  " events exceeds import_events_max (" +
                                  std::to_string(import_events_max) + ")");
-  if (m.last_seq != events.size())
+  if (m.last_seq != count)
     return status::invalid_input("export: manifest.last_seq is " + std::to_string(m.last_seq) +
-                                 " but there are " + std::to_string(events.size()) + " events");
+                                 " but there are " + std::to_string(count) + " events");
   std::string text;
   std::string line;
   // Appends `line` unless import would refuse it; `where` names it in the error.
-  const auto append = [&](const std::string& where) -> status {
+  const auto append = [&](const auto& where) -> status {
     const size_t line_bytes_max = json_limits{}.json_bytes_max;
     if (line.size() > line_bytes_max)
-      return status::invalid_input(where + std::to_string(line.size()) +
+      return status::invalid_input(where() + std::to_string(line.size()) +
                                    " bytes exceeds json_bytes_max (" +
                                    std::to_string(line_bytes_max) + ")");
     if (text.size() + line.size() + 1 > import_bytes_max)
@@ -233,18 +237,36 @@ status export_thread(const manifest& m, const std::vector<event>& events, std::s
   };
   status s = encode_manifest(m, &line);
   if (!s) return status(s.code(), "export: " + s.message());
-  SKEIN_TRY(append("export: manifest: "));
-  for (size_t i = 0; i < events.size(); ++i) {
-    const std::string where = "export: event " + std::to_string(i + 1) + ": ";
-    if (events[i].seq != i + 1)
-      return status::invalid_input(where + "seq is " + std::to_string(events[i].seq) +
-                                   ", expected " + std::to_string(i + 1));
-    s = encode_event(events[i], &line);
-    if (!s) return status(s.code(), where + s.message());
+  SKEIN_TRY(append([] { return std::string{"export: manifest: "}; }));
+  for (size_t i = 0; i < count; ++i) {
+    const auto where = [i] { return "export: event " + std::to_string(i + 1) + ": "; };
+    uint64_t seq = 0;
+    s = line_of(i, &seq, &line);
+    if (seq != i + 1)
+      return status::invalid_input(where() + "seq is " + std::to_string(seq) + ", expected " +
+                                   std::to_string(i + 1));
+    if (!s) return status(s.code(), where() + s.message());
     SKEIN_TRY(append(where));
   }
   *out = std::move(text);
   return status::ok();
+}
+
+}  // namespace
+
+status export_thread(const manifest& m, const std::vector<event>& events, std::string* out) {
+  return export_lines(m, events.size(), [&](size_t i, uint64_t* seq, std::string* line) {
+    *seq = events[i].seq;
+    return *seq == i + 1 ? encode_event(events[i], line) : status::ok();
+  }, out);
+}
+
+status export_thread_raw(const manifest& m, const std::vector<raw_event>& events, std::string* out) {
+  return export_lines(m, events.size(), [&](size_t i, uint64_t* seq, std::string* line) {
+    *seq = events[i].seq;
+    line->assign(events[i].json);
+    return status::ok();
+  }, out);
 }
 
 }  // namespace skein

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "runtime/model/event.hpp"
+#include "runtime/model/json_codec.hpp"
 #include "runtime/model/manifest.hpp"
 #include "runtime/model/status.hpp"
 
@@ -72,5 +73,8 @@ status parse_import(std::string_view body, import_format format, const std::stri
 // m.last_seq != events.size(), a limit exceeded), so every export imports back equal.
 // *out is untouched on error.
 status export_thread(const manifest& m, const std::vector<event>& events, std::string* out);
+// export_thread() of events as stored (event_log::read_events_raw): their JSON
+// is the line, byte for byte what encoding them again would write.
+status export_thread_raw(const manifest& m, const std::vector<raw_event>& events, std::string* out);
 
 }  // namespace skein

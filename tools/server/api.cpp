@@ -174,10 +174,17 @@ status body_object(const request& req, const json_limits& limits, json::document
   return json::object_reader::open(doc->root(), "body", out);
 }
 
-std::string sse_event_frame(const event& e) {
-  std::string json;
-  encode_event(e, &json).ignore();
-  std::string frame = "id: " + std::to_string(e.seq) + "\nevent: " + std::string{to_string(e.type)} + "\ndata: ";
+// An event's SSE frame from its JSON (encode_event's, as stored).
+std::string sse_event_frame(uint64_t seq, event_type type, std::string_view json) {
+  std::string id = std::to_string(seq);
+  std::string_view name = to_string(type);
+  std::string frame;
+  frame.reserve(id.size() + name.size() + json.size() + 24);
+  frame += "id: ";
+  frame += id;
+  frame += "\nevent: ";
+  frame += name;
+  frame += "\ndata: ";
   frame += json;
   frame += "\n\n";
   return frame;
@@ -691,17 +698,27 @@ void list_entries(ctx& c, const std::string& id, size_t limit_max) {
   auto view = view_name == "working" ? history_view::working : history_view::complete;
   group_filter groups;
   if (status s = parse_group_filter(query(c.req, "group"), &groups); !s) return c.fail(s);
-  std::vector<event> events;
   uint64_t next = from;
-  if (status s = c.rt().read(id, view, from, limit, groups, &events, &next); !s) return c.fail(s);
   std::string body, one;
   json_writer w{&body};
   w.begin_object();
   w.key("events");
   w.begin_array();
-  for (const auto& e : events) {
-    encode_event(e, &one).ignore();
-    w.raw(one);
+  if (view == history_view::complete) {
+    // The stored bytes are the wire bytes: no decode, no encode.
+    std::vector<raw_event> events;
+    if (status s = c.rt().read_raw(id, from, limit, groups, &events, &next); !s) return c.fail(s);
+    size_t bytes = 0;
+    for (const auto& e : events) bytes += e.json.size() + 1;
+    body.reserve(body.size() + bytes + 64);
+    for (const auto& e : events) w.raw(e.json);
+  } else {
+    std::vector<event> events;
+    if (status s = c.rt().read(id, view, from, limit, groups, &events, &next); !s) return c.fail(s);
+    for (const auto& e : events) {
+      encode_event(e, &one).ignore();
+      w.raw(one);
+    }
   }
   w.end_array();
   w.field_uint("next_seq", next);
@@ -733,7 +750,9 @@ void stream_entries(ctx& c, const std::string& id) {
   auto stream = c.ex->stream({});
   if (!stream) return;
   event_sink sink;
-  sink.on_event = [stream](const event& e) { stream->send(sse_event_frame(e)); };
+  sink.on_event_json = [stream](uint64_t seq, event_type type, const std::string& json) {
+    stream->send(sse_event_frame(seq, type, json));
+  };
   sink.on_delta = [stream](const std::string& run, const std::string& delta) { stream->send(sse_delta_frame(run, delta)); };
   // The thread is gone (deleted): a last frame says why, then the stream ends
   // instead of idling on keepalives.
@@ -902,11 +921,12 @@ void prune(ctx& c) {
 void export_thread_route(ctx& c, const std::string& id) {
   manifest m;
   if (!c.thread_allowed(id, &m)) return;
-  std::vector<event> events;
-  if (status s = c.rt().read(id, history_view::complete, 1, 0, &events); !s) return c.fail(s);
+  std::vector<raw_event> events;
+  uint64_t next = 1;
+  if (status s = c.rt().read_raw(id, 1, 0, group_filter{}, &events, &next); !s) return c.fail(s);
   m.last_seq = events.size();  // the log as read, even if a run appended meanwhile
   std::string body;
-  if (status s = export_thread(m, events, &body); !s) return c.fail(s);
+  if (status s = export_thread_raw(m, events, &body); !s) return c.fail(s);
   c.reply(response{200, "application/x-ndjson", std::move(body), {}});
 }
 

@@ -459,11 +459,18 @@ class session : public std::enable_shared_from_this<session> {
       std::lock_guard<std::mutex> lock{stream_mu_};
       if (stream_closed_ || (stream_ending_ && pending_.empty())) {
         finish = true;
-      } else if (!pending_.empty()) {
-        next = std::move(pending_.front());
-        pending_.pop_front();
-        queued_bytes_ -= next.size();
-        pending_sizes_.erase(pending_sizes_.find(next.size()));
+      } else {
+        // Every frame queued meanwhile goes out in one write (up to
+        // stream_write_bytes_max): whole frames, in order, so their boundaries hold.
+        while (!pending_.empty() &&
+               (next.empty() || next.size() + pending_.front().size() <= stream_write_bytes_max)) {
+          std::string& frame = pending_.front();
+          queued_bytes_ -= frame.size();
+          pending_sizes_.erase(pending_sizes_.find(frame.size()));
+          if (next.empty()) next = std::move(frame);
+          else next += frame;
+          pending_.pop_front();
+        }
       }
     }
     if (finish) return finish_stream();
@@ -515,6 +522,10 @@ class session : public std::enable_shared_from_this<session> {
     }
     server_->forget(shared_from_this());
   }
+
+  // Frames queued for a stream are coalesced into writes of at most this much
+  // (a lone larger frame goes alone).
+  static constexpr size_t stream_write_bytes_max = 256 << 10;
 
   // A refused client may go on sending its body; this much is read and dropped
   // before the socket closes.

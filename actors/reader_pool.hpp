@@ -1,0 +1,68 @@
+// reader_pool: a few detached actors, each on its own OS thread, that run
+// storage reads for the actors that must not block on them (DESIGN §4: the
+// directory's manifest reads at activation). A read is a job; its outcome
+// comes back to the asking actor as the response to its request, so the asker
+// handles it in its own turn, like any other message.
+//
+// Bounded: at most reads_queued_max jobs queued or running at once; past that
+// read_then() answers overloaded at once instead of queueing, and
+// try_read_then() returns false: backpressure, never a blocked actor. Jobs go
+// round-robin to the readers.
+//
+// Thread-safe: read_then() may be called from any actor. stop() ends the
+// readers; a job queued then gets an error, never silence.
+#pragma once
+
+#include <atomic>
+#include <caf/actor.hpp>
+#include <caf/event_based_actor.hpp>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "runtime/model/status.hpp"
+
+namespace caf {
+class actor_system;
+}
+
+namespace skein {
+
+struct reader_options {
+  size_t readers = 2;              // reader threads
+  size_t reads_queued_max = 65536;  // jobs queued or running at once, across readers
+  bool detached = true;            // false: scheduled actors (CAF's test coordinator drives them)
+};
+
+class reader_pool {
+ public:
+  reader_pool(caf::actor_system& sys, reader_options options);
+  ~reader_pool();
+  reader_pool(const reader_pool&) = delete;
+  reader_pool& operator=(const reader_pool&) = delete;
+
+  // Runs `job` on a reader thread, then `done(job's status)` in `self`, as a
+  // response handler. A full pool calls done(overloaded) at once, inside this
+  // call; a stopped one done(overloaded) too.
+  void read_then(caf::event_based_actor* self, std::function<status()> job,
+                 std::function<void(const status&)> done);
+  // read_then() that takes no job when the pool is full or stopped: false, and
+  // `done` is not called (the caller reads itself, or refuses).
+  [[nodiscard]] bool try_read_then(caf::event_based_actor* self, std::function<status()>& job,
+                                   std::function<void(const status&)>& done);
+
+  // Ends every reader; idempotent.
+  void stop();
+
+  size_t queued() const { return queued_.load(std::memory_order_relaxed); }
+
+ private:
+  reader_options options_;
+  std::vector<caf::actor> readers_;
+  std::shared_ptr<std::atomic<size_t>> queued_counter_;
+  std::atomic<size_t>& queued_;
+  std::atomic<size_t> next_{0};
+  std::atomic<bool> stopped_{false};
+};
+
+}  // namespace skein
