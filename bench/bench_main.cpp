@@ -84,17 +84,6 @@ constexpr workload workloads[] = {
 
 // --- the machine, for --json -------------------------------------------------------
 
-struct machine_info {
-  unsigned cores = 0;
-  uint64_t memory_bytes = 0;  // 0: unknown
-  std::string cpu;            // model name, "unknown" if not found
-  std::string disk_device;    // the block device holding the databases, "unknown" if not found
-  std::string disk_kind;      // "rotational", "non-rotational" or "unknown"
-  std::string kernel;
-  std::string build_type;
-  std::string git_revision;
-};
-
 std::string read_first_line(const std::filesystem::path& p) {
   std::ifstream in{p};
   std::string line;
@@ -107,78 +96,57 @@ std::string proc_field(const char* file, std::string_view key) {
   std::ifstream in{file};
   std::string line;
   while (std::getline(in, line)) {
-    if (!line.starts_with(key)) continue;
     size_t colon = line.find(':');
-    if (colon == std::string::npos) continue;
+    if (!line.starts_with(key) || colon == std::string::npos) continue;
     size_t begin = line.find_first_not_of(" \t", colon + 1);
     return begin == std::string::npos ? std::string{} : line.substr(begin);
   }
   return {};
 }
 
-// Finds the disk under `dir` through /sys/dev/block/MAJ:MIN; a partition's disk is
-// its parent directory there. Anonymous devices (tmpfs, overlay) stay unknown.
-void probe_disk(const std::string& dir, machine_info* m) {
-  m->disk_device = "unknown";
-  m->disk_kind = "unknown";
+// The disk under `dir` (its device, "rotational" or "non-rotational") through
+// /sys/dev/block/MAJ:MIN; a partition's disk is its parent directory there.
+// Anonymous devices (tmpfs, overlay) stay unknown.
+std::pair<std::string, std::string> probe_disk(const std::string& dir) {
   struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0 || major(st.st_dev) == 0) return;
+  if (::stat(dir.c_str(), &st) != 0 || major(st.st_dev) == 0) return {"unknown", "unknown"};
   std::error_code ec;
   auto node = std::filesystem::canonical(
-      "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" +
-          std::to_string(minor(st.st_dev)),
-      ec);
-  if (ec) return;
+      "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev)), ec);
   for (const auto& p : {node, node.parent_path()}) {
-    std::string flag = read_first_line(p / "queue" / "rotational");
-    if (flag.empty()) continue;
-    m->disk_device = p.filename().string();
-    m->disk_kind = flag == "1" ? "rotational" : "non-rotational";
-    return;
+    std::string flag = ec ? std::string{} : read_first_line(p / "queue" / "rotational");
+    if (!flag.empty()) return {p.filename().string(), flag == "1" ? "rotational" : "non-rotational"};
   }
+  return {"unknown", "unknown"};
 }
 
-void write_machine(const machine_info& m, json_writer& w) {
-  w.begin_object();
-  w.field_uint("cores", m.cores);
-  w.field_uint("memory_bytes", m.memory_bytes);
-  w.field("cpu", m.cpu);
-  w.field("disk_device", m.disk_device);
-  w.field("disk_kind", m.disk_kind);
-  w.field("kernel", m.kernel);
-  w.field("build_type", m.build_type);
-  w.field("git_revision", m.git_revision);
-  w.end_object();
-}
+std::string or_unknown(std::string s) { return s.empty() ? "unknown" : s; }
 
-// `dir`: the directory holding the databases, whose disk is described.
-machine_info probe_machine(const std::string& dir) {
-  machine_info m;
-  m.cores = std::thread::hardware_concurrency();
-  std::string mem_kb = proc_field("/proc/meminfo", "MemTotal");  // "24684084 kB"
-  m.memory_bytes = std::strtoull(mem_kb.c_str(), nullptr, 10) * 1024;
-  m.cpu = proc_field("/proc/cpuinfo", "model name");
-  if (m.cpu.empty()) m.cpu = "unknown";
-  probe_disk(dir, &m);
-  struct utsname u {};
-  m.kernel = ::uname(&u) == 0 ? u.release : "unknown";
-  m.build_type = SKEIN_BUILD_TYPE;
-  m.git_revision = SKEIN_GIT_REVISION;
-  if (m.build_type.empty()) m.build_type = "unknown";
-  return m;
-}
-
-// {"tool", "scale", "machine", "build", "revision", "workloads": {name: result}}.
-std::string report_json(double scale, const machine_info& machine, const std::vector<result>& results) {
+// {"tool", "scale", "machine", "build", "revision", "workloads": {name: result}};
+// `dir` holds the databases, whose disk is described.
+std::string report_json(double scale, const std::string& dir, const std::vector<result>& results) {
   std::string text;
   json_writer w{&text};
+  std::string build_type = or_unknown(SKEIN_BUILD_TYPE);
+  auto [disk_device, disk_kind] = probe_disk(dir);
+  std::string mem_kb = proc_field("/proc/meminfo", "MemTotal");  // "24684084 kB"
+  struct utsname u {};
   w.begin_object();
   w.field("tool", "skein-bench");
   w.field_number("scale", scale);
   w.key("machine");
-  write_machine(machine, w);
-  w.field("build", machine.build_type);
-  w.field("revision", machine.git_revision);
+  w.begin_object();
+  w.field_uint("cores", std::thread::hardware_concurrency());
+  w.field_uint("memory_bytes", std::strtoull(mem_kb.c_str(), nullptr, 10) * 1024);  // 0: unknown
+  w.field("cpu", or_unknown(proc_field("/proc/cpuinfo", "model name")));
+  w.field("disk_device", disk_device);
+  w.field("disk_kind", disk_kind);
+  w.field("kernel", ::uname(&u) == 0 ? u.release : "unknown");
+  w.field("build_type", build_type);
+  w.field("git_revision", SKEIN_GIT_REVISION);
+  w.end_object();
+  w.field("build", build_type);
+  w.field("revision", SKEIN_GIT_REVISION);
   w.key("workloads");
   w.begin_object();
   for (const auto& r : results) {
@@ -189,18 +157,6 @@ std::string report_json(double scale, const machine_info& machine, const std::ve
   w.end_object();
   text.push_back('\n');
   return text;
-}
-
-status write_file(const std::string& path, const std::string& text) {
-  std::error_code ec;
-  auto parent = std::filesystem::path{path}.parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  if (ec) return status::io_error("--json " + path + ": " + ec.message());
-  std::ofstream out{path, std::ios::binary | std::ios::trunc};
-  out << text;
-  out.close();
-  if (!out) return status::io_error("--json " + path + ": cannot write the file");
-  return status::ok();
 }
 
 struct command_line {
@@ -283,41 +239,36 @@ std::string parse(int argc, char** argv, command_line* out) {
   return {};
 }
 
-// The directory the databases go to. One made here is removed with everything in
-// it when the run ends; one the user named is kept.
-class bench_dir {
- public:
+// The directory the databases go to: the one the user named, kept; else one made
+// here under the system temp dir, removed with everything in it when the run ends.
+struct bench_dir {
+  std::string path;
+  bool owned = false;
+
   bench_dir() = default;
   bench_dir(const bench_dir&) = delete;
   bench_dir& operator=(const bench_dir&) = delete;
   ~bench_dir() {
     std::error_code ec;
-    if (owned_) std::filesystem::remove_all(path_, ec);
+    if (owned) std::filesystem::remove_all(path, ec);
   }
 
   status open(const std::string& requested) {
     std::error_code ec;
     if (!requested.empty()) {
-      path_ = requested;
-      std::filesystem::create_directories(path_, ec);
-      if (ec) return status::io_error("--dir " + path_ + ": " + ec.message());
-      return status::ok();
+      path = requested;
+      std::filesystem::create_directories(path, ec);
+      return ec ? status::io_error("--dir " + path + ": " + ec.message()) : status::ok();
     }
     auto base = std::filesystem::temp_directory_path(ec);
     if (ec) return status::io_error("no temp directory: " + ec.message());
     std::string pattern = (base / "skein-bench-XXXXXX").string();
     if (::mkdtemp(pattern.data()) == nullptr)
       return status::io_error("mkdtemp " + pattern + ": " + std::strerror(errno));
-    path_ = pattern;
-    owned_ = true;
+    path = pattern;
+    owned = true;
     return status::ok();
   }
-
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-  bool owned_ = false;
 };
 
 // --plot must fail before an hour of workloads, not after: gnuplot is checked and
@@ -340,45 +291,35 @@ status draw_plots(const std::string& json, const std::string& plot_dir, double s
 }
 
 int run(const command_line& cl) {
-  if (!cl.plot_dir.empty()) {
-    if (status s = prepare_plots(cl.plot_dir); !s) {
-      std::fprintf(stderr, "skein-bench: %s\n", s.message().c_str());
-      return exit_failure;
-    }
-  }
-  bench_dir dir;
-  if (status s = dir.open(cl.options.dir); !s) {
+  auto fail = [](const status& s) {
     std::fprintf(stderr, "skein-bench: %s\n", s.message().c_str());
     return exit_failure;
+  };
+  if (!cl.plot_dir.empty()) {
+    if (status s = prepare_plots(cl.plot_dir); !s) return fail(s);
   }
+  bench_dir dir;
+  if (status s = dir.open(cl.options.dir); !s) return fail(s);
   bench_options options = cl.options;
-  options.dir = dir.path();
+  options.dir = dir.path;
   options.plot = !cl.plot_dir.empty();
   std::vector<result> results;
-  for (size_t i = 0; i < cl.chosen.size(); ++i) {
-    const workload* w = cl.chosen[i];
-    if (i > 0) std::printf("\n");
+  for (const workload* w : cl.chosen) {
+    if (!results.empty()) std::printf("\n");
     result& r = results.emplace_back();
     r.workload = std::string{w->name};
-    if (status s = w->run(options, &r); !s) {
-      std::fprintf(stderr, "skein-bench: %.*s: %s\n", static_cast<int>(w->name.size()),
-                   w->name.data(), s.to_string().c_str());
-      return exit_failure;
-    }
+    if (status s = w->run(options, &r); !s)
+      return fail(status{s.code(), std::string{w->name} + ": " + s.to_string()});
     print_result(r, stdout);
     std::fflush(stdout);
   }
   status s;
   if (!cl.json_path.empty() || !cl.plot_dir.empty()) {
-    std::string json = report_json(options.scale, probe_machine(options.dir), results);
-    if (!cl.json_path.empty()) s = write_file(cl.json_path, json);
+    std::string json = report_json(options.scale, options.dir, results);
+    if (!cl.json_path.empty()) s = write_file(cl.json_path, json, "--json");
     if (s && !cl.plot_dir.empty()) s = draw_plots(json, cl.plot_dir, options.scale);
   }
-  if (!s) {
-    std::fprintf(stderr, "skein-bench: %s\n", s.message().c_str());
-    return exit_failure;
-  }
-  return 0;
+  return s ? 0 : fail(s);
 }
 
 }  // namespace

@@ -48,10 +48,6 @@ merged_outcome drive_round_robin(
     });
   }
   for (auto& t : threads) t.join();
-  return merge_outcomes(outcomes);
-}
-
-merged_outcome merge_outcomes(const std::vector<host_outcome>& outcomes) {
   merged_outcome m;
   if (outcomes.empty()) return m;
   auto first = outcomes.front().first_send;
@@ -85,6 +81,14 @@ uint64_t rss_bytes() {
   return 0;
 }
 
+agent_config bench_agent(std::string engine_config) {
+  agent_config agent;
+  agent.id = bench_agent_id;
+  agent.system_prompt = "Be brief.";
+  agent.engine_config = std::move(engine_config);
+  return agent;
+}
+
 status open_bench_runtime(const bench_options& options, const std::string& name,
                           runtime_options ro, const agent_config& agent,
                           std::unique_ptr<runtime>* out) {
@@ -97,6 +101,18 @@ status open_bench_runtime(const bench_options& options, const std::string& name,
 }
 
 // Host h takes i = h, h + hosts, ...
+status open_built_runtime(const std::string& path, std::unique_ptr<runtime>* out) {
+  runtime_options ro;
+  ro.data_dir = path;
+  ro.mode = durability::sync;
+  ro.effects.titles = ro.effects.embeddings = ro.effects.compaction = false;
+  SKEIN_TRY(runtime::open(std::move(ro), out));
+  if (!(*out)->repaired_at_open().empty())
+    return status::corruption("recovery repaired " + std::to_string((*out)->repaired_at_open().size()) +
+                              " threads of a database without an interrupted run");
+  return status::ok();
+}
+
 status on_host_threads(size_t n, size_t hosts, const std::function<status(size_t)>& fn) {
   std::atomic<bool> failed{false};
   std::vector<status> results(hosts);
@@ -215,14 +231,13 @@ status check_scripted_run(const std::string& where, const run_result& r) {
   return status::ok();
 }
 
-namespace {
-
-// A run that did not complete as scripted is a failure, whatever wait() said.
-status check_run(const run_handle& h, const status& waited, const run_result& r) {
+status check_waited_run(const run_handle& h, const status& waited, const run_result& r) {
   std::string where = "thread " + h.thread_id() + " run " + h.run_id() + ": ";
   if (!waited) return status{waited.code(), where + waited.message()};
   return check_scripted_run(where, r);
 }
+
+namespace {
 
 struct in_flight {
   size_t thread = 0;  // index into the host's threads
@@ -230,12 +245,14 @@ struct in_flight {
   bench_clock::time_point sent;
 };
 
+}  // namespace
+
 // Sends R runs to each of `threads`, window_per_thread at a time, and waits for
 // them in send order. A run that finished before the one waited on is recorded
 // late, which overstates its latency by at most the wait for its predecessors;
 // with two runs in flight per thread and runs of equal cost that stays small.
-void drive_host(runtime& rt, const std::vector<std::string>& threads, size_t runs_per_thread,
-                size_t window_per_thread, const std::string& padding, progress& bar, host_outcome* out) {
+void drive_runs_host(runtime& rt, const std::vector<std::string>& threads, size_t runs_per_thread,
+                     size_t window_per_thread, const std::string& padding, progress& bar, host_outcome* out) {
   std::deque<in_flight> window;
   std::vector<size_t> sent(threads.size(), 0);
   auto send_next = [&](size_t i) {
@@ -261,20 +278,13 @@ void drive_host(runtime& rt, const std::vector<std::string>& threads, size_t run
     out->last_done = bench_clock::now();
     out->latencies_ns.push_back((out->last_done - f.sent).count());
     bar.advance();
-    if (status s = check_run(f.handle, waited, r); !s) {
+    if (status s = check_waited_run(f.handle, waited, r); !s) {
       if (out->failures++ == 0) out->first_error = s.to_string();
     } else {
       ++out->completed;
     }
     if (sent[f.thread] < runs_per_thread) send_next(f.thread);
   }
-}
-
-}  // namespace
-
-void drive_runs_host(runtime& rt, const std::vector<std::string>& threads, size_t runs, size_t window,
-                     const std::string& padding, progress& bar, host_outcome* out) {
-  drive_host(rt, threads, runs, window, padding, bar, out);
 }
 
 // --- progress ----------------------------------------------------------------------

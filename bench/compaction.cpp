@@ -92,9 +92,7 @@ status time_first_runs(runtime& rt, const std::vector<std::string>& ids, uint64_
     run_result r;
     status waited = h.wait(&r);
     ns.push_back((bench_clock::now() - start).count());
-    std::string where = "thread " + id + ": ";
-    if (!waited) return status{waited.code(), where + waited.message()};
-    SKEIN_TRY(check_scripted_run(where, r));
+    SKEIN_TRY(check_waited_run(h, waited, r));
   }
   *row = summarize_ns(std::move(what), events, std::move(ns));
   return status::ok();

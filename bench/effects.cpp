@@ -86,10 +86,7 @@ status run_pass(const bench_options& options, bool effects, pass_figures* p) {
   ro.mode = durability::sync;
   ro.effects.titles = effects;
   ro.effects.embeddings = effects;
-  agent_config agent;
-  agent.id = bench_agent_id;
-  agent.system_prompt = "Be brief.";
-  agent.engine_config = engine_config;
+  agent_config agent = bench_agent(engine_config);
   agent.effects.titles = effects;
   agent.effects.embedder = effects ? "hashing" : "";
   agent.compaction.auto_tokens = effects ? auto_compaction_tokens : 0;

@@ -103,30 +103,24 @@ class frame_counter {
   const std::string& error() const { return error_; }  // "" while the ids run on
 
  private:
+  // An empty line ends a frame, which counts when it had an id; the id must be
+  // the one due.
   void end_line() {
-    if (line_bytes_ == 0) {
-      if (frame_has_id_) count_event();
+    std::string_view line{prefix_.data(), std::min(line_bytes_, prefix_.size())};
+    if (line_bytes_ == 0 && frame_has_id_) {
+      if (frame_id_ != next_id_ && error_.empty())
+        error_ = "event id " + std::to_string(frame_id_) + " where " + std::to_string(next_id_) + " was due";
+      next_id_ = frame_id_ + 1;
+      ++events_;
       frame_has_id_ = false;
-    } else if (line_bytes_ <= prefix_.size()) {
-      std::string_view line{prefix_.data(), line_bytes_};
-      if (line.starts_with("id:")) read_id(line.substr(line.starts_with("id: ") ? 4 : 3));
+    } else if (line_bytes_ <= prefix_.size() && line.starts_with("id:")) {
+      std::string_view digits = line.substr(line.starts_with("id: ") ? 4 : 3);
+      auto r = std::from_chars(digits.data(), digits.data() + digits.size(), frame_id_);
+      frame_has_id_ = true;
+      if ((r.ec != std::errc{} || r.ptr != digits.data() + digits.size()) && error_.empty())
+        error_ = "id line 'id: " + std::string{digits} + "' is not a seq";
     }
     line_bytes_ = 0;
-  }
-
-  void read_id(std::string_view digits) {
-    auto r = std::from_chars(digits.data(), digits.data() + digits.size(), frame_id_);
-    frame_has_id_ = true;
-    if ((r.ec != std::errc{} || r.ptr != digits.data() + digits.size()) && error_.empty())
-      error_ = "id line 'id: " + std::string{digits} + "' is not a seq";
-  }
-
-  void count_event() {
-    if (frame_id_ != next_id_ && error_.empty())
-      error_ = "event id " + std::to_string(frame_id_) + " where " + std::to_string(next_id_) +
-               " was due";
-    next_id_ = frame_id_ + 1;
-    ++events_;
   }
 
   std::array<char, 32> prefix_{};  // the start of the current line: "id: " and 20 digits fit
@@ -411,30 +405,17 @@ status raise_nofile(size_t subscribers, fanout_figures* f) {
   return status::ok();
 }
 
-// A fresh thread with one run done: its system prompt is written and its actor
-// active, so every measured run writes scripted_events_per_run events.
-status warm_thread(runtime& rt, manifest* m) {
-  thread_options o;
-  o.agent_id = bench_agent_id;
-  SKEIN_TRY(rt.create_thread(o, m));
-  run_input in;
-  in.text = "warm up";
-  run_result r;
-  SKEIN_TRY(rt.send(m->id, std::move(in)).wait(&r));
-  SKEIN_TRY(check_scripted_run("thread " + m->id + " warm-up run: ", r));
-  return rt.get_thread(m->id, m);
-}
-
-// The producer: `runs` runs one after another, each checked.
+// `runs` runs on `id` one after another, each checked. The first, on a fresh
+// thread, warms it: its system prompt is written and its actor active, so every
+// later run writes scripted_events_per_run events.
 status produce(runtime& rt, const std::string& id, size_t runs) {
   for (size_t n = 0; n < runs; ++n) {
     run_input in;
     in.text = "run " + std::to_string(n);
+    run_handle h = rt.send(id, std::move(in));
     run_result r;
-    std::string where = "thread " + id + " run " + std::to_string(n) + ": ";
-    if (status s = rt.send(id, std::move(in)).wait(&r); !s)
-      return status{s.code(), where + s.message()};
-    SKEIN_TRY(check_scripted_run(where, r));
+    status waited = h.wait(&r);
+    SKEIN_TRY(check_waited_run(h, waited, r));
   }
   return status::ok();
 }
@@ -463,8 +444,12 @@ status check_delivery(const std::vector<subscriber>& subs, const fanout_row& row
 // R runs; the row of what was delivered.
 status fanout_pass(runtime& rt, size_t subscribers, size_t runs, uint64_t buffer_bytes,
                    fanout_figures* f, fanout_row* row) {
+  thread_options o;
+  o.agent_id = bench_agent_id;
   manifest m;
-  SKEIN_TRY(warm_thread(rt, &m));
+  SKEIN_TRY(rt.create_thread(o, &m));
+  SKEIN_TRY(produce(rt, m.id, 1));  // the warm-up run
+  SKEIN_TRY(rt.get_thread(m.id, &m));
   f->from_seq = m.last_seq + 1;
   http::server_limits limits;
   row->default_buffer = buffer_bytes == limits.stream_buffer_bytes_max;
@@ -558,10 +543,7 @@ status run_fanout(const bench_options& options, result* out) {
   SKEIN_TRY(raise_nofile(f.subscribers, &f));
   runtime_options ro;
   ro.mode = durability::sync;
-  agent_config agent;
-  agent.id = bench_agent_id;
-  agent.system_prompt = "Be brief.";
-  agent.engine_config = engine_config;
+  agent_config agent = bench_agent(engine_config);
   std::unique_ptr<runtime> rt;
   SKEIN_TRY(open_bench_runtime(options, "fanout", ro, agent, &rt));
 

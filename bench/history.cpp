@@ -123,11 +123,9 @@ status build(const std::string& path, std::vector<length_set>& sets, bool quiet,
 // The first run after activation reads the log: what coming back costs at this
 // history length. It must complete as scripted, right after the history.
 status check_cold_run(const run_handle& h, const status& waited, const run_result& r, uint64_t history_events) {
-  std::string where = "thread " + h.thread_id() + " run " + h.run_id() + ": ";
-  if (!waited) return status{waited.code(), where + waited.message()};
-  SKEIN_TRY(check_scripted_run(where, r));
+  SKEIN_TRY(check_waited_run(h, waited, r));
   if (r.first_seq != history_events + 1)
-    return status::corruption(where + "first seq " + std::to_string(r.first_seq) +
+    return status::corruption("thread " + h.thread_id() + " run " + h.run_id() + ": first seq " + std::to_string(r.first_seq) +
                               " on a log of " + std::to_string(history_events) + " events");
   return status::ok();
 }
@@ -135,19 +133,8 @@ status check_cold_run(const run_handle& h, const status& waited, const run_resul
 // The lengths take turns, sample after sample, like the appends' rounds.
 status measure_cold(const std::string& path, const std::vector<length_set>& sets,
                     history_figures* f) {
-  runtime_options ro;
-  ro.data_dir = path;
-  ro.mode = durability::sync;
-  // Effects off: the titles effect's catch-up would activate the cold threads
-  // (a title goes through the thread actor) before the measured first runs.
-  ro.effects.titles = false;
-  ro.effects.embeddings = false;
-  ro.effects.compaction = false;
   std::unique_ptr<runtime> rt;
-  SKEIN_TRY(runtime::open(std::move(ro), &rt));
-  if (!rt->repaired_at_open().empty())
-    return status::corruption("recovery repaired " + std::to_string(rt->repaired_at_open().size()) +
-                              " threads of a database without an interrupted run");
+  SKEIN_TRY(open_built_runtime(path, &rt));
   size_t samples = std::min(cold_samples, threads_per_length);
   std::vector<std::vector<int64_t>> activate(sets.size()), run(sets.size());
   for (size_t s = 0; s < samples; ++s) {

@@ -38,6 +38,42 @@ uint16_t bench_server::port() const { return http_->port(); }
 
 namespace {
 
+// The run_result inside a {"run":{...}} answer, as far as check_scripted_run reads it.
+status decode_run(const std::string& body, run_result* out) {
+  json::document doc;
+  json::dom::element run;
+  json::object_reader top, r;
+  SKEIN_TRY(json::parse(body, {}, "response", &doc));
+  SKEIN_TRY(json::object_reader::open(doc.root(), "response", &top));
+  SKEIN_TRY(top.element("run", &run));
+  SKEIN_TRY(json::object_reader::open(run, "response.run", &r));
+  std::string outcome;
+  SKEIN_TRY(r.string("outcome", &outcome));
+  auto parsed = parse_run_outcome(outcome);
+  if (!parsed) return status::corruption("response.run.outcome: unknown '" + outcome + "'");
+  out->outcome = *parsed;
+  SKEIN_TRY(r.string("text", &out->text));
+  SKEIN_TRY(r.string("error", &out->error));
+  SKEIN_TRY(r.uint("first_seq", &out->first_seq));
+  return r.uint("last_seq", &out->last_seq);
+}
+
+}  // namespace
+
+status post_run(http::client& client, const std::string& id, size_t n, run_result* out,
+                bench_clock::time_point* answered) {
+  std::string body = R"({"text":"run )" + std::to_string(n) + R"(","wait":true})";
+  http::response res;
+  status called = client.call("POST", "/v1/threads/" + id + "/entries", body, &res);
+  if (answered != nullptr) *answered = bench_clock::now();
+  SKEIN_TRY(called);
+  if (res.status != 200) return status::io_error("HTTP " + std::to_string(res.status) + ": " + res.body);
+  if (status s = decode_run(res.body, out); !s) return status{s.code(), s.message() + " in " + res.body};
+  return status::ok();
+}
+
+namespace {
+
 // One way of running the workload's runs: through the server or embedded.
 struct http_row {
   std::string path;       // "http" or "embedded"
@@ -73,7 +109,6 @@ constexpr const char* engine_config = R"({"default":{"reply":"ok","latency_ms":0
 using run_fn =
     std::function<status(const std::string& id, size_t n, bench_clock::time_point* answered)>;
 
-// What one client (or host) thread measured.
 std::string run_where(const std::string& id, size_t n) {
   return "thread " + id + " run " + std::to_string(n) + ": ";
 }
@@ -82,17 +117,9 @@ std::string run_where(const std::string& id, size_t n) {
 run_fn http_sender(uint16_t port) {
   auto client = std::make_shared<http::client>(http::endpoint{"127.0.0.1", port});
   return [client](const std::string& id, size_t n, bench_clock::time_point* answered) {
-    std::string body = R"({"text":"run )" + std::to_string(n) + R"(","wait":true})";
-    http::response res;
-    status called = client->call("POST", "/v1/threads/" + id + "/entries", body, &res);
-    *answered = bench_clock::now();
-    if (!called) return status{called.code(), run_where(id, n) + called.message()};
-    if (res.status != 200)
-      return status::io_error(run_where(id, n) + "HTTP " + std::to_string(res.status) + ": " +
-                              res.body);
     run_result r;
-    if (status s = decode_run(res.body, &r); !s)
-      return status{s.code(), run_where(id, n) + s.message() + " in " + res.body};
+    if (status s = post_run(*client, id, n, &r, answered); !s)
+      return status{s.code(), run_where(id, n) + s.message()};
     return check_scripted_run(run_where(id, n), r);
   };
 }
@@ -176,10 +203,7 @@ status run_path(const bench_options& options, bool over_http, const http_figures
                 http_row* row) {
   runtime_options ro;
   ro.mode = durability::sync;
-  agent_config agent;
-  agent.id = bench_agent_id;
-  agent.system_prompt = "Be brief.";
-  agent.engine_config = engine_config;
+  agent_config agent = bench_agent(engine_config);
   std::unique_ptr<runtime> rt;
   SKEIN_TRY(open_bench_runtime(options, over_http ? "http" : "http-embedded", ro, agent, &rt));
   std::vector<std::string> ids;
@@ -198,27 +222,6 @@ status run_path(const bench_options& options, bool over_http, const http_figures
 }
 
 }  // namespace
-
-// The run_result inside a {"run":{...}} answer, as far as check_scripted_run reads it.
-status decode_run(const std::string& body, run_result* out) {
-  json::document doc;
-  json::dom::element run;
-  json::object_reader top, r;
-  SKEIN_TRY(json::parse(body, {}, "response", &doc));
-  SKEIN_TRY(json::object_reader::open(doc.root(), "response", &top));
-  SKEIN_TRY(top.element("run", &run));
-  SKEIN_TRY(json::object_reader::open(run, "response.run", &r));
-  std::string outcome;
-  SKEIN_TRY(r.string("outcome", &outcome));
-  auto parsed = parse_run_outcome(outcome);
-  if (!parsed) return status::corruption("response.run.outcome: unknown '" + outcome + "'");
-  out->outcome = *parsed;
-  SKEIN_TRY(r.string("text", &out->text));
-  SKEIN_TRY(r.string("error", &out->error));
-  SKEIN_TRY(r.uint("first_seq", &out->first_seq));
-  return r.uint("last_seq", &out->last_seq);
-}
-
 
 status run_http(const bench_options& options, result* out) {
   http_figures f;

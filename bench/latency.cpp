@@ -71,11 +71,8 @@ constexpr double latency_rss_mb_max = 512;
 status run_latency(const bench_options& options, result* out) {
   runtime_options ro;
   ro.mode = durability::sync;
-  agent_config agent;
-  agent.id = bench_agent_id;
-  agent.system_prompt = "Be brief.";
-  agent.engine_config =
-      R"({"default":{"reply":"ok","latency_ms":)" + std::to_string(engine_latency_ms) + "}}";
+  agent_config agent =
+      bench_agent(R"({"default":{"reply":"ok","latency_ms":)" + std::to_string(engine_latency_ms) + "}}");
   std::unique_ptr<runtime> rt;
   SKEIN_TRY(open_bench_runtime(options, "latency", ro, agent, &rt));
   std::vector<std::string> ids;

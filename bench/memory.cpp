@@ -190,9 +190,7 @@ status measure_rebuild(const bench_options& options, size_t n, size_t dims, fast
   std::string path = options.dir + "/memory";
   {
     std::unique_ptr<runtime> rt;
-    agent_config agent;
-    agent.id = bench_agent_id;
-    agent.system_prompt = "Be brief.";
+    agent_config agent = bench_agent();
     SKEIN_TRY(open_bench_runtime(options, "memory", {}, agent, &rt));
     SKEIN_TRY(rt->close());
   }

@@ -50,14 +50,6 @@ std::string file_safe(std::string_view s) {
 
 std::string scale_note(double scale) { return "skein-bench --scale " + fixed(scale, 2); }
 
-status write_file(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out{path, std::ios::binary | std::ios::trunc};
-  out << text;
-  out.close();
-  if (!out) return status::io_error("--plot: cannot write " + path.string());
-  return status::ok();
-}
-
 // --- the charts ----------------------------------------------------------------
 
 // A chart as the JSON document holds it (result.hpp's chart).
@@ -225,8 +217,8 @@ std::string log_tail(const std::filesystem::path& log) {
 
 status render(const std::filesystem::path& dir, const std::string& name, const std::string& data,
               const std::string& script, std::vector<std::string>* written) {
-  SKEIN_TRY(write_file(dir / (name + ".dat"), data));
-  SKEIN_TRY(write_file(dir / (name + ".gp"), script));
+  SKEIN_TRY(write_file((dir / (name + ".dat")).string(), data, "--plot"));
+  SKEIN_TRY(write_file((dir / (name + ".gp")).string(), script, "--plot"));
   int code = 0;
   auto log = dir / "gnuplot.log";
   SKEIN_TRY(run_process({"gnuplot", name + ".gp"}, dir.string(), log.string(), &code));
@@ -238,6 +230,18 @@ status render(const std::filesystem::path& dir, const std::string& name, const s
 }
 
 }  // namespace
+
+status write_file(const std::string& path, const std::string& text, const std::string& option) {
+  std::error_code ec;
+  auto parent = std::filesystem::path{path}.parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  if (ec) return status::io_error(option + " " + path + ": " + ec.message());
+  std::ofstream out{path, std::ios::binary | std::ios::trunc};
+  out << text;
+  out.close();
+  if (!out) return status::io_error(option + " " + path + ": cannot write the file");
+  return status::ok();
+}
 
 status check_gnuplot() {
   int code = 0;

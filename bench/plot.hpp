@@ -14,6 +14,9 @@
 
 namespace skein::bench {
 
+// Writes `text` to the file `path` (creating its directory); errors name `option`.
+status write_file(const std::string& path, const std::string& text, const std::string& option);
+
 // ok when `gnuplot` runs from PATH, else an error saying so and how to get it.
 status check_gnuplot();
 

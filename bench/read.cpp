@@ -155,26 +155,10 @@ status timed_read(read_path path, runtime& rt, http::client* client, const lengt
   return check_seqs(where, seqs, row.events);
 }
 
-// A runtime over the built database. Effects off: their catch-up at open could
-// read the threads (titles) before the measured cold read.
-status open_runtime(const std::string& path, std::unique_ptr<runtime>* out) {
-  runtime_options ro;
-  ro.data_dir = path;
-  ro.mode = durability::sync;
-  ro.effects.titles = false;
-  ro.effects.embeddings = false;
-  ro.effects.compaction = false;
-  SKEIN_TRY(runtime::open(std::move(ro), out));
-  if (!(*out)->repaired_at_open().empty())
-    return status::corruption("recovery repaired " + std::to_string((*out)->repaired_at_open().size()) +
-                              " threads of a database without an interrupted run");
-  return status::ok();
-}
-
 // One round of one path on one thread: open, the cold read, the warm ones, close.
 status round(const std::string& path, read_path how, length_row* row) {
   std::unique_ptr<runtime> rt;
-  SKEIN_TRY(open_runtime(path, &rt));
+  SKEIN_TRY(open_built_runtime(path, &rt));
   std::unique_ptr<bench_server> srv;
   std::unique_ptr<http::client> client;
   if (how == read_path::http) {

@@ -89,11 +89,9 @@ status open_and_run(const std::string& path, const std::string& thread, uint64_t
   f->open_seconds = seconds_since(start, ready);
   f->first_run_seconds = seconds_since(ready, bench_clock::now());
   f->repaired = (*rt)->repaired_at_open().size();
-  std::string where = "thread " + thread + " run " + h.run_id() + ": ";
-  if (!waited) return status{waited.code(), where + waited.message()};
-  SKEIN_TRY(check_scripted_run(where, r));
+  SKEIN_TRY(check_waited_run(h, waited, r));
   if (r.first_seq != first_seq)
-    return status::corruption(where + "first seq " + std::to_string(r.first_seq) +
+    return status::corruption("thread " + thread + " run " + h.run_id() + ": first seq " + std::to_string(r.first_seq) +
                               ", expected " + std::to_string(first_seq));
   return status::ok();
 }

@@ -59,10 +59,7 @@ status measure_runs(const bench_options& options, durability mode, std::shared_p
   runtime_options ro;
   ro.mode = mode;
   ro.encryption = key;
-  agent_config agent;
-  agent.id = bench_agent_id;
-  agent.system_prompt = "Be brief.";
-  agent.engine_config = runs_engine_config;
+  agent_config agent = bench_agent(runs_engine_config);
   std::unique_ptr<runtime> rt;
   std::string name = std::string{"runs"} + (mode == durability::sync ? "" : "-" + std::string{to_string(mode)}) +
                      (key ? "-encrypted" : "");

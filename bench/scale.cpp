@@ -301,10 +301,7 @@ status run_scale(const bench_options& options, result* out) {
   runtime_options ro = scale_runtime_options(n);
   scale_figures f;
   f.idle_passivate_ms = ro.idle_passivate_ms;
-  agent_config agent;
-  agent.id = bench_agent_id;
-  agent.system_prompt = "Be brief.";
-  agent.engine_config = scale_engine_config;
+  agent_config agent = bench_agent(scale_engine_config);
   agent.tools = {"lookup"};
   std::unique_ptr<runtime> rt;
   SKEIN_TRY(open_bench_runtime(options, "scale", std::move(ro), agent, &rt));

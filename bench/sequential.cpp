@@ -73,14 +73,7 @@ run_fn embedded_sender(runtime& rt, const std::string& id) {
 
 // `client` is borrowed and used from the driving thread only.
 run_fn http_sender(http::client& client, const std::string& id) {
-  return [&client, id](size_t n, run_result* r) {
-    std::string body = R"({"text":"run )" + std::to_string(n) + R"(","wait":true})";
-    http::response res;
-    SKEIN_TRY(client.call("POST", "/v1/threads/" + id + "/entries", body, &res));
-    if (res.status != 200) return status::io_error("HTTP " + std::to_string(res.status) + ": " + res.body);
-    if (status s = decode_run(res.body, r); !s) return status{s.code(), s.message() + " in " + res.body};
-    return status::ok();
-  };
+  return [&client, id](size_t n, run_result* r) { return post_run(client, id, n, r); };
 }
 
 // Sends run `n` of a thread (its n-th, from 0), times it into *ns and checks that
@@ -134,10 +127,7 @@ status run_path(const bench_options& options, const path_spec& spec, size_t runs
   f->path = spec.path;
   runtime_options ro;
   ro.mode = spec.mode;
-  agent_config agent;
-  agent.id = bench_agent_id;
-  agent.system_prompt = "Be brief.";
-  agent.engine_config = engine_config;
+  agent_config agent = bench_agent(engine_config);
   std::unique_ptr<runtime> rt;
   SKEIN_TRY(open_bench_runtime(options, "sequential-" + f->path + "-" + std::string{to_string(spec.mode)}, ro,
                                agent, &rt));

@@ -31,6 +31,7 @@ namespace skein::server {
 class api;
 }
 namespace skein::http {
+class client;
 class server;
 struct server_limits;
 }  // namespace skein::http
@@ -161,9 +162,11 @@ status run_sequential(const bench_options& options, result* out);
 // Threads of 10,000 and 100,000 events read whole after a reopen (cold) and again
 // (warm), through runtime::read and through GET /v1/threads/{id}/entries.
 status run_read(const bench_options& options, result* out);
-// The run_result inside an HTTP {"run":{...}} answer, as far as
-// check_scripted_run reads it (http.cpp).
-status decode_run(const std::string& body, run_result* out);
+// Run `n` of thread `id` through the server: POST /v1/threads/{id}/entries
+// {"text":"run n","wait":true}; *out gets the run_result of the 200 answer, as far
+// as check_scripted_run reads it; *answered (unless null), when the answer came.
+status post_run(http::client& client, const std::string& id, size_t n, run_result* out,
+                std::chrono::steady_clock::time_point* answered = nullptr);
 
 // --- What the workloads over skein::runtime share (runs.cpp defines it) ---------
 
@@ -177,11 +180,19 @@ status fresh_dir(const std::string& path);
 // `n` times `scale`, rounded, at least 1.
 size_t scaled_count(size_t n, double scale);
 
+// The agent bench_agent_id, system prompt "Be brief.", on `engine_config`.
+agent_config bench_agent(std::string engine_config = "{}");
+
 // Opens a runtime over the fresh database `options.dir`/`name` (removing an
 // earlier one) and creates the agent `agent`. `ro.data_dir` is set here.
 status open_bench_runtime(const bench_options& options, const std::string& name,
                           runtime_options ro, const agent_config& agent,
                           std::unique_ptr<runtime>* out);
+
+// Opens a runtime (durability sync) over the database a workload built at `path`,
+// which recovery must find clean. Effects off: their catch-up at open would read
+// the threads (titles go through the thread actor) before the measured reads and runs.
+status open_built_runtime(const std::string& path, std::unique_ptr<runtime>* out);
 
 // Runs fn(i) for every i < n, spread over `hosts` host threads; the first failure
 // stops them all and is returned.
@@ -201,6 +212,8 @@ inline constexpr uint64_t scripted_events_per_run = 5;
 // wrote scripted_events_per_run events (one more when it was the thread's first).
 // `where` names the run in the error.
 status check_scripted_run(const std::string& where, const run_result& r);
+// The same for a waited run_handle, whatever wait() said; names its thread and run.
+status check_waited_run(const run_handle& h, const status& waited, const run_result& r);
 
 // Activates the passive thread `id` with cancel(), which must find no run, then
 // sends it one run of `text`: the time of each; check(handle, waited, result)
@@ -299,7 +312,6 @@ struct merged_outcome {
   std::string first_error;
   std::vector<int64_t> latencies_ns;
 };
-merged_outcome merge_outcomes(const std::vector<host_outcome>& outcomes);
 
 // Deals `ids` round-robin to `hosts` host threads, runs drive(mine, outcome) on
 // each, waits for them all and merges what they saw.
