@@ -78,6 +78,11 @@ void reader_pool::read_then(caf::event_based_actor* self, std::function<status()
            .with_limit("reads_queued_max"));
 }
 
+void reader_pool::read_or_inline(caf::event_based_actor* self, std::function<status()> job,
+                                 std::function<void(const status&)> done) {
+  if (!try_read_then(self, job, done)) done(job());
+}
+
 bool reader_pool::try_read_then(caf::event_based_actor* self, std::function<status()>& job,
                                 std::function<void(const status&)>& done) {
   if (stopped_.load(std::memory_order_acquire)) return false;

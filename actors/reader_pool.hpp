@@ -50,6 +50,10 @@ class reader_pool {
   // `done` is not called (the caller reads itself, or refuses).
   [[nodiscard]] bool try_read_then(caf::event_based_actor* self, std::function<status()>& job,
                                    std::function<void(const status&)>& done);
+  // try_read_then(), and when the pool cannot take the job, runs it here and
+  // calls done at once: slower for the asking actor, never a refused read.
+  void read_or_inline(caf::event_based_actor* self, std::function<status()> job,
+                      std::function<void(const status&)> done);
 
   // Ends every reader; idempotent.
   void stop();

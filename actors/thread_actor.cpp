@@ -1,6 +1,6 @@
 // The thread actor (DESIGN §4): inputs and the mid-run policy, the commit
-// pipeline, subscribers, passivation and stop. The run itself is in
-// thread_run.cpp.
+// pipeline, passivation and stop. The run itself is in thread_run.cpp, the
+// subscribers in thread_subscribe.cpp.
 //
 // A run: input appended with signal thread.start (status running); then ticks of
 // engine call -> the step's events (thinking, assistant_text, tool_calls) ->
@@ -21,7 +21,6 @@
 
 #include "actors/error.hpp"
 #include "actors/journal.hpp"
-#include "actors/reader_pool.hpp"
 #include "actors/work_messages.hpp"
 #include "persistence/event_log.hpp"
 #include "persistence/recovery.hpp"
@@ -504,70 +503,6 @@ caf::result<manifest> thread_actor::user_title(std::string title) {
   job.on_failed = [promise](const caf::error& e) mutable { promise.deliver(e); };
   commit(std::move(job));
   return promise;
-}
-
-caf::result<uint64_t> thread_actor::subscribe(uint64_t from_seq, caf::actor& sink) {
-  if (!sink) return to_error(status::invalid_input("subscribe: no sink"));
-  // Only what was acknowledged: a commit in flight is delivered when its ack comes.
-  const uint64_t last = manifest_.last_seq;
-  monitor(sink);
-  subscribers_.push_back(subscriber{sink, from_seq});
-  if (from_seq > last) return last + 1;
-  // The backlog is read on a reader, as stored; live events wait behind it.
-  caf::response_promise promise = make_response_promise();
-  subscriber& sub = subscribers_.back();
-  sub.backlog_pending = true;
-  sub.answer = promise;
-  auto backlog = std::make_shared<std::vector<raw_event>>();
-  const event_log* log = ctx_->log;
-  const uint64_t first = std::max<uint64_t>(from_seq, 1);
-  std::function<status()> job = [log, id = manifest_.id, first, last, backlog] {
-    return log->read_events_raw(id, first, last - first + 1, backlog.get());
-  };
-  std::function<void(const status&)> done = [this, sink, last, backlog](const status& s) {
-    on_backlog(sink, last, s, *backlog);
-  };
-  // Readers full: read here, as before the pool (slower, never refused).
-  if (!ctx_->readers->try_read_then(this, job, done)) done(job());
-  return promise;
-}
-
-void thread_actor::on_backlog(const caf::actor& sink, uint64_t last, const status& read,
-                              std::vector<raw_event>& backlog) {
-  auto it = std::find_if(subscribers_.begin(), subscribers_.end(),
-                         [&](const subscriber& s) { return s.sink == sink && s.backlog_pending; });
-  if (it == subscribers_.end()) return;  // unsubscribed meanwhile (its answer went with it)
-  caf::response_promise answer = it->answer;
-  if (!read) {
-    demonitor(it->sink);
-    subscribers_.erase(it);
-    answer.deliver(to_error(read));
-    arm_idle_timer();
-    return;
-  }
-  for (auto& r : backlog)
-    if (r.seq <= last) send(sink, event_atom::value, manifest_.id, published_ptr{std::make_shared<const published_event>(std::move(r))});
-  for (auto& p : it->held) send(sink, event_atom::value, manifest_.id, std::move(p));
-  it->held.clear();
-  it->backlog_pending = false;
-  it->answer = caf::response_promise{};
-  answer.deliver(last + 1);
-}
-
-void thread_actor::end_backlogs(const caf::error& err) {
-  for (auto& sub : subscribers_)
-    if (sub.backlog_pending && sub.answer.pending()) sub.answer.deliver(err);
-}
-
-void thread_actor::drop_subscriber(const caf::actor_addr& who) {
-  auto it = std::find_if(subscribers_.begin(), subscribers_.end(),
-                         [&](const subscriber& s) { return s.sink.address() == who; });
-  if (it == subscribers_.end()) return;
-  demonitor(it->sink);
-  if (it->backlog_pending && it->answer.pending())
-    it->answer.deliver(to_error(status::not_found("subscription ended before its backlog was read")));
-  subscribers_.erase(it);
-  arm_idle_timer();
 }
 
 bool thread_actor::idle() const {

@@ -100,8 +100,7 @@ void thread_actor::with_conversation(std::function<void(const status&)> then) {
     conversation_waiters_.clear();
     for (auto& w : waiters) w(conversation_ ? status::ok() : s);
   };
-  // Readers full: read here, as before the pool (slower, never refused).
-  if (!ctx_->readers->try_read_then(this, job, done)) done(job());
+  ctx_->readers->read_or_inline(this, std::move(job), std::move(done));
 }
 
 caf::result<compact_result> thread_actor::on_compact(compact_request req) {

@@ -101,6 +101,64 @@ TEST_CASE("a full reader pool refuses at once and the asking actor never blocks"
   self->send_exit(asker, caf::exit_reason::user_shutdown);
 }
 
+TEST_CASE("read_or_inline: a full pool runs the read in the asking actor, at once, never refused") {
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  auto pool = std::make_shared<reader_pool>(sys, reader_options{1, 1, true});
+  auto gate = std::make_shared<std::promise<void>>();
+  std::shared_future<void> open = gate->get_future().share();
+  auto seen = std::make_shared<outcomes>();
+  // For each job: whether it ran on the asker's own thread, and whether its
+  // done came back before read_or_inline returned.
+  auto on_asker = std::make_shared<std::map<int, bool>>();
+  auto done_inside = std::make_shared<std::map<int, bool>>();
+  auto mu = std::make_shared<std::mutex>();
+  auto asker = sys.spawn([=](caf::event_based_actor* self) -> caf::behavior {
+    return {
+        [=](fill_atom) {
+          for (int i = 1; i <= 2; ++i) {
+            const auto me = std::this_thread::get_id();
+            auto returned = std::make_shared<bool>(false);
+            pool->read_or_inline(
+                self,
+                [=] {
+                  if (i == 1) open.wait();  // the one reader is busy with job 1
+                  std::lock_guard<std::mutex> lock{*mu};
+                  (*on_asker)[i] = std::this_thread::get_id() == me;
+                  return status::ok();
+                },
+                [=](const status& s) {
+                  {
+                    std::lock_guard<std::mutex> lock{*mu};
+                    (*done_inside)[i] = !*returned;
+                  }
+                  seen->add(i, s);
+                });
+            *returned = true;
+          }
+        },
+    };
+  });
+  caf::scoped_actor self{sys};
+  self->send(asker, fill_atom::value);
+  // Job 2 found the pool full and ran in place: done before job 1's read ended.
+  REQUIRE(wait_for([&] { return seen->get().size() == 1; }));
+  CHECK(seen->get()[0].first == 2);
+  CHECK(seen->get()[0].second.is_ok());
+  gate->set_value();
+  REQUIRE(wait_for([&] { return seen->get().size() == 2; }));
+  CHECK(seen->get()[1].first == 1);
+  CHECK(seen->get()[1].second.is_ok());
+  std::lock_guard<std::mutex> lock{*mu};
+  CHECK((*on_asker)[2]);
+  CHECK((*done_inside)[2]);
+  CHECK_FALSE((*on_asker)[1]);
+  CHECK_FALSE((*done_inside)[1]);
+  CHECK(pool->queued() == 0);
+  pool->stop();
+  self->send_exit(asker, caf::exit_reason::user_shutdown);
+}
+
 TEST_CASE("live events committed while a subscription's backlog is read follow the backlog in order") {
   det_runtime rt;
   rt.add_agent(scripted_agent("a", R"({"default": {"reply": "ok"}})"));
