@@ -24,6 +24,7 @@
 //     a kill; the final process, which has to redo what every kill cut short,
 //     is scraped after it has drained.
 #include <catch2/catch.hpp>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <map>
@@ -47,6 +48,7 @@ constexpr size_t thread_count = 24;
 constexpr size_t clients = 4;
 constexpr auto kill_after_min = 50ms, kill_after_max = 500ms;
 constexpr auto drain_limit = 60s;
+constexpr auto progress_limit = 120s;  // for a round's first thread_count runs
 
 size_t kills_wanted() {
   const char* v = std::getenv("SKEIN_EFFECTS_KILLS");
@@ -58,17 +60,24 @@ uint64_t seed_wanted() {
   return v != nullptr ? std::strtoull(v, nullptr, 10) : std::random_device{}();
 }
 
-// Runs on the threads until the server goes away. Texts differ per run so that
-// every message has something to embed.
-void load(uint16_t port, size_t client, size_t round, const std::vector<std::string>& threads, uint64_t seed) {
-  http::client c{{"127.0.0.1", port}, "", 5s};
+// Runs on the threads until the round ends (`killed`); a call that fails
+// before then (a timeout of a server slowed by a sanitizer or a loaded machine)
+// is retried on a new connection rather than ending the client. Texts differ
+// per run so that every message has something to embed; `runs` counts the
+// answered ones.
+void load(uint16_t port, size_t client, size_t round, const std::vector<std::string>& threads, uint64_t seed,
+          const std::atomic<bool>& killed, std::atomic<size_t>& runs) {
   std::mt19937_64 rng{seed + client * 7919 + round};
-  for (size_t i = 0;; ++i) {
-    const std::string& t = threads[rng() % threads.size()];
-    std::string body = R"({"text":"note )" + std::to_string(round) + "-" + std::to_string(client) + "-" +
-                       std::to_string(i) + R"( about the garden","wait":true})";
-    http::response r;
-    if (!c.call("POST", "/v1/threads/" + t + "/entries", body, &r).is_ok()) return;  // killed
+  for (size_t i = 0; !killed.load();) {
+    http::client c{{"127.0.0.1", port}, "", 5s};
+    for (; !killed.load(); ++i) {
+      const std::string& t = threads[rng() % threads.size()];
+      std::string body = R"({"text":"note )" + std::to_string(round) + "-" + std::to_string(client) + "-" +
+                         std::to_string(i) + R"( about the garden","wait":true})";
+      http::response r;
+      if (!c.call("POST", "/v1/threads/" + t + "/entries", body, &r).is_ok()) break;  // killed, or slow
+      if (r.status == 200) runs.fetch_add(1);
+    }
   }
 }
 
@@ -130,11 +139,24 @@ TEST_CASE("effects kill loop: titles, embeddings and compactions exactly once ac
     INFO("round " << round << ", seed " << seed);
     serve_process srv{SKEIN_BINARY, data};
     std::vector<std::thread> load_threads;
+    std::atomic<bool> killed{false};
+    std::atomic<size_t> runs{0};
     for (size_t c = 0; c < clients; ++c)
-      load_threads.emplace_back(load, srv.port(), c, round, std::cref(threads), seed);
+      load_threads.emplace_back(load, srv.port(), c, round, std::cref(threads), seed, std::cref(killed),
+                                std::ref(runs));
+    // Every other round gets work done before its kill, however slow the
+    // machine: as many answered runs as threads (so compactions, which take a
+    // few runs on one thread, happen over the rounds), then a random moment.
+    // The other rounds are killed at a random moment from the start, the
+    // catch-up of what the previous kill cut short included.
+    const bool wait_progress = round % 2 == 0;
+    auto progress_deadline = std::chrono::steady_clock::now() + progress_limit;
+    while (wait_progress && runs.load() < thread_count && std::chrono::steady_clock::now() < progress_deadline)
+      std::this_thread::sleep_for(5ms);
+    const size_t runs_before_window = runs.load();
     // Under a sanitizer (make test-asan sets SKEIN_UNDER_SANITIZER) the server
-    // starts and serves several times slower: the window stretches so that runs
-    // and effects still get done between kills.
+    // serves several times slower: the window stretches so that the effects of
+    // those runs still get under way between kills.
     const int64_t slowdown = std::getenv("SKEIN_UNDER_SANITIZER") != nullptr ? 8 : 1;
     auto span = std::chrono::duration_cast<std::chrono::milliseconds>(kill_after_max - kill_after_min).count();
     std::this_thread::sleep_for((kill_after_min + std::chrono::milliseconds(rng() % span)) * slowdown);  // a random moment
@@ -144,8 +166,11 @@ TEST_CASE("effects kill loop: titles, embeddings and compactions exactly once ac
       discarded += metric_sum(m, "skein_effect_discarded_total");
       failed += metric_sum(m, "skein_effect_failed_total");
     }
+    killed.store(true);
     srv.kill();
     for (auto& t : load_threads) t.join();
+    // After the joins: a failed REQUIRE leaves no thread running.
+    if (wait_progress) REQUIRE(runs_before_window >= thread_count);
   }
 
   std::map<std::string, manifest> manifests;
