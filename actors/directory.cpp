@@ -83,7 +83,7 @@ class directory_actor : public caf::event_based_actor {
         [this](create_atom, thread_options& o) -> caf::result<manifest> {
           auto it = agents_.find(o.agent_id);
           if (it == agents_.end())
-            return to_error(status::not_found("agent " + o.agent_id + " does not exist"));
+            return to_error(status::not_found("agent " + o.agent_id + " does not exist").with_field("agent_id"));
           delegate(it->second.actor, create_atom::value, std::move(o));
           return caf::delegated<manifest>{};
         },

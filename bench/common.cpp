@@ -132,8 +132,9 @@ status on_host_threads(size_t n, size_t hosts, const std::function<status(size_t
 
 namespace {
 
-// Creation blocks on an fsync: this many creators let the journal group them.
-constexpr size_t creator_threads = 16;
+// Two bulk creators: while one waits for its last group's fsync, the other's
+// creations already fill the journal's next group.
+constexpr size_t creator_threads = 2;
 
 }  // namespace
 
@@ -141,13 +142,17 @@ status create_bench_threads(runtime& rt, const std::string& agent_id, size_t n, 
                             std::vector<std::string>* ids) {
   ids->assign(n, {});
   progress bar{"creating threads", n, progress_wanted(quiet)};
-  return on_host_threads(n, creator_threads, [&](size_t i) {
+  size_t calls = (n + create_threads_max - 1) / create_threads_max;
+  return on_host_threads(calls, creator_threads, [&](size_t call) {
+    size_t first = call * create_threads_max;
+    size_t count = std::min(create_threads_max, n - first);
     thread_options o;
     o.agent_id = agent_id;
-    manifest m;
-    SKEIN_TRY(rt.create_thread(o, &m));
-    (*ids)[i] = m.id;  // each host writes its own elements only
-    bar.advance();
+    std::vector<thread_options> options(count, o);
+    std::vector<manifest> created;
+    SKEIN_TRY(rt.create_threads(options, &created));
+    for (size_t k = 0; k < count; ++k) (*ids)[first + k] = std::move(created[k].id);  // each call its own range
+    bar.advance(count);
     return status::ok();
   });
 }

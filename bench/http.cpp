@@ -23,7 +23,8 @@ status bench_server::start(runtime& rt, const http::server_limits& limits, size_
   std::unique_ptr<bench_server> s{new bench_server};
   // No counters for /metrics: no workload reads it.
   s->api_ = std::make_unique<server::api>(rt, server::token_store{}, server::api_options{});
-  SKEIN_TRY(http::server::start("127.0.0.1", 0, limits, s->api_->handler(), io_threads, &s->http_));
+  // The service, admission included, as skein serve runs it.
+  SKEIN_TRY(http::server::start("127.0.0.1", 0, limits, s->api_->service(), io_threads, &s->http_));
   *out = std::move(s);
   return status::ok();
 }

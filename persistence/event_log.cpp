@@ -296,6 +296,8 @@ status event_log::open(const log_options& options, std::unique_ptr<event_log>* o
   rocksdb::BlockBasedTableOptions table;
   table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
   table.whole_key_filtering = false;
+  rocksdb::BlockBasedTableOptions threads_table;
+  threads_table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
 
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
   for (size_t i = 0; i < cf_count; ++i) {
@@ -306,6 +308,14 @@ status event_log::open(const log_options& options, std::unique_ptr<event_log>* o
       cf_options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
     }
     if (i == cf_events) cf_options.write_buffer_size = 64 << 20;
+    // Every creation Gets its new, absent id (event_log::prepare: must not
+    // exist): whole-key bloom filters, in the tables and in the memtable, answer
+    // that miss without reading a block or searching the memtable.
+    if (i == cf_threads) {
+      cf_options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(threads_table));
+      cf_options.memtable_whole_key_filtering = true;
+      cf_options.memtable_prefix_bloom_size_ratio = 0.05;
+    }
     descriptors.emplace_back(cf_names[i], cf_options);
   }
 

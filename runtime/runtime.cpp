@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 
 #include "actors/caller.hpp"
 #include "actors/agent_actor.hpp"
@@ -411,6 +412,64 @@ status runtime::create_thread(thread_options options, manifest* out, bool* creat
     return status::ok();
   if (s && created != nullptr) *created = true;
   return s;
+}
+
+status runtime::create_threads(const std::vector<thread_options>& options, std::vector<manifest>* out,
+                               std::vector<status>* each) {
+  SKEIN_TRY(impl_->check_open());
+  const size_t n = options.size();
+  if (n > create_threads_max)
+    return status::invalid_input("options: " + std::to_string(n) + " creations exceed create_threads_max (" +
+                                 std::to_string(create_threads_max) + ")")
+        .with_limit("create_threads_max")
+        .with_field("options");
+  std::vector<status> local;
+  std::vector<status>& results = each != nullptr ? *each : local;
+  results.assign(n, status::ok());
+  out->assign(n, manifest{});
+  // Refusals decided here, before anything is in flight: each names its field.
+  std::unordered_map<std::string, size_t> tasks;  // task_id -> the option that claims it in this call
+  for (size_t i = 0; i < n; ++i) {
+    const thread_options& o = options[i];
+    if (o.dm) {
+      results[i] = status::invalid_input("dm: create_threads creates; dm_thread() creates or reuses the DM thread")
+                       .with_field("dm");
+      continue;
+    }
+    if (status s = validate_thread_options(o); !s) {
+      results[i] = std::move(s);
+      continue;
+    }
+    if (o.task_id.empty()) continue;
+    auto [it, fresh] = tasks.emplace(o.task_id, i);
+    if (!fresh)
+      results[i] = status::conflict("task_id: " + o.task_id + " is claimed by options[" +
+                                    std::to_string(it->second) + "] of this call")
+                       .with_field("task_id");
+  }
+  // Every request first, then the answers: the journal merges whatever is queued
+  // while its previous write is in flight, so these share its fsyncs.
+  caller self{*impl_->sys};
+  using handle = decltype(self->request(impl_->actors.directory, caf::infinite, create_atom::value,
+                                        std::declval<thread_options>()));
+  std::vector<std::pair<size_t, handle>> inflight;
+  inflight.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (!results[i]) continue;
+    inflight.emplace_back(i, self->request(impl_->actors.directory, caf::infinite, create_atom::value, options[i]));
+  }
+  for (auto& [i, h] : inflight) {
+    size_t k = i;  // structured bindings are not captured by lambdas in C++20
+    h.receive([&](manifest& m) { (*out)[k] = std::move(m); },
+              [&](caf::error& e) { results[k] = to_status(e); });
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (results[i]) continue;
+    return status{results[i].code(), "options[" + std::to_string(i) + "]: " + results[i].message()}
+        .with_limit(results[i].limit())
+        .with_field(results[i].field());
+  }
+  return status::ok();
 }
 
 status runtime::add_member(const std::string& thread_id, const house_member& member, manifest* out) {

@@ -96,6 +96,10 @@ struct runtime_options {
 
 enum class history_view { working, complete };
 
+// Creations in one runtime::create_threads call at most: the journal's group
+// (journal_options::group_ticks_max) holds this many ticks.
+inline constexpr size_t create_threads_max = 4096;
+
 // One thread brought from elsewhere: its manifest (id, agent_id) and its whole
 // log, seqs 1..n.
 struct thread_import {
@@ -201,6 +205,22 @@ class runtime {
   // two creates race, whichever the log wrote first wins. options.dm gives the
   // agent's DM thread the same way (dm_thread()).
   status create_thread(thread_options options, manifest* out, bool* created = nullptr);
+  // Many creations at once: all are put in flight together, so they share the
+  // journal's group commits (one fsync for up to a group of them in `sync` mode)
+  // instead of one fsync per blocking create_thread. Each succeeds or fails by
+  // itself: (*each)[i] is options[i]'s status, naming the field at fault, and
+  // (*out)[i] its manifest when it succeeded; each thread is one tick, so a
+  // failed creation writes nothing. Returns once every creation is answered, each
+  // success durable in the runtime's mode. Unlike create_thread, a creation is
+  // never an existing thread: a task that has a thread already, or a task_id
+  // named twice in the call (the later ones), is `conflict` on task_id; dm is
+  // refused (dm_thread() creates or reuses). The call itself fails, creating
+  // nothing, past create_threads_max options (invalid_input naming the limit) or
+  // when the runtime is closed. Otherwise it returns ok when every creation
+  // succeeded, else the first failure, its message prefixed "options[i]: ".
+  // `each` may be null.
+  status create_threads(const std::vector<thread_options>& options, std::vector<manifest>* out,
+                        std::vector<status>* each = nullptr);
   // The task's dedicated thread; not_found when the task has none.
   status find_task_thread(const std::string& task_id, manifest* out);
   // The agent's DM thread (parent kind agent), created on first use, atomically:

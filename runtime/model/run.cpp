@@ -122,15 +122,28 @@ status result_from_log(const std::string& thread_id, const std::string& run_id,
   return status::ok();
 }
 
+namespace {
+
+// validate_id() names the field in its message; a thread option's error names it
+// in status::field() too, so that a caller (create_threads, the HTTP body) need
+// not read the message.
+status option_id(std::string_view id, const char* field) {
+  status s = validate_id(id, field);
+  if (!s && s.field().empty()) return std::move(s).with_field(field);
+  return s;
+}
+
+}  // namespace
+
 status validate_thread_options(const thread_options& o) {
-  SKEIN_TRY(validate_id(o.agent_id, "agent_id"));
+  SKEIN_TRY(option_id(o.agent_id, "agent_id"));
   SKEIN_TRY(check_text_field(o.title, "title", "title_bytes_max", title_bytes_max));
   SKEIN_TRY(check_text_field(o.name, "name", "title_bytes_max", title_bytes_max));
   if (o.tags.size() > tags_max)
     return status::invalid_input("tags: more than tags_max (" + std::to_string(tags_max) + ")").with_limit("tags_max");
-  for (const auto& t : o.tags) SKEIN_TRY(validate_id(t, "tags"));
-  if (!o.parent_thread_id.empty()) SKEIN_TRY(validate_id(o.parent_thread_id, "parent_thread_id"));
-  if (!o.task_id.empty()) SKEIN_TRY(validate_id(o.task_id, "task_id"));
+  for (const auto& t : o.tags) SKEIN_TRY(option_id(t, "tags"));
+  if (!o.parent_thread_id.empty()) SKEIN_TRY(option_id(o.parent_thread_id, "parent_thread_id"));
+  if (!o.task_id.empty()) SKEIN_TRY(option_id(o.task_id, "task_id"));
   if (o.dm && !o.parent_thread_id.empty())
     return status::invalid_input("dm: a DM thread hangs from its agent, not from a parent thread").with_field("dm");
   if (!o.members.empty() && (o.dm || !o.parent_thread_id.empty() || !o.task_id.empty()))

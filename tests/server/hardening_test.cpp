@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <catch2/catch.hpp>
 #include <tuple>
 #include <cstdio>
@@ -573,4 +575,69 @@ TEST_CASE("every route takes the longest, deepest and most malformed input and a
   CHECK_FALSE(bs.paused);
   CHECK(f.call("GET", "/healthz").status == 200);
   CHECK(f.srv->counters().body_bytes_buffered == 0);
+}
+
+namespace {
+
+// One reply of the api handler, which may come later from another thread; waited
+// for with a bound on the test's own thread.
+class captured_reply : public http::exchange {
+ public:
+  void reply(http::response r) override {
+    std::lock_guard lock{mu_};
+    if (done_) return;
+    r_ = std::move(r);
+    done_ = true;
+    cv_.notify_all();
+  }
+  std::shared_ptr<http::event_stream> stream(http::header_list) override {
+    reply(http::response{500, "application/json", "no streams here", {}});
+    return nullptr;
+  }
+  bool wait(http::response* out) {
+    std::unique_lock lock{mu_};
+    if (!cv_.wait_for(lock, std::chrono::seconds(30), [&] { return done_; })) return false;
+    *out = r_;
+    return true;
+  }
+
+ private:
+  std::mutex mu_;  // guards done_ and r_
+  std::condition_variable cv_;
+  bool done_ = false;
+  http::response r_;
+};
+
+}  // namespace
+
+TEST_CASE("POST entries: the handler trusts admission's check of its own thread only") {
+  server_fixture f{{}, {}, tokens_file};
+  f.agent("alpha", ok_rules, admin);
+  f.agent("beta", ok_rules, admin);
+  std::string a_thread = f.thread("alpha", alpha);
+  std::string b_thread = f.thread("beta", beta);
+  std::string foreign = f.call("POST", "/v1/threads/" + b_thread + "/entries", R"({"text":"x"})", alpha).body;
+  auto post = [&](const std::string& thread, const std::string& admitted) {
+    http::request req;
+    req.method = "POST";
+    req.target = "/v1/threads/" + thread + "/entries";
+    REQUIRE(http::parse_target(req.target, &req.path, &req.query));
+    req.headers["authorization"] = "Bearer " + alpha;
+    req.body = R"({"text":"x"})";
+    req.admitted_thread = admitted;
+    auto ex = std::make_shared<captured_reply>();
+    f.api->handle(req, ex);
+    http::response r;
+    REQUIRE(ex->wait(&r));
+    return r;
+  };
+  // Admitted for alpha's thread, sent to beta's: the handler checks beta's itself.
+  auto r = post(b_thread, a_thread);
+  CHECK(r.status == 404);
+  CHECK(r.body == foreign);
+  CHECK(f.call("GET", "/v1/threads/" + b_thread, "", admin).body.find(R"("last_seq":0)") != std::string::npos);
+  // Admitted for its own thread: taken without a second read.
+  CHECK(post(a_thread, a_thread).status == 202);
+  // Not admitted at all (a handler without admission): checked and taken.
+  CHECK(post(a_thread, "").status == 202);
 }

@@ -47,10 +47,12 @@ status embedded_transport::call(const http_call& c, http::response* out) {
   req.target = c.target;
   if (!http::parse_target(c.target, &req.path, &req.query))
     return status::invalid_input("target " + quote_input(c.target) + ": malformed");
-  if (auto a = api_.admit(req); a.refuse) {
+  auto a = api_.admit(req);
+  if (a.refuse) {
     *out = *a.refuse;
     return status::ok();
   }
+  req.admitted_thread = std::move(a.visible_thread);
   req.body = c.body;
   auto ex = std::make_shared<capture>();
   api_.handle(req, ex);

@@ -29,6 +29,10 @@ struct request {
   std::map<std::string, std::string> query;    // percent-decoded; last one wins
   std::map<std::string, std::string> headers;  // names in lower case
   std::string body;
+  // Set by the server from admission::visible_thread: a thread the admitter
+  // found this request's credentials may see, so the handler need not read it
+  // again. "" when none was checked.
+  std::string admitted_thread;
 
   std::string header(const std::string& lower_name) const;
 };
@@ -75,6 +79,9 @@ enum class body_class : uint8_t {
 struct admission {
   std::optional<response> refuse;  // answered at once; the body is never read
   body_class body = body_class::standard;
+  // The thread of the route the admitter checked visible to the request's
+  // credentials (passed on as request::admitted_thread); "" when none.
+  std::string visible_thread;
 };
 
 // Sees `head` with an empty body. Called on an I/O thread; must not block long.

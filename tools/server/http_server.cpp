@@ -273,6 +273,7 @@ class session : public std::enable_shared_from_this<session> {
       }
     }
     if (adm.refuse) return refuse(std::move(*adm.refuse));
+    req_.admitted_thread = std::move(adm.visible_thread);
     import_ = adm.body == body_class::import;
     size_t limit = import_ ? server_->limits.import_body_bytes_max : server_->limits.body_bytes_max;
     if (length && *length > limit) return reject(413, body_limit_name(), "request body too large");
