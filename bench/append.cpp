@@ -159,7 +159,7 @@ status verify(const append_plan& plan, const event_log& log) {
 
 // `key`: encrypted at rest under it (the encryption workload); null: plain.
 status run_skein(const append_plan& plan, durability mode, const bench_options& options,
-                 append_row* row, std::shared_ptr<const master_key> key = nullptr) {
+                 measured_row* row, std::shared_ptr<const master_key> key = nullptr) {
   row->system = "skein";
   row->mode = std::string{to_string(mode)};
   log_options lo;
@@ -177,7 +177,7 @@ status run_skein(const append_plan& plan, durability mode, const bench_options& 
     s = drive(plan, *log, bar, &latencies_ns, &row->seconds);
   }
   if (!s) return status{s.code(), "skein " + row->mode + ": " + s.message()};
-  row->events = plan.total();
+  row->count = plan.total();
   row->p50_us = quantile_us(latencies_ns, 0.50);
   row->p99_us = quantile_us(latencies_ns, 0.99);
   if (options.plot) row->latencies_ns = std::move(latencies_ns);
@@ -225,7 +225,7 @@ status count_keys(rocksdb::DB* db, uint64_t expected) {
 
 // Events in arrival order of the concurrent run: seq 1 of every thread, then seq 2, ...
 status run_direct(const append_plan& plan, bool sync, uint64_t events,
-                  const bench_options& options, append_row* row) {
+                  const bench_options& options, measured_row* row) {
   row->system = "rocksdb";
   row->mode = sync ? "put-sync" : "put-unsynced";
   std::string path = options.dir + "/append-rocksdb-" + row->mode;
@@ -255,7 +255,7 @@ status run_direct(const append_plan& plan, bool sync, uint64_t events,
     bar.advance();
   }
   row->seconds = seconds_since(start, bench_clock::now());
-  row->events = events;
+  row->count = events;
   row->p50_us = quantile_us(latencies_ns, 0.50);
   row->p99_us = quantile_us(latencies_ns, 0.99);
   if (options.plot) row->latencies_ns = std::move(latencies_ns);
@@ -279,7 +279,7 @@ append_baseline_input baseline_input(const append_plan& plan) {
 }  // namespace
 
 status measure_append_skein(const bench_options& options, durability mode, std::shared_ptr<const master_key> key,
-                            append_row* row) {
+                            measured_row* row) {
   append_plan plan = make_plan(options.scale);
   return run_skein(plan, mode, options, row, std::move(key));
 }
@@ -288,7 +288,7 @@ status run_append(const bench_options& options, result* out) {
   append_plan plan = make_plan(options.scale);
   std::string sample;
   SKEIN_TRY(encode_event(bench_event(plan.threads.front(), 1), &sample));
-  std::vector<append_row> rows;
+  std::vector<measured_row> rows;
   for (durability mode : {durability::sync, durability::flush, durability::memory})
     SKEIN_TRY(run_skein(plan, mode, options, &rows.emplace_back()));
   auto sync_cap = static_cast<uint64_t>(std::llround(sync_puts_at_scale_1 * options.scale));
@@ -303,29 +303,29 @@ status run_append(const bench_options& options, result* out) {
                            std::to_string(sample.size()) + "-byte stored value)",
                        {col("system"), col("mode"), col("events"), col("events/s", "events/s"),
                         col("commits/write", "", 1), col("p50", "ms", 3), col("p99", "ms", 3), col("failures")});
-  const append_row& sync = rows.front();
+  const measured_row& sync = rows.front();
   for (const auto& r : rows) {
-    t.rows.push_back({text(r.system), text(r.mode), num(r.events), num(r.events_per_s()),
+    t.rows.push_back({text(r.system), text(r.mode), num(r.count), num(r.per_s()),
                       r.writes > 0 ? num(static_cast<double>(r.commits) / r.writes) : cell{}, num(r.p50_us / 1000),
                       num(r.p99_us / 1000), num(r.failures)});
     std::string name = r.system + " " + r.mode;
     if (!r.note.empty()) t.notes.push_back(name + ": " + r.note);
     if (r.system != "skein")
-      t.notes.push_back("skein sync / " + name + ": " + fixed(sync.events_per_s() / r.events_per_s(), 2) + "x");
+      t.notes.push_back("skein sync / " + name + ": " + fixed(sync.per_s() / r.per_s(), 2) + "x");
     if (!options.plot) continue;
     add_bar(out, "throughput-append", "append: throughput (events/s, higher is better)", "events/s", name,
-            r.events_per_s());
+            r.per_s());
     add_cdf(out, "latency-append", "append: latency CDF",
             name + (r.system == "skein" ? ": send to ack" : ": one Put"), r.latencies_ns);
   }
-  add_target(out, "skein sync events/s", sync.events_per_s(), append_events_per_s_target, "events/s");
+  add_target(out, "skein sync events/s", sync.per_s(), append_events_per_s_target, "events/s");
   for (const auto& r : rows) {
     std::string name = r.system + " " + r.mode;
     double goal = name == "rocksdb put-unsynced" ? append_ratio_target
                   : name == "lace-design FULL"   ? append_over_lace_full_target
                   : r.system == "opennova-design" ? append_over_opennova_target : 0;
     if (goal > 0)
-      add_target(out, "skein sync / " + name, sync.events_per_s() / r.events_per_s(), goal, "x", better::higher, name);
+      add_target(out, "skein sync / " + name, sync.per_s() / r.per_s(), goal, "x", better::higher, name);
   }
   return status::ok();
 }

@@ -120,16 +120,6 @@ status build(const std::string& path, std::vector<length_set>& sets, bool quiet,
   return status::ok();
 }
 
-// The first run after activation reads the log: what coming back costs at this
-// history length. It must complete as scripted, right after the history.
-status check_cold_run(const run_handle& h, const status& waited, const run_result& r, uint64_t history_events) {
-  SKEIN_TRY(check_waited_run(h, waited, r));
-  if (r.first_seq != history_events + 1)
-    return status::corruption("thread " + h.thread_id() + " run " + h.run_id() + ": first seq " + std::to_string(r.first_seq) +
-                              " on a log of " + std::to_string(history_events) + " events");
-  return status::ok();
-}
-
 // The lengths take turns, sample after sample, like the appends' rounds.
 status measure_cold(const std::string& path, const std::vector<length_set>& sets,
                     history_figures* f) {
@@ -139,11 +129,11 @@ status measure_cold(const std::string& path, const std::vector<length_set>& sets
   std::vector<std::vector<int64_t>> activate(sets.size()), run(sets.size());
   for (size_t s = 0; s < samples; ++s) {
     for (size_t k = 0; k < sets.size(); ++k) {
-      uint64_t events = sets[k].history_events;
-      SKEIN_TRY(time_cold(
-          *rt, sets[k].ids[s], "first run after activation",
-          [events](const run_handle& h, const status& w, const run_result& r) { return check_cold_run(h, w, r, events); },
-          &activate[k].emplace_back(), &run[k].emplace_back()));
+      // The first run after activation reads the log: what coming back costs at
+      // this history length. It must complete as scripted, right after the history.
+      SKEIN_TRY(time_cold(*rt, sets[k].ids[s], "first run after activation",
+                          {.first_seq = sets[k].history_events + 1}, &activate[k].emplace_back(),
+                          &run[k].emplace_back()));
     }
   }
   runtime_stats st;
