@@ -38,6 +38,8 @@ struct server_limits;
 
 namespace skein::bench {
 
+using bench_clock = std::chrono::steady_clock;
+
 struct bench_options {
   double scale = 1.0;  // multiplies every size of every workload
   std::string dir;     // existing directory where workloads create their databases
@@ -90,7 +92,18 @@ struct measured_row {
 // One skein row of `append` (append.cpp), encrypted under `key` unless null.
 status measure_append_skein(const bench_options& options, durability mode, std::shared_ptr<const master_key> key,
                             measured_row* row);
-// The skein part of `runs` (runs.cpp) in durability `mode`: no baselines.
+// The skein part of `runs` (runs.cpp): its threads and runs as `setup` says.
+struct runs_setup {
+  std::string name;    // its database and progress bar
+  runtime_options ro;  // durability, encryption, effects
+  agent_config agent;  // none: bench_agent, scripted engine at 0 ms
+  std::string padding;     // after "run N" in every input
+  bool exact_logs = true;  // every log holds the runs' events and no other
+  // Called right after the last run replied, before the checks.
+  std::function<status(runtime&, bench_clock::time_point last_reply)> after;
+};
+status measure_runs(const bench_options& options, const runs_setup& setup, measured_row* out);
+// In durability `mode`, encrypted under `key` unless null.
 status measure_runs(const bench_options& options, durability mode, std::shared_ptr<const master_key> key,
                     measured_row* out);
 // Run `n` of thread `id` through the server: POST /v1/threads/{id}/entries
@@ -100,8 +113,6 @@ status post_run(http::client& client, const std::string& id, size_t n, run_resul
                 std::chrono::steady_clock::time_point* answered = nullptr);
 
 // --- What the workloads over skein::runtime share (common.cpp) -------------------
-
-using bench_clock = std::chrono::steady_clock;
 
 inline constexpr const char* bench_agent_id = "bench";
 
