@@ -7,7 +7,6 @@
 // append-rocksdb-<put-sync|put-unsynced>.
 #include <algorithm>
 #include <caf/actor_system.hpp>
-#include <caf/actor_system_config.hpp>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -17,6 +16,7 @@
 #include "actors/error.hpp"
 #include "actors/journal.hpp"
 #include "bench/baselines/baselines.hpp"
+#include "bench/log_builder.hpp"
 #include "bench/workloads.hpp"
 #include "persistence/event_log.hpp"
 #include "persistence/keys.hpp"
@@ -68,13 +68,6 @@ append_plan make_plan(double scale) {
   return p;
 }
 
-uint64_t splitmix64(uint64_t* state) {
-  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 // Prose that differs from event to event, as user messages do, so that the WAL,
 // compression and filters see realistic input rather than one repeated string.
 std::string message_text(size_t thread, uint64_t seq) {
@@ -90,7 +83,8 @@ std::string message_text(size_t thread, uint64_t seq) {
   out.reserve(text_bytes + 16);
   while (out.size() < text_bytes) {
     if (!out.empty()) out.push_back(' ');
-    out += words[splitmix64(&state) % std::size(words)];
+    out += words[splitmix64(state) % std::size(words)];
+    state += 0x9e3779b97f4a7c15ull;
   }
   out.resize(text_bytes);
   return out;
@@ -106,8 +100,8 @@ event bench_event(const thread_plan& t, uint64_t seq) {
 
 // --- skein: one driver actor per thread (drive_ticks) --------------------------
 
-// Runs every thread's ticks to their end, then closes the journal. The actor system
-// lives only in here, so it is gone before the caller's log.
+// Every thread's ticks to their end through the journal; then everything
+// acknowledged must be in the log: counters, manifests and events.
 status drive(const append_plan& plan, event_log& log, progress& bar, std::vector<int64_t>* latencies_ns,
              double* seconds) {
   std::vector<manifest> threads(plan.threads.size());
@@ -119,40 +113,26 @@ status drive(const append_plan& plan, event_log& log, progress& bar, std::vector
     m.status = thread_status::running;
     m.created_at_ms = m.updated_at_ms = plan.created_at_ms;
   }
-  caf::actor_system_config cfg;
-  register_skein_types(cfg);
-  caf::actor_system sys{cfg};
-  auto journal = spawn_journal(sys, log);
   latencies_ns->reserve(plan.total());
-  status s = drive_ticks(sys, journal, threads.data(), threads.size(), plan.ticks,
-                         [&plan](size_t i, uint64_t seq) { return bench_event(plan.threads[i], seq); }, &bar,
-                         latencies_ns, seconds);
-  status closed = journal_close(sys, journal);
-  SKEIN_TRY(s);
-  if (!closed) return status{closed.code(), "closing the journal: " + closed.message()};
+  SKEIN_TRY(with_journal(log, [&](caf::actor_system& sys, const caf::actor& journal) {
+    return drive_ticks(sys, journal, threads.data(), threads.size(), plan.ticks,
+                       [&plan](size_t i, uint64_t seq) { return bench_event(plan.threads[i], seq); }, &bar,
+                       latencies_ns, seconds);
+  }));
   return status::ok();
 }
 
-// Everything acknowledged must be in the log: counters, manifests and events.
 status verify(const append_plan& plan, const event_log& log) {
-  log_counters c = log.counters();
-  if (c.commits != plan.total() || c.events != plan.total() || c.failed != 0 || c.rejected != 0)
-    return status::corruption("event log counted " + std::to_string(c.commits) + " commits, " +
-                              std::to_string(c.events) + " events, " + std::to_string(c.failed) +
-                              " failed, " + std::to_string(c.rejected) + " rejected; expected " +
-                              std::to_string(plan.total()) + " commits and events");
+  SKEIN_TRY(check_log_counters(log, plan.total()));
   std::vector<event> events;
   for (const auto& t : plan.threads) {
     manifest m;
     SKEIN_TRY(log.read_manifest(t.thread_id, &m));
-    if (m.last_seq != plan.ticks)
-      return status::corruption("thread " + t.thread_id + ": manifest last_seq " +
-                                std::to_string(m.last_seq) + ", expected " +
-                                std::to_string(plan.ticks));
     SKEIN_TRY(log.read_events(t.thread_id, 1, 0, &events));
-    if (events.size() != plan.ticks || events.back().seq != plan.ticks)
-      return status::corruption("thread " + t.thread_id + ": " + std::to_string(events.size()) +
-                                " events read back, expected " + std::to_string(plan.ticks));
+    if (m.last_seq != plan.ticks || events.size() != plan.ticks || events.back().seq != plan.ticks)
+      return status::corruption("thread " + t.thread_id + ": manifest last_seq " + std::to_string(m.last_seq) +
+                                " and " + std::to_string(events.size()) + " events read back, expected " +
+                                std::to_string(plan.ticks));
   }
   return status::ok();
 }

@@ -15,7 +15,6 @@
 // thread's whole log once. That cost does grow with the history; it is reported
 // apart and never mixed into the append figures.
 #include <caf/actor_system.hpp>
-#include <caf/actor_system_config.hpp>
 
 #include <algorithm>
 
@@ -157,32 +156,21 @@ status measure_appends(const std::string& path, size_t rounds, size_t concurrent
       set.seq_before[i] = set.manifests[i].last_seq;
     }
   }
-  status s;
-  {  // the actor system lives only in here, so it is gone before the log
-    caf::actor_system_config cfg;
-    register_skein_types(cfg);
-    caf::actor_system sys{cfg};
-    auto journal = spawn_journal(sys, *log);
-    progress bar{"appending", rounds * sets.size(), progress_wanted(quiet)};
-    for (size_t r = 0; r < rounds && s; ++r) {
-      for (size_t turn = 0; turn < sets.size() && s; ++turn) {
+  progress bar{"appending", rounds * sets.size(), progress_wanted(quiet)};
+  SKEIN_TRY(with_journal(*log, [&](caf::actor_system& sys, const caf::actor& journal) {
+    for (size_t r = 0; r < rounds; ++r) {
+      for (size_t turn = 0; turn < sets.size(); ++turn) {
         length_set& set = sets[(r + turn) % sets.size()];
-        s = append_pass(sys, journal, *log, set, set.ids.size(), concurrent_ticks, &set.concurrent);
-        if (s) s = append_pass(sys, journal, *log, set, 1, sequential_ticks, &set.sequential);
+        SKEIN_TRY(append_pass(sys, journal, *log, set, set.ids.size(), concurrent_ticks, &set.concurrent));
+        SKEIN_TRY(append_pass(sys, journal, *log, set, 1, sequential_ticks, &set.sequential));
         bar.advance();
       }
     }
-    status closed = journal_close(sys, journal);
-    if (s) s = closed;
-  }
-  SKEIN_TRY(s);
-  log_counters c = log->counters();
+    return status::ok();
+  }));
   uint64_t ticks = 0;
   for (const auto& set : sets) ticks += set.concurrent.events + set.sequential.events;
-  if (c.commits != ticks || c.events != ticks || c.failed != 0 || c.rejected != 0)
-    return status::corruption("event log counted " + std::to_string(c.commits) + " commits, " +
-                              std::to_string(c.failed) + " failed, " + std::to_string(c.rejected) +
-                              " rejected; expected " + std::to_string(ticks) + " commits");
+  SKEIN_TRY(check_log_counters(*log, ticks));
   for (const auto& set : sets) SKEIN_TRY(verify_appends(*log, set));
   return status::ok();
 }

@@ -27,6 +27,9 @@ namespace caf {
 class actor;
 class actor_system;
 }  // namespace caf
+namespace skein {
+class event_log;
+}
 namespace skein::server {
 class api;
 }
@@ -284,6 +287,12 @@ merged_outcome drive_round_robin(
 status drive_ticks(caf::actor_system& sys, const caf::actor& journal, manifest* threads, size_t count,
                    size_t ticks, const std::function<event(size_t, uint64_t)>& make_event, progress* bar,
                    std::vector<int64_t>* latencies_ns, double* seconds);
+
+// Runs fn with a journal actor over `log` in an actor system of its own, then
+// closes the journal: the system is gone, and the log free, when this returns.
+status with_journal(event_log& log, const std::function<status(caf::actor_system&, const caf::actor&)>& fn);
+// The log counted `ticks` one-event commits, and no failed or rejected one.
+status check_log_counters(const event_log& log, uint64_t ticks);
 
 // --- What the workloads over the HTTP server share (http.cpp defines it) -------
 
