@@ -24,6 +24,21 @@ constexpr double runs_per_s_target = 15'000;
 constexpr double runs_over_opennova_target = 10;
 constexpr double runs_over_kernl_target = 3;
 
+// The log must hold exactly what the completed runs wrote, nothing failed or refused.
+status verify_runs(runtime& rt, const std::vector<std::string>& ids, const merged_outcome& m) {
+  SKEIN_TRY(check_outcome(m, ids.size() * runs_per_thread));
+  log_expectation want{1 + scripted_events_per_run * runs_per_thread, runs_per_thread};
+  SKEIN_TRY(check_thread_logs(rt, ids, ids.size(), want));
+  runtime_stats st;
+  SKEIN_TRY(rt.stats(&st));
+  if (st.log.failed != 0 || st.log.rejected != 0 || st.log.events != want.events * ids.size())
+    return status::corruption("event log counted " + std::to_string(st.log.events) + " events, " +
+                              std::to_string(st.log.failed) + " failed and " +
+                              std::to_string(st.log.rejected) + " rejected ticks; expected " +
+                              std::to_string(want.events * ids.size()) + " events");
+  return status::ok();
+}
+
 // "lace-design FULL", "kernl in-memory": the system and the first word of its mode.
 std::string baseline_name(const measured_row& r) {
   return r.system + " " + r.mode.substr(0, r.mode.find(' '));
@@ -33,12 +48,20 @@ double ratio(double a, double b) { return b > 0 ? a / b : 0; }
 
 }  // namespace
 
-status measure_runs(const bench_options& options, const runs_setup& setup, measured_row* out) {
-  agent_config agent = setup.agent.id.empty() ? bench_agent(runs_engine_config) : setup.agent;
+status measure_runs(const bench_options& options, durability mode, std::shared_ptr<const master_key> key,
+                    measured_row* out) {
+  runtime_options ro;
+  ro.mode = mode;
+  ro.encryption = key;
+  agent_config agent = bench_agent(runs_engine_config);
   std::unique_ptr<runtime> rt;
-  SKEIN_TRY(open_bench_runtime(options, setup.name, setup.ro, agent, &rt));
+  std::string name = std::string{"runs"} + (mode == durability::sync ? "" : "-" + std::string{to_string(mode)}) +
+                     (key ? "-encrypted" : "");
+  SKEIN_TRY(open_bench_runtime(options, name, ro, agent, &rt));
   std::vector<std::string> ids;
-  SKEIN_TRY(create_bench_threads(*rt, agent.id, scaled_count(threads_at_scale_1, options.scale), options.quiet, &ids));
+  SKEIN_TRY(create_bench_threads(*rt, agent.id, scaled_count(threads_at_scale_1, options.scale),
+                                 options.quiet, &ids));
+
   measured_row& f = *out;
   f.threads = ids.size();
   f.host_threads = host_threads;
@@ -46,13 +69,11 @@ status measure_runs(const bench_options& options, const runs_setup& setup, measu
   SKEIN_TRY(rt->stats(&before));
   merged_outcome m;
   {
-    progress bar{setup.name, ids.size() * runs_per_thread, progress_wanted(options.quiet)};
+    progress bar{name, ids.size() * runs_per_thread, progress_wanted(options.quiet)};
     m = drive_round_robin(ids, host_threads, [&](const std::vector<std::string>& mine, host_outcome* o) {
-      drive_runs_host(*rt, mine, runs_per_thread, window_per_thread, setup.padding, bar, o);
+      drive_runs_host(*rt, mine, runs_per_thread, window_per_thread, "", bar, o);
     });
   }
-  // The last reply: the hosts have all seen their last run end (joined just now).
-  if (setup.after) SKEIN_TRY(setup.after(*rt, bench_clock::now()));
   f.count = m.completed;
   f.seconds = m.seconds;
   f.p50_us = quantile_us(m.latencies_ns, 0.50);
@@ -60,28 +81,9 @@ status measure_runs(const bench_options& options, const runs_setup& setup, measu
   SKEIN_TRY(rt->stats(&after));
   f.commits = after.log.commits - before.log.commits;
   f.writes = after.log.writes - before.log.writes;
+  SKEIN_TRY(verify_runs(*rt, ids, m));
   f.latencies_ns = std::move(m.latencies_ns);
-  // The log must hold exactly what the completed runs wrote, nothing failed or refused.
-  SKEIN_TRY(check_outcome(m, ids.size() * runs_per_thread));
-  SKEIN_TRY(check_log_clean(*rt));
-  if (setup.exact_logs) {
-    log_expectation want{1 + scripted_events_per_run * runs_per_thread, runs_per_thread};
-    SKEIN_TRY(check_thread_logs(*rt, ids, ids.size(), want));
-    if (after.log.events != want.events * ids.size())
-      return status::corruption("event log counted " + std::to_string(after.log.events) + " events; expected " +
-                                std::to_string(want.events * ids.size()));
-  }
   return rt->close();
-}
-
-status measure_runs(const bench_options& options, durability mode, std::shared_ptr<const master_key> key,
-                    measured_row* out) {
-  runs_setup s;
-  s.name = std::string{"runs"} + (mode == durability::sync ? "" : "-" + std::string{to_string(mode)}) +
-           (key ? "-encrypted" : "");
-  s.ro.mode = mode;
-  s.ro.encryption = std::move(key);
-  return measure_runs(options, s, out);
 }
 
 status run_runs(const bench_options& options, result* out) {

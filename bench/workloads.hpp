@@ -95,18 +95,8 @@ struct measured_row {
 // One skein row of `append` (append.cpp), encrypted under `key` unless null.
 status measure_append_skein(const bench_options& options, durability mode, std::shared_ptr<const master_key> key,
                             measured_row* row);
-// The skein part of `runs` (runs.cpp): its threads and runs as `setup` says.
-struct runs_setup {
-  std::string name;    // its database and progress bar
-  runtime_options ro;  // durability, encryption, effects
-  agent_config agent;  // none: bench_agent, scripted engine at 0 ms
-  std::string padding;     // after "run N" in every input
-  bool exact_logs = true;  // every log holds the runs' events and no other
-  // Called right after the last run replied, before the checks.
-  std::function<status(runtime&, bench_clock::time_point last_reply)> after;
-};
-status measure_runs(const bench_options& options, const runs_setup& setup, measured_row* out);
-// In durability `mode`, encrypted under `key` unless null.
+// The skein part of `runs` (runs.cpp) in durability `mode`, encrypted under `key`
+// unless null: no baselines.
 status measure_runs(const bench_options& options, durability mode, std::shared_ptr<const master_key> key,
                     measured_row* out);
 // Run `n` of thread `id` through the server: POST /v1/threads/{id}/entries
