@@ -7,7 +7,6 @@
 // append-rocksdb-<put-sync|put-unsynced>.
 #include <algorithm>
 #include <caf/actor_system.hpp>
-#include <caf/actor_system_config.hpp>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -17,6 +16,7 @@
 #include "actors/error.hpp"
 #include "actors/journal.hpp"
 #include "bench/baselines/baselines.hpp"
+#include "bench/log_builder.hpp"
 #include "bench/workloads.hpp"
 #include "persistence/event_log.hpp"
 #include "persistence/keys.hpp"
@@ -68,13 +68,6 @@ append_plan make_plan(double scale) {
   return p;
 }
 
-uint64_t splitmix64(uint64_t* state) {
-  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 // Prose that differs from event to event, as user messages do, so that the WAL,
 // compression and filters see realistic input rather than one repeated string.
 std::string message_text(size_t thread, uint64_t seq) {
@@ -90,7 +83,8 @@ std::string message_text(size_t thread, uint64_t seq) {
   out.reserve(text_bytes + 16);
   while (out.size() < text_bytes) {
     if (!out.empty()) out.push_back(' ');
-    out += words[splitmix64(&state) % std::size(words)];
+    out += words[splitmix64(state) % std::size(words)];
+    state += 0x9e3779b97f4a7c15ull;
   }
   out.resize(text_bytes);
   return out;
@@ -106,8 +100,8 @@ event bench_event(const thread_plan& t, uint64_t seq) {
 
 // --- skein: one driver actor per thread (drive_ticks) --------------------------
 
-// Runs every thread's ticks to their end, then closes the journal. The actor system
-// lives only in here, so it is gone before the caller's log.
+// Every thread's ticks to their end through the journal; then everything
+// acknowledged must be in the log: counters, manifests and events.
 status drive(const append_plan& plan, event_log& log, progress& bar, std::vector<int64_t>* latencies_ns,
              double* seconds) {
   std::vector<manifest> threads(plan.threads.size());
@@ -119,47 +113,33 @@ status drive(const append_plan& plan, event_log& log, progress& bar, std::vector
     m.status = thread_status::running;
     m.created_at_ms = m.updated_at_ms = plan.created_at_ms;
   }
-  caf::actor_system_config cfg;
-  register_skein_types(cfg);
-  caf::actor_system sys{cfg};
-  auto journal = spawn_journal(sys, log);
   latencies_ns->reserve(plan.total());
-  status s = drive_ticks(sys, journal, threads.data(), threads.size(), plan.ticks,
-                         [&plan](size_t i, uint64_t seq) { return bench_event(plan.threads[i], seq); }, &bar,
-                         latencies_ns, seconds);
-  status closed = journal_close(sys, journal);
-  SKEIN_TRY(s);
-  if (!closed) return status{closed.code(), "closing the journal: " + closed.message()};
+  SKEIN_TRY(with_journal(log, [&](caf::actor_system& sys, const caf::actor& journal) {
+    return drive_ticks(sys, journal, threads.data(), threads.size(), plan.ticks,
+                       [&plan](size_t i, uint64_t seq) { return bench_event(plan.threads[i], seq); }, &bar,
+                       latencies_ns, seconds);
+  }));
   return status::ok();
 }
 
-// Everything acknowledged must be in the log: counters, manifests and events.
 status verify(const append_plan& plan, const event_log& log) {
-  log_counters c = log.counters();
-  if (c.commits != plan.total() || c.events != plan.total() || c.failed != 0 || c.rejected != 0)
-    return status::corruption("event log counted " + std::to_string(c.commits) + " commits, " +
-                              std::to_string(c.events) + " events, " + std::to_string(c.failed) +
-                              " failed, " + std::to_string(c.rejected) + " rejected; expected " +
-                              std::to_string(plan.total()) + " commits and events");
+  SKEIN_TRY(check_log_counters(log, plan.total()));
   std::vector<event> events;
   for (const auto& t : plan.threads) {
     manifest m;
     SKEIN_TRY(log.read_manifest(t.thread_id, &m));
-    if (m.last_seq != plan.ticks)
-      return status::corruption("thread " + t.thread_id + ": manifest last_seq " +
-                                std::to_string(m.last_seq) + ", expected " +
-                                std::to_string(plan.ticks));
     SKEIN_TRY(log.read_events(t.thread_id, 1, 0, &events));
-    if (events.size() != plan.ticks || events.back().seq != plan.ticks)
-      return status::corruption("thread " + t.thread_id + ": " + std::to_string(events.size()) +
-                                " events read back, expected " + std::to_string(plan.ticks));
+    if (m.last_seq != plan.ticks || events.size() != plan.ticks || events.back().seq != plan.ticks)
+      return status::corruption("thread " + t.thread_id + ": manifest last_seq " + std::to_string(m.last_seq) +
+                                " and " + std::to_string(events.size()) + " events read back, expected " +
+                                std::to_string(plan.ticks));
   }
   return status::ok();
 }
 
 // `key`: encrypted at rest under it (the encryption workload); null: plain.
 status run_skein(const append_plan& plan, durability mode, const bench_options& options,
-                 append_row* row, std::shared_ptr<const master_key> key = nullptr) {
+                 measured_row* row, std::shared_ptr<const master_key> key = nullptr) {
   row->system = "skein";
   row->mode = std::string{to_string(mode)};
   log_options lo;
@@ -177,7 +157,7 @@ status run_skein(const append_plan& plan, durability mode, const bench_options& 
     s = drive(plan, *log, bar, &latencies_ns, &row->seconds);
   }
   if (!s) return status{s.code(), "skein " + row->mode + ": " + s.message()};
-  row->events = plan.total();
+  row->count = plan.total();
   row->p50_us = quantile_us(latencies_ns, 0.50);
   row->p99_us = quantile_us(latencies_ns, 0.99);
   if (options.plot) row->latencies_ns = std::move(latencies_ns);
@@ -225,7 +205,7 @@ status count_keys(rocksdb::DB* db, uint64_t expected) {
 
 // Events in arrival order of the concurrent run: seq 1 of every thread, then seq 2, ...
 status run_direct(const append_plan& plan, bool sync, uint64_t events,
-                  const bench_options& options, append_row* row) {
+                  const bench_options& options, measured_row* row) {
   row->system = "rocksdb";
   row->mode = sync ? "put-sync" : "put-unsynced";
   std::string path = options.dir + "/append-rocksdb-" + row->mode;
@@ -255,7 +235,7 @@ status run_direct(const append_plan& plan, bool sync, uint64_t events,
     bar.advance();
   }
   row->seconds = seconds_since(start, bench_clock::now());
-  row->events = events;
+  row->count = events;
   row->p50_us = quantile_us(latencies_ns, 0.50);
   row->p99_us = quantile_us(latencies_ns, 0.99);
   if (options.plot) row->latencies_ns = std::move(latencies_ns);
@@ -279,7 +259,7 @@ append_baseline_input baseline_input(const append_plan& plan) {
 }  // namespace
 
 status measure_append_skein(const bench_options& options, durability mode, std::shared_ptr<const master_key> key,
-                            append_row* row) {
+                            measured_row* row) {
   append_plan plan = make_plan(options.scale);
   return run_skein(plan, mode, options, row, std::move(key));
 }
@@ -288,7 +268,7 @@ status run_append(const bench_options& options, result* out) {
   append_plan plan = make_plan(options.scale);
   std::string sample;
   SKEIN_TRY(encode_event(bench_event(plan.threads.front(), 1), &sample));
-  std::vector<append_row> rows;
+  std::vector<measured_row> rows;
   for (durability mode : {durability::sync, durability::flush, durability::memory})
     SKEIN_TRY(run_skein(plan, mode, options, &rows.emplace_back()));
   auto sync_cap = static_cast<uint64_t>(std::llround(sync_puts_at_scale_1 * options.scale));
@@ -303,29 +283,29 @@ status run_append(const bench_options& options, result* out) {
                            std::to_string(sample.size()) + "-byte stored value)",
                        {col("system"), col("mode"), col("events"), col("events/s", "events/s"),
                         col("commits/write", "", 1), col("p50", "ms", 3), col("p99", "ms", 3), col("failures")});
-  const append_row& sync = rows.front();
+  const measured_row& sync = rows.front();
   for (const auto& r : rows) {
-    t.rows.push_back({text(r.system), text(r.mode), num(r.events), num(r.events_per_s()),
+    t.rows.push_back({text(r.system), text(r.mode), num(r.count), num(r.per_s()),
                       r.writes > 0 ? num(static_cast<double>(r.commits) / r.writes) : cell{}, num(r.p50_us / 1000),
                       num(r.p99_us / 1000), num(r.failures)});
     std::string name = r.system + " " + r.mode;
     if (!r.note.empty()) t.notes.push_back(name + ": " + r.note);
     if (r.system != "skein")
-      t.notes.push_back("skein sync / " + name + ": " + fixed(sync.events_per_s() / r.events_per_s(), 2) + "x");
+      t.notes.push_back("skein sync / " + name + ": " + fixed(sync.per_s() / r.per_s(), 2) + "x");
     if (!options.plot) continue;
     add_bar(out, "throughput-append", "append: throughput (events/s, higher is better)", "events/s", name,
-            r.events_per_s());
+            r.per_s());
     add_cdf(out, "latency-append", "append: latency CDF",
             name + (r.system == "skein" ? ": send to ack" : ": one Put"), r.latencies_ns);
   }
-  add_target(out, "skein sync events/s", sync.events_per_s(), append_events_per_s_target, "events/s");
+  add_target(out, "skein sync events/s", sync.per_s(), append_events_per_s_target, "events/s");
   for (const auto& r : rows) {
     std::string name = r.system + " " + r.mode;
     double goal = name == "rocksdb put-unsynced" ? append_ratio_target
                   : name == "lace-design FULL"   ? append_over_lace_full_target
                   : r.system == "opennova-design" ? append_over_opennova_target : 0;
     if (goal > 0)
-      add_target(out, "skein sync / " + name, sync.events_per_s() / r.events_per_s(), goal, "x", better::higher, name);
+      add_target(out, "skein sync / " + name, sync.per_s() / r.per_s(), goal, "x", better::higher, name);
   }
   return status::ok();
 }

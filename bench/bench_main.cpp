@@ -17,6 +17,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -241,85 +243,55 @@ std::string parse(int argc, char** argv, command_line* out) {
 
 // The directory the databases go to: the one the user named, kept; else one made
 // here under the system temp dir, removed with everything in it when the run ends.
-struct bench_dir {
-  std::string path;
-  bool owned = false;
-
-  bench_dir() = default;
-  bench_dir(const bench_dir&) = delete;
-  bench_dir& operator=(const bench_dir&) = delete;
-  ~bench_dir() {
-    std::error_code ec;
-    if (owned) std::filesystem::remove_all(path, ec);
-  }
-
-  status open(const std::string& requested) {
-    std::error_code ec;
-    if (!requested.empty()) {
-      path = requested;
-      std::filesystem::create_directories(path, ec);
-      return ec ? status::io_error("--dir " + path + ": " + ec.message()) : status::ok();
-    }
-    auto base = std::filesystem::temp_directory_path(ec);
-    if (ec) return status::io_error("no temp directory: " + ec.message());
-    std::string pattern = (base / "skein-bench-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr)
-      return status::io_error("mkdtemp " + pattern + ": " + std::strerror(errno));
-    path = pattern;
-    owned = true;
-    return status::ok();
-  }
-};
-
-// --plot must fail before an hour of workloads, not after: gnuplot is checked and
-// the directory made first.
-status prepare_plots(const std::string& plot_dir) {
-  SKEIN_TRY(check_gnuplot());
+status open_dir(const std::string& requested, std::string* path, bool* owned) {
   std::error_code ec;
-  std::filesystem::create_directories(plot_dir, ec);
-  if (ec) return status::io_error("--plot " + plot_dir + ": " + ec.message());
-  return status::ok();
-}
-
-status draw_plots(const std::string& json, const std::string& plot_dir, double scale) {
-  std::vector<std::string> written;
-  SKEIN_TRY(write_plots(json, plot_dir, scale, &written));
-  std::printf("\nplots: %zu charts in %s\n", written.size(), plot_dir.c_str());
-  for (const auto& path : written)
-    std::printf("  %s\n", std::filesystem::path{path}.filename().c_str());
-  return status::ok();
-}
-
-int run(const command_line& cl) {
-  auto fail = [](const status& s) {
-    std::fprintf(stderr, "skein-bench: %s\n", s.message().c_str());
-    return exit_failure;
-  };
-  if (!cl.plot_dir.empty()) {
-    if (status s = prepare_plots(cl.plot_dir); !s) return fail(s);
+  if (!requested.empty()) {
+    *path = requested;
+    std::filesystem::create_directories(*path, ec);
+    return ec ? status::io_error("--dir " + *path + ": " + ec.message()) : status::ok();
   }
-  bench_dir dir;
-  if (status s = dir.open(cl.options.dir); !s) return fail(s);
+  auto base = std::filesystem::temp_directory_path(ec);
+  if (ec) return status::io_error("no temp directory: " + ec.message());
+  std::string pattern = (base / "skein-bench-XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr) return status::io_error("mkdtemp " + pattern + ": " + std::strerror(errno));
+  *path = pattern;
+  *owned = true;
+  return status::ok();
+}
+
+status run(const command_line& cl) {
+  std::error_code ec;
+  if (!cl.plot_dir.empty()) {
+    // --plot must fail before an hour of workloads, not after.
+    SKEIN_TRY(check_gnuplot());
+    std::filesystem::create_directories(cl.plot_dir, ec);
+    if (ec) return status::io_error("--plot " + cl.plot_dir + ": " + ec.message());
+  }
   bench_options options = cl.options;
-  options.dir = dir.path;
+  bool owned = false;
+  SKEIN_TRY(open_dir(cl.options.dir, &options.dir, &owned));
+  std::unique_ptr<void, std::function<void(void*)>> remove{&owned, [&](void*) {
+    if (owned) std::filesystem::remove_all(options.dir, ec);
+  }};
   options.plot = !cl.plot_dir.empty();
   std::vector<result> results;
   for (const workload* w : cl.chosen) {
     if (!results.empty()) std::printf("\n");
     result& r = results.emplace_back();
     r.workload = std::string{w->name};
-    if (status s = w->run(options, &r); !s)
-      return fail(status{s.code(), std::string{w->name} + ": " + s.to_string()});
+    if (status s = w->run(options, &r); !s) return status{s.code(), std::string{w->name} + ": " + s.to_string()};
     print_result(r, stdout);
     std::fflush(stdout);
   }
-  status s;
-  if (!cl.json_path.empty() || !cl.plot_dir.empty()) {
-    std::string json = report_json(options.scale, options.dir, results);
-    if (!cl.json_path.empty()) s = write_file(cl.json_path, json, "--json");
-    if (s && !cl.plot_dir.empty()) s = draw_plots(json, cl.plot_dir, options.scale);
-  }
-  return s ? 0 : fail(s);
+  if (cl.json_path.empty() && cl.plot_dir.empty()) return status::ok();
+  std::string json = report_json(options.scale, options.dir, results);
+  if (!cl.json_path.empty()) SKEIN_TRY(write_file(cl.json_path, json, "--json"));
+  if (cl.plot_dir.empty()) return status::ok();
+  std::vector<std::string> written;
+  SKEIN_TRY(write_plots(json, cl.plot_dir, options.scale, &written));
+  std::printf("\nplots: %zu charts in %s\n", written.size(), cl.plot_dir.c_str());
+  for (const auto& path : written) std::printf("  %s\n", std::filesystem::path{path}.filename().c_str());
+  return status::ok();
 }
 
 }  // namespace
@@ -336,5 +308,9 @@ int main(int argc, char** argv) {
     print_usage(stdout);
     return 0;
   }
-  return run(cl);
+  if (skein::status s = run(cl); !s) {
+    std::fprintf(stderr, "skein-bench: %s\n", s.message().c_str());
+    return exit_failure;
+  }
+  return 0;
 }

@@ -64,6 +64,15 @@ merged_outcome drive_round_robin(
   return m;
 }
 
+status check_outcome(const merged_outcome& m, uint64_t expected) {
+  if (m.failures > 0)
+    return status::io_error(std::to_string(m.failures) + " of " + std::to_string(expected) +
+                            " runs failed; first: " + m.first_error);
+  if (m.completed != expected)
+    return status::corruption(std::to_string(m.completed) + " runs completed, expected " + std::to_string(expected));
+  return status::ok();
+}
+
 double quantile_us(std::vector<int64_t>& ns, double q) {
   if (ns.empty()) return 0;
   auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(ns.size())));
@@ -196,6 +205,15 @@ status check_thread_log(runtime& rt, const std::string& id, const log_expectatio
 
 }  // namespace
 
+status check_log_clean(runtime& rt) {
+  runtime_stats st;
+  SKEIN_TRY(rt.stats(&st));
+  if (st.log.failed != 0 || st.log.rejected != 0)
+    return status::corruption("the event log failed " + std::to_string(st.log.failed) + " and rejected " +
+                              std::to_string(st.log.rejected) + " ticks");
+  return status::ok();
+}
+
 status check_thread_logs(runtime& rt, const std::vector<std::string>& ids, size_t sample,
                          const log_expectation& want) {
   size_t n = std::min(sample, ids.size());
@@ -207,39 +225,49 @@ status check_thread_logs(runtime& rt, const std::vector<std::string>& ids, size_
   return status::ok();
 }
 
-status time_cold(runtime& rt, const std::string& id, const std::string& text, const run_check& check,
+status time_cold(runtime& rt, const std::string& id, const std::string& text, const scripted_expect& want,
                  int64_t* activate_ns, int64_t* run_ns) {
   auto start = bench_clock::now();
   bool cancelled = false;
   SKEIN_TRY(rt.cancel(id, &cancelled));
   *activate_ns = (bench_clock::now() - start).count();
   if (cancelled) return status::corruption("thread " + id + ": cancel() found a run");
+  return run_checked(rt, id, text, want, run_ns);
+}
+
+status run_checked(runtime& rt, const std::string& id, std::string text, const scripted_expect& want,
+                   int64_t* took_ns) {
   run_input in;
-  in.text = text;
-  start = bench_clock::now();
+  in.text = std::move(text);
+  auto start = bench_clock::now();
   run_handle h = rt.send(id, std::move(in));
   run_result r;
   status waited = h.wait(&r);
-  *run_ns = (bench_clock::now() - start).count();
-  return check(h, waited, r);
+  if (took_ns != nullptr) *took_ns = (bench_clock::now() - start).count();
+  return check_waited_run(h, waited, r, want);
 }
 
-status check_scripted_run(const std::string& where, const run_result& r) {
+status check_scripted_run(const std::string& where, const run_result& r, const scripted_expect& want) {
   if (r.outcome != run_outcome::completed)
     return status::io_error(where + "ended " + std::string{to_string(r.outcome)} + ": " + r.error);
-  if (r.text != "ok") return status::corruption(where + "replied '" + r.text + "', expected 'ok'");
-  uint64_t expected = r.first_seq == 1 ? scripted_events_per_run + 1 : scripted_events_per_run;
-  if (r.first_seq == 0 || r.last_seq + 1 - r.first_seq != expected)
-    return status::corruption(where + "events " + std::to_string(r.first_seq) + ".." +
-                              std::to_string(r.last_seq) + ", expected " +
-                              std::to_string(expected));
+  if (r.text != want.reply || (want.turns != 0 && r.turns != want.turns))
+    return status::corruption(where + "replied '" + r.text + "' in " + std::to_string(r.turns) + " turns, expected '" +
+                              want.reply + "'" + (want.turns != 0 ? " in " + std::to_string(want.turns) : ""));
+  if (r.duration_ms < want.duration_ms_min)
+    return status::corruption(where + "took " + std::to_string(r.duration_ms) + " ms, less than the engine's " +
+                              std::to_string(want.duration_ms_min));
+  uint64_t expected = r.first_seq == 1 ? want.events + 1 : want.events;
+  if (r.first_seq == 0 || r.last_seq + 1 - r.first_seq != expected || (want.first_seq != 0 && r.first_seq != want.first_seq))
+    return status::corruption(where + "events " + std::to_string(r.first_seq) + ".." + std::to_string(r.last_seq) +
+                              ", expected " + std::to_string(expected) +
+                              (want.first_seq != 0 ? " from seq " + std::to_string(want.first_seq) : ""));
   return status::ok();
 }
 
-status check_waited_run(const run_handle& h, const status& waited, const run_result& r) {
+status check_waited_run(const run_handle& h, const status& waited, const run_result& r, const scripted_expect& want) {
   std::string where = "thread " + h.thread_id() + " run " + h.run_id() + ": ";
   if (!waited) return status{waited.code(), where + waited.message()};
-  return check_scripted_run(where, r);
+  return check_scripted_run(where, r, want);
 }
 
 namespace {
@@ -257,7 +285,8 @@ struct in_flight {
 // late, which overstates its latency by at most the wait for its predecessors;
 // with two runs in flight per thread and runs of equal cost that stays small.
 void drive_runs_host(runtime& rt, const std::vector<std::string>& threads, size_t runs_per_thread,
-                     size_t window_per_thread, const std::string& padding, progress& bar, host_outcome* out) {
+                     size_t window_per_thread, const std::string& padding, progress& bar, host_outcome* out,
+                     const scripted_expect& want) {
   std::deque<in_flight> window;
   std::vector<size_t> sent(threads.size(), 0);
   auto send_next = [&](size_t i) {
@@ -283,7 +312,7 @@ void drive_runs_host(runtime& rt, const std::vector<std::string>& threads, size_
     out->last_done = bench_clock::now();
     out->latencies_ns.push_back((out->last_done - f.sent).count());
     bar.advance();
-    if (status s = check_waited_run(f.handle, waited, r); !s) {
+    if (status s = check_waited_run(f.handle, waited, r, want); !s) {
       if (out->failures++ == 0) out->first_error = s.to_string();
     } else {
       ++out->completed;

@@ -84,16 +84,8 @@ status time_compactions(runtime& rt, const std::vector<std::string>& ids, const 
 status time_first_runs(runtime& rt, const std::vector<std::string>& ids, uint64_t events, std::string what,
                        timing_row* row) {
   std::vector<int64_t> ns;
-  for (const auto& id : ids) {
-    run_input in;
-    in.text = "first run after activation";
-    auto start = bench_clock::now();
-    run_handle h = rt.send(id, std::move(in));
-    run_result r;
-    status waited = h.wait(&r);
-    ns.push_back((bench_clock::now() - start).count());
-    SKEIN_TRY(check_waited_run(h, waited, r));
-  }
+  for (const auto& id : ids)
+    SKEIN_TRY(run_checked(rt, id, "first run after activation", {}, &ns.emplace_back()));
   *row = summarize_ns(std::move(what), events, std::move(ns));
   return status::ok();
 }

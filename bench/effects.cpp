@@ -113,13 +113,7 @@ status run_pass(const bench_options& options, bool effects, pass_figures* p) {
   p->seconds = m.seconds;
   p->p50_us = quantile_us(m.latencies_ns, 0.50);
   p->p99_us = quantile_us(m.latencies_ns, 0.99);
-  uint64_t expected = ids.size() * runs_per_thread;
-  if (p->failures > 0)
-    return status::io_error(std::to_string(p->failures) + " of " + std::to_string(expected) +
-                            " runs failed; first: " + m.first_error);
-  if (p->runs != expected)
-    return status::corruption(std::to_string(p->runs) + " runs completed, expected " +
-                              std::to_string(expected));
+  SKEIN_TRY(check_outcome(m, ids.size() * runs_per_thread));
   runtime_stats st;
   if (effects) {
     // How far behind the effects are when the runs end: what the drain works off.

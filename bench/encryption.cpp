@@ -29,15 +29,15 @@ status run_encryption(const bench_options& options, result* out) {
                       num(plain > 0 ? encrypted / plain : 0)});
   };
   for (durability mode : {durability::sync, durability::flush}) {
-    append_row plain, encrypted;
+    measured_row plain, encrypted;
     SKEIN_TRY(measure_append_skein(options, mode, nullptr, &plain));
     SKEIN_TRY(measure_append_skein(options, mode, key, &encrypted));
-    row("append " + std::string{to_string(mode)}, "events/s", plain.events_per_s(), encrypted.events_per_s());
+    row("append " + std::string{to_string(mode)}, "events/s", plain.per_s(), encrypted.per_s());
   }
-  runs_figures plain, encrypted;
+  measured_row plain, encrypted;
   SKEIN_TRY(measure_runs(options, durability::sync, nullptr, &plain));
   SKEIN_TRY(measure_runs(options, durability::sync, key, &encrypted));
-  row("runs sync", "runs/s", plain.runs_per_s(), encrypted.runs_per_s());
+  row("runs sync", "runs/s", plain.per_s(), encrypted.per_s());
   return status::ok();
 }
 

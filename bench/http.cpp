@@ -75,27 +75,6 @@ status post_run(http::client& client, const std::string& id, size_t n, run_resul
 
 namespace {
 
-// One way of running the workload's runs: through the server or embedded.
-struct http_row {
-  std::string path;       // "http" or "embedded"
-  uint64_t runs = 0;      // completed as scripted
-  double seconds = 0;     // first send to last answer
-  double p50_us = 0;      // http: request written to response read; embedded: send to completion
-  double p99_us = 0;
-  uint64_t failures = 0;  // http: any answer but 200, or a connection error
-
-  double runs_per_s() const { return seconds > 0 ? static_cast<double>(runs) / seconds : 0; }
-};
-
-struct http_figures {
-  size_t threads = 0;
-  size_t runs_per_thread = 0;
-  size_t clients = 0;     // client threads (http) and host threads (embedded), one run each in flight
-  size_t io_threads = 0;  // the server's
-  http_row http;
-  http_row embedded;
-};
-
 constexpr double http_over_embedded_min = 0.85;
 constexpr size_t threads_at_scale_1 = 1000;
 // Fixed, as in the runs workload: 10,000 runs at scale 1.
@@ -107,20 +86,16 @@ constexpr const char* engine_config = R"({"default":{"reply":"ok","latency_ms":0
 
 // Sends run `n` of thread `id` and waits for its end; sets *answered when the
 // answer came, before it is checked. An error names the run.
-using run_fn =
-    std::function<status(const std::string& id, size_t n, bench_clock::time_point* answered)>;
+using run_fn = std::function<status(const std::string& id, size_t n, bench_clock::time_point* answered)>;
 
-std::string run_where(const std::string& id, size_t n) {
-  return "thread " + id + " run " + std::to_string(n) + ": ";
-}
+std::string run_where(const std::string& id, size_t n) { return "thread " + id + " run " + std::to_string(n) + ": "; }
 
-// A run through the server. Its client is this sender's own: one per thread.
+// A run through the server. Its client is this sender's own: one per client thread.
 run_fn http_sender(uint16_t port) {
   auto client = std::make_shared<http::client>(http::endpoint{"127.0.0.1", port});
   return [client](const std::string& id, size_t n, bench_clock::time_point* answered) {
     run_result r;
-    if (status s = post_run(*client, id, n, &r, answered); !s)
-      return status{s.code(), run_where(id, n) + s.message()};
+    if (status s = post_run(*client, id, n, &r, answered); !s) return status{s.code(), run_where(id, n) + s.message()};
     return check_scripted_run(run_where(id, n), r);
   };
 }
@@ -139,126 +114,90 @@ run_fn embedded_sender(runtime& rt) {
 
 // Round by round over `threads`, one run at a time: a thread never has two runs
 // at once, so no run waits in a thread's queue and the latency is the path's own.
-void drive_client(const std::vector<std::string>& threads, const run_fn& send, progress& bar,
-                  host_outcome* out) {
-  out->latencies_ns.reserve(threads.size() * runs_per_thread);
-  out->first_send = bench_clock::now();
-  out->last_done = out->first_send;
+void drive_client(const std::vector<std::string>& threads, const run_fn& send, progress& bar, host_outcome* out) {
+  out->first_send = out->last_done = bench_clock::now();
   for (size_t n = 0; n < runs_per_thread; ++n) {
     for (const auto& id : threads) {
       auto sent = bench_clock::now();
       status s = send(id, n, &out->last_done);
       out->latencies_ns.push_back((out->last_done - sent).count());
       bar.advance();
-      if (s) {
-        ++out->completed;
-      } else if (out->failures++ == 0) {
-        out->first_error = s.to_string();
-      }
+      if (s) ++out->completed;
+      else if (out->failures++ == 0) out->first_error = s.to_string();
     }
   }
 }
 
-// Client k takes threads k, k + clients, ...; `make_sender` runs on the client's
-// own thread, since an http::client is not thread-safe.
-void drive(const std::vector<std::string>& ids, size_t clients,
-           const std::function<run_fn()>& make_sender, bool quiet, http_row* row,
-           std::string* first_error) {
-  merged_outcome m;
-  {
-    progress bar{row->path, ids.size() * runs_per_thread, progress_wanted(quiet)};
-    m = drive_round_robin(ids, clients, [&](const std::vector<std::string>& mine, host_outcome* o) {
-      drive_client(mine, make_sender(), bar, o);
-    });
-  }
-  row->runs += m.completed;
-  row->failures += m.failures;
-  if (first_error->empty()) *first_error = m.first_error;
-  row->seconds = m.seconds;
-  row->p50_us = quantile_us(m.latencies_ns, 0.50);
-  row->p99_us = quantile_us(m.latencies_ns, 0.99);
-}
-
-// Every run answered 200 and completed, and every thread's log holds them all.
-status verify(runtime& rt, const std::vector<std::string>& ids, const http_row& row,
-              const std::string& first_error) {
-  uint64_t runs = ids.size() * runs_per_thread;
-  if (row.failures > 0)
-    return status::io_error(row.path + ": " + std::to_string(row.failures) + " of " +
-                            std::to_string(runs) + " runs failed; first: " + first_error);
-  if (row.runs != runs)
-    return status::corruption(row.path + ": " + std::to_string(row.runs) +
-                              " runs completed, expected " + std::to_string(runs));
-  SKEIN_TRY(check_thread_logs(rt, ids, ids.size(),
-                              {1 + scripted_events_per_run * runs_per_thread, runs_per_thread}));
-  runtime_stats st;
-  SKEIN_TRY(rt.stats(&st));
-  if (st.log.failed != 0 || st.log.rejected != 0)
-    return status::corruption(row.path + ": the event log failed " + std::to_string(st.log.failed) +
-                              " and rejected " + std::to_string(st.log.rejected) + " ticks");
-  return status::ok();
-}
-
-// One path on its own fresh database: through the server when `over_http`.
-status run_path(const bench_options& options, bool over_http, const http_figures& f,
-                http_row* row) {
+// One path on its own fresh database: through the server when `over_http`. Client
+// k takes threads k, k + clients, ...; its sender is made on the client's own
+// thread, since an http::client is not thread-safe. Every run must have answered
+// 200 and completed, and every thread's log must hold them all.
+status run_path(const bench_options& options, bool over_http, size_t threads, size_t clients, measured_row* row) {
+  row->system = over_http ? "http" : "embedded";
   runtime_options ro;
   ro.mode = durability::sync;
   agent_config agent = bench_agent(engine_config);
   std::unique_ptr<runtime> rt;
   SKEIN_TRY(open_bench_runtime(options, over_http ? "http" : "http-embedded", ro, agent, &rt));
   std::vector<std::string> ids;
-  SKEIN_TRY(create_bench_threads(*rt, agent.id, f.threads, options.quiet, &ids));
+  SKEIN_TRY(create_bench_threads(*rt, agent.id, threads, options.quiet, &ids));
   std::unique_ptr<bench_server> srv;
   std::function<run_fn()> make_sender = [&rt] { return embedded_sender(*rt); };
   if (over_http) {
-    SKEIN_TRY(bench_server::start(*rt, http::server_limits{}, f.io_threads, &srv));
+    SKEIN_TRY(bench_server::start(*rt, http::server_limits{}, io_threads, &srv));
     make_sender = [port = srv->port()] { return http_sender(port); };
   }
-  std::string first_error;
-  drive(ids, f.clients, make_sender, options.quiet, row, &first_error);
+  merged_outcome m;
+  {
+    progress bar{row->system, ids.size() * runs_per_thread, progress_wanted(options.quiet)};
+    m = drive_round_robin(ids, clients, [&](const std::vector<std::string>& mine, host_outcome* o) {
+      drive_client(mine, make_sender(), bar, o);
+    });
+  }
   srv.reset();
-  SKEIN_TRY(verify(*rt, ids, *row, first_error));
+  row->count = m.completed;
+  row->seconds = m.seconds;
+  row->p50_us = quantile_us(m.latencies_ns, 0.50);
+  row->p99_us = quantile_us(m.latencies_ns, 0.99);
+  if (status s = check_outcome(m, ids.size() * runs_per_thread); !s)
+    return status{s.code(), row->system + ": " + s.message()};
+  SKEIN_TRY(check_thread_logs(*rt, ids, ids.size(), {1 + scripted_events_per_run * runs_per_thread, runs_per_thread}));
+  SKEIN_TRY(check_log_clean(*rt));
   return rt->close();
 }
 
 }  // namespace
 
 status run_http(const bench_options& options, result* out) {
-  http_figures f;
-  f.threads = scaled_count(threads_at_scale_1, options.scale);
-  f.runs_per_thread = runs_per_thread;
+  size_t threads = scaled_count(threads_at_scale_1, options.scale);
   // At a small scale there are fewer threads than clients; a client without a
   // thread would measure nothing.
-  f.clients = std::min(clients_max, f.threads);
-  f.io_threads = io_threads;
-  f.http.path = "http";
-  f.embedded.path = "embedded";
-  SKEIN_TRY(run_path(options, true, f, &f.http));
-  SKEIN_TRY(run_path(options, false, f, &f.embedded));
+  size_t clients = std::min(clients_max, threads);
+  measured_row http, embedded;
+  SKEIN_TRY(run_path(options, true, threads, clients, &http));
+  SKEIN_TRY(run_path(options, false, threads, clients, &embedded));
 
-  std::string clients = std::to_string(f.clients);
+  std::string n = std::to_string(clients);
   table& t = add_table(
       out,
-      "http: " + with_commas(static_cast<double>(f.threads)) + " threads x " + std::to_string(runs_per_thread) +
+      "http: " + with_commas(static_cast<double>(threads)) + " threads x " + std::to_string(runs_per_thread) +
           " runs, scripted engine at 0 ms, durability sync, each path on a fresh database;\n"
-          "http: POST /v1/threads/{id}/entries {\"wait\":true} from " + clients +
+          "http: POST /v1/threads/{id}/entries {\"wait\":true} from " + n +
           " client threads (one keep-alive connection each)\nto the server in this process on 127.0.0.1 (" +
-          std::to_string(f.io_threads) + " I/O threads); embedded: runtime::send().wait() from " + clients +
-          " host threads",
+          std::to_string(io_threads) + " I/O threads); embedded: runtime::send().wait() from " + n + " host threads",
       {col("path"), col("runs"), col("seconds", "s", 2), col("runs/s", "runs/s"), col("p50", "ms", 3),
        col("p99", "ms", 3), col("failures")});
-  for (const http_row* r : {&f.http, &f.embedded}) {
-    t.rows.push_back({text(r->path), num(r->runs), num(r->seconds), num(r->runs_per_s()), num(r->p50_us / 1000),
+  for (const measured_row* r : {&http, &embedded}) {
+    t.rows.push_back({text(r->system), num(r->count), num(r->seconds), num(r->per_s()), num(r->p50_us / 1000),
                       num(r->p99_us / 1000), num(r->failures)});
     if (options.plot)
       add_bar(out, "throughput-http", "http: throughput (runs/s, higher is better)", "runs/s",
-              r == &f.http ? "skein through HTTP" : "skein embedded", r->runs_per_s());
+              r == &http ? "skein through HTTP" : "skein embedded", r->per_s());
   }
   t.notes.push_back("latency: http, request written to response read; embedded, send to completion. Each client has\n"
-                    "one run in flight, so both paths hold the same " + clients + " runs at once.");
-  add_target(out, "http / embedded runs/s", f.http.runs_per_s() / f.embedded.runs_per_s(), http_over_embedded_min,
-             "x", better::higher, "skein embedded");
+                    "one run in flight, so both paths hold the same " + n + " runs at once.");
+  add_target(out, "http / embedded runs/s", http.per_s() / embedded.per_s(), http_over_embedded_min, "x",
+             better::higher, "skein embedded");
   return status::ok();
 }
 

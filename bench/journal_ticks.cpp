@@ -2,6 +2,7 @@
 // commit them: one driver actor per thread with one commit in flight each, so that
 // group commit works as in real use.
 #include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/atom.hpp>
 #include <caf/event_based_actor.hpp>
@@ -11,6 +12,7 @@
 #include "actors/error.hpp"
 #include "actors/journal.hpp"
 #include "bench/workloads.hpp"
+#include "persistence/event_log.hpp"
 
 namespace skein::bench {
 
@@ -130,6 +132,28 @@ status drive_ticks(caf::actor_system& sys, const caf::actor& journal, manifest* 
   *seconds += seconds_since(start, last_ack);
   if (failed > 0)
     return status::io_error(std::to_string(failed) + " thread(s) failed; first: " + first_error);
+  return status::ok();
+}
+
+status with_journal(event_log& log, const std::function<status(caf::actor_system&, const caf::actor&)>& fn) {
+  caf::actor_system_config cfg;
+  register_skein_types(cfg);
+  caf::actor_system sys{cfg};
+  auto journal = spawn_journal(sys, log);
+  status s = fn(sys, journal);
+  status closed = journal_close(sys, journal);
+  SKEIN_TRY(s);
+  if (!closed) return status{closed.code(), "closing the journal: " + closed.message()};
+  return status::ok();
+}
+
+status check_log_counters(const event_log& log, uint64_t ticks) {
+  log_counters c = log.counters();
+  if (c.commits != ticks || c.events != ticks || c.failed != 0 || c.rejected != 0)
+    return status::corruption("event log counted " + std::to_string(c.commits) + " commits, " +
+                              std::to_string(c.events) + " events, " + std::to_string(c.failed) + " failed, " +
+                              std::to_string(c.rejected) + " rejected; expected " + std::to_string(ticks) +
+                              " commits and events");
   return status::ok();
 }
 

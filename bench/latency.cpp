@@ -4,7 +4,7 @@
 // close to the engine's own latency, within a memory budget.
 #include <malloc.h>
 
-#include "bench/baselines/kernl_latency.hpp"
+#include "bench/baselines/baselines.hpp"
 #include "bench/workloads.hpp"
 
 namespace skein::bench {
@@ -15,53 +15,6 @@ constexpr uint64_t engine_latency_ms = 1000;
 constexpr size_t host_threads = 2;
 // system prompt, user message, thread.start, assistant message, result, thread.stop
 constexpr uint64_t events_per_thread = 6;
-
-// A run that did not wait out the engine, or did not complete as scripted, fails.
-status check_run(const run_handle& h, const status& waited, const run_result& r) {
-  std::string where = "thread " + h.thread_id() + " run " + h.run_id() + ": ";
-  if (!waited) return status{waited.code(), where + waited.message()};
-  if (r.outcome != run_outcome::completed)
-    return status::io_error(where + "ended " + std::string{to_string(r.outcome)} + ": " + r.error);
-  if (r.text != "ok") return status::corruption(where + "replied '" + r.text + "', expected 'ok'");
-  if (r.duration_ms < engine_latency_ms)
-    return status::corruption(where + "took " + std::to_string(r.duration_ms) +
-                              " ms, less than the engine's " + std::to_string(engine_latency_ms));
-  if (r.first_seq != 1 || r.last_seq != events_per_thread)
-    return status::corruption(where + "events " + std::to_string(r.first_seq) + ".." +
-                              std::to_string(r.last_seq) + ", expected 1.." +
-                              std::to_string(events_per_thread));
-  return status::ok();
-}
-
-// Sends one run to each of `threads`, then waits for them in send order: a run
-// that ended before an earlier one is recorded when that one ends. They all end
-// about engine_latency_ms after their send, so the overstatement stays small.
-void drive_host(runtime& rt, const std::vector<std::string>& threads, progress& bar,
-                host_outcome* out) {
-  std::vector<std::pair<run_handle, bench_clock::time_point>> sent;
-  sent.reserve(threads.size());
-  out->first_send = bench_clock::now();
-  for (const auto& id : threads) {
-    run_input in;
-    in.text = "hello";
-    auto at = bench_clock::now();
-    sent.emplace_back(rt.send(id, std::move(in)), at);
-  }
-  out->latencies_ns.reserve(sent.size());
-  out->last_done = out->first_send;
-  for (auto& [handle, at] : sent) {
-    run_result r;
-    status waited = handle.wait(&r);
-    out->last_done = bench_clock::now();
-    out->latencies_ns.push_back((out->last_done - at).count());
-    bar.advance();
-    if (status s = check_run(handle, waited, r); !s) {
-      if (out->failures++ == 0) out->first_error = s.to_string();
-    } else {
-      ++out->completed;
-    }
-  }
-}
 
 constexpr double latency_runs_per_s_target = 9'000;
 constexpr double latency_rss_mb_max = 512;
@@ -87,16 +40,14 @@ status run_latency(const bench_options& options, result* out) {
   {
     progress bar{"latency", ids.size(), progress_wanted(options.quiet)};
     m = drive_round_robin(ids, host_threads, [&](const std::vector<std::string>& mine, host_outcome* o) {
-      drive_host(*rt, mine, bar, o);
+      // One run to each thread, all sent before any is waited on, in send order: a run
+      // that ended before an earlier one is recorded when that one ends. They all end
+      // about engine_latency_ms after their send, so the overstatement stays small.
+      drive_runs_host(*rt, mine, 1, 1, "", bar, o, {.first_seq = 1, .duration_ms_min = engine_latency_ms});
     });
   }
   rss.finish();
-  if (m.failures > 0)
-    return status::io_error(std::to_string(m.failures) + " of " + std::to_string(ids.size()) +
-                            " runs failed; first: " + m.first_error);
-  if (m.completed != ids.size())
-    return status::corruption(std::to_string(m.completed) + " runs completed, expected " +
-                              std::to_string(ids.size()));
+  SKEIN_TRY(check_outcome(m, ids.size()));
   SKEIN_TRY(check_thread_logs(*rt, ids, ids.size(), {events_per_thread, 1}));
   SKEIN_TRY(rt->close());
 
@@ -113,14 +64,14 @@ status run_latency(const bench_options& options, result* out) {
                     num(quantile_us(m.latencies_ns, 0.50) / 1000), num(quantile_us(m.latencies_ns, 0.99) / 1000),
                     num(static_cast<double>(rss_start) / (1 << 20)), num(peak_mb)});
   // The same runs in flight on kernl (in memory, its mock model delayed alike).
-  kernl_latency_row kernl;
-  SKEIN_TRY(run_kernl_latency(ids.size(), engine_latency_ms, &kernl));
+  kernl_row kernl;
+  run_kernl(ids.size(), 1, engine_latency_ms, &kernl);
   if (kernl.skipped.empty()) {
     t.rows.push_back({text("kernl " + kernl.version), text("in-memory"), num(static_cast<double>(kernl.runs)),
                       num(kernl.seconds), num(kernl.runs_per_s), num(kernl.p50_us / 1000), num(kernl.p99_us / 1000),
                       num(static_cast<double>(kernl.rss_start_bytes) / (1 << 20)),
                       num(static_cast<double>(kernl.rss_peak_bytes) / (1 << 20))});
-    t.notes.push_back("kernl: Node " + kernl.node + ", its mock model delayed " + with_commas(kernl.engine_ms) +
+    t.notes.push_back("kernl: Node " + kernl.node + ", its mock model delayed " + with_commas(kernl.delay_ms) +
                       " ms, peak RSS of the Node process (ru_maxrss); skein sync / kernl in-memory: " +
                       fixed(kernl.runs_per_s > 0 ? runs_per_s / kernl.runs_per_s : 0, 2) + "x runs/s");
   } else {

@@ -5,7 +5,6 @@
 #include <filesystem>
 
 #include "bench/workloads.hpp"
-#include "bench/workloads.hpp"
 #include "runtime/model/ids.hpp"
 
 namespace skein::bench {
@@ -17,12 +16,6 @@ constexpr const char* system_prompt = "Be brief.";
 // runtime writes afterwards.
 constexpr int64_t built_since_ms = 1'700'000'000'000;
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 // Deterministic, so that every event of one run names the same run without a
 // table of them; the form of new_run_id().
@@ -90,6 +83,13 @@ manifest built_manifest(const std::string& id, const std::string& agent_id) {
 }
 
 }  // namespace
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
 
 uint64_t buildable_length(uint64_t events) {
   uint64_t runs = (std::max(events, history_events_min) - 1 + history_run_events / 2) /

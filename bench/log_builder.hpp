@@ -22,6 +22,9 @@
 
 namespace skein::bench {
 
+// A 64-bit mix of x (splitmix64's finalizer after its step): spread, reproducible.
+uint64_t splitmix64(uint64_t x);
+
 // Events in one built run.
 inline constexpr uint64_t history_run_events = 9;
 // The shortest log built: the system prompt and one run.

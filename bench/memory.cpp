@@ -23,26 +23,6 @@ namespace {
 // short generated queries (sparse). random: dense random unit vectors.
 enum class vector_kind { hashing, random };
 
-// One index size.
-struct memory_row {
-  vector_kind vectors = vector_kind::hashing;
-  uint64_t rows = 0;
-  double build_seconds = 0;     // memory_index::add of every row (vectors made beforehand)
-  uint64_t index_bytes = 0;     // what the index holds (memory_index_stats::bytes)
-  size_t queries = 0;
-  double p50_us = 0;            // memory_index::search, k = memory_k
-  double p99_us = 0;
-  size_t baseline_queries = 0;  // the naive scan is slow: fewer queries
-  double baseline_p50_us = 0;   // vector<vector<float>>, one scalar dot per row, partial_sort
-  double baseline_p99_us = 0;
-};
-
-struct memory_figures {
-  uint64_t rebuild_rows = 0;     // rows in the database runtime::open rebuilt the index from
-  double rebuild_ms = 0;         // runtime_stats::memory_rebuild.ms
-  double open_ms = 0;            // the whole runtime::open around it
-};
-
 constexpr double memory_p50_ms_max = 20;  // at target_rows (1M), hashing vectors
 constexpr size_t sizes_at_scale_1[] = {100'000, 1'000'000};
 constexpr uint64_t target_rows = 1'000'000;
@@ -52,6 +32,12 @@ constexpr size_t k = 10;
 constexpr size_t rows_per_thread = 100;
 constexpr size_t rebuild_rows_at_scale_1 = 100'000;
 constexpr size_t rebuild_batch_rows = 10'000;
+
+// The rebuild at open: rows found, runtime_stats::memory_rebuild.ms, the whole open.
+struct memory_figures {
+  uint64_t rebuild_rows = 0;
+  double rebuild_ms = 0, open_ms = 0;
+};
 
 // xorshift64*: fast enough for 400M floats, and reproducible.
 struct fast_rng {
@@ -116,9 +102,8 @@ size_t naive_search(const std::vector<std::vector<float>>& rows, const std::vect
   return (*scored)[0].second;
 }
 
-status measure_size(vector_kind kind, size_t n, size_t dims, fast_rng& rng, memory_row* out) {
-  out->rows = n;
-  out->vectors = kind;
+// One index size: build, search, the naive scan; *p50_us: the index's search p50.
+status measure_size(vector_kind kind, size_t n, size_t dims, fast_rng& rng, table* t, double* p50_us) {
   std::vector<float> flat(n * dims);
   for (size_t r = 0; r < n; ++r) fill_vectors(kind, rng, flat.data() + r * dims, dims, false);
   memory_index ix;
@@ -130,8 +115,7 @@ status measure_size(vector_kind kind, size_t n, size_t dims, fast_rng& rng, memo
     rec.assistant = r % 2 == 1;
     SKEIN_TRY(ix.add(thread_of(r), r % rows_per_thread + 1, rec));
   }
-  out->build_seconds = seconds_since(start, bench_clock::now());
-  out->index_bytes = ix.stats().bytes;
+  double build_seconds = seconds_since(start, bench_clock::now());
 
   std::vector<std::vector<float>> qs(queries, std::vector<float>(dims));
   for (auto& q : qs) fill_vectors(kind, rng, q.data(), dims, true);
@@ -145,9 +129,9 @@ status measure_size(vector_kind kind, size_t n, size_t dims, fast_rng& rng, memo
       return status::corruption("memory search gave " + std::to_string(answers[i].size()) + " hits, not " +
                                 std::to_string(k));
   }
-  out->queries = queries;
-  out->p50_us = quantile_us(ns, 0.50);
-  out->p99_us = quantile_us(ns, 0.99);
+  *p50_us = quantile_us(ns, 0.50);
+  double p99_us = quantile_us(ns, 0.99);
+  size_t baseline_queries = std::min(queries, baseline_queries_max);
 
   {  // the baseline owns its own copy, row by row, as a naive program would
     std::vector<std::vector<float>> rows(n);
@@ -157,8 +141,7 @@ status measure_size(vector_kind kind, size_t n, size_t dims, fast_rng& rng, memo
     std::vector<std::pair<float, size_t>> scored;
     scored.reserve(n);
     ns.clear();
-    out->baseline_queries = std::min(queries, baseline_queries_max);
-    for (size_t i = 0; i < out->baseline_queries; ++i) {
+    for (size_t i = 0; i < baseline_queries; ++i) {
       auto t0 = bench_clock::now();
       size_t top = naive_search(rows, qs[i], &scored);
       ns.push_back((bench_clock::now() - t0).count());
@@ -173,9 +156,12 @@ status measure_size(vector_kind kind, size_t n, size_t dims, fast_rng& rng, memo
                                   std::to_string(m.seq) + " scores " + std::to_string(index_best) +
                                   ", the naive scan's (row " + std::to_string(top) + ") " + std::to_string(naive_best));
     }
-    out->baseline_p50_us = quantile_us(ns, 0.50);
-    out->baseline_p99_us = quantile_us(ns, 0.99);
   }
+  double naive_p50 = quantile_us(ns, 0.50);
+  t->rows.push_back({text(kind == vector_kind::hashing ? "hashing" : "random"), num(n), num(build_seconds),
+                     num(ix.stats().bytes / double{1 << 20}), num(queries), num(*p50_us / 1000), num(p99_us / 1000),
+                     num(baseline_queries), num(naive_p50 / 1000), num(quantile_us(ns, 0.99) / 1000),
+                     num(*p50_us > 0 ? naive_p50 / *p50_us : 0)});
   return status::ok();
 }
 
@@ -253,15 +239,11 @@ status run_memory(const bench_options& options, result* out) {
                         col("naive p99", "ms", 3), col("speedup", "x", 1)});
   for (vector_kind kind : {vector_kind::hashing, vector_kind::random})
     for (size_t n : sizes_at_scale_1) {
-      memory_row r;
-      SKEIN_TRY(measure_size(kind, scaled_count(n, options.scale), dims, rng, &r));
-      const char* name = kind == vector_kind::hashing ? "hashing" : "random";
-      t.rows.push_back({text(name), num(r.rows), num(r.build_seconds), num(r.index_bytes / double{1 << 20}),
-                        num(r.queries), num(r.p50_us / 1000), num(r.p99_us / 1000), num(r.baseline_queries),
-                        num(r.baseline_p50_us / 1000), num(r.baseline_p99_us / 1000),
-                        num(r.p50_us > 0 ? r.baseline_p50_us / r.p50_us : 0)});
-      if (r.rows == target && kind == vector_kind::hashing)
-        add_target(out, "search p50 at " + with_commas(r.rows) + " hashing rows", r.p50_us / 1000, memory_p50_ms_max,
+      size_t rows = scaled_count(n, options.scale);
+      double p50_us = 0;
+      SKEIN_TRY(measure_size(kind, rows, dims, rng, &t, &p50_us));
+      if (rows == target && kind == vector_kind::hashing)
+        add_target(out, "search p50 at " + with_commas(rows) + " hashing rows", p50_us / 1000, memory_p50_ms_max,
                    "ms", better::lower);
     }
   SKEIN_TRY(measure_rebuild(options, scaled_count(rebuild_rows_at_scale_1, options.scale), dims, rng, &f));

@@ -9,10 +9,14 @@
 //                two blank lines (gnuplot's `index`)
 //   over_time := (seconds TAB value) per line
 #include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+#include <csignal>
 #include <spawn.h>
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -32,6 +36,8 @@ namespace {
 constexpr const char* terminal = "set terminal pngcairo noenhanced size 1100,720 font 'sans,11'\n";
 constexpr uint32_t skein_rgb = 0x3a6fb0;
 constexpr uint32_t other_rgb = 0xd9822b;
+constexpr double gnuplot_timeout_s = 300;  // one chart; far more than any takes
+constexpr size_t child_output_bytes_max = 1 << 20;
 
 // A gnuplot string in double quotes, where \n is a line break (titles use it); a
 // double quote in a label must not end the string.
@@ -178,40 +184,15 @@ bool read_chart(simdjson::dom::element e, chart_doc* c) {
 
 // --- running gnuplot ---------------------------------------------------------------
 
-// Runs `argv` (argv[0] looked up in PATH) in `dir` (or here, if empty), its stdout
-// to /dev/null and its stderr appended to `log` (or /dev/null); *exit_code gets its
-// exit status, or -1 if it died of a signal.
-status run_process(const std::vector<std::string>& argv, const std::string& dir,
-                   const std::string& log, int* exit_code) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  if (!dir.empty()) posix_spawn_file_actions_addchdir_np(&actions, dir.c_str());
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  if (log.empty()) posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  else posix_spawn_file_actions_addopen(&actions, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  int err = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (err != 0) return status::not_found(argv[0] + ": " + std::strerror(err));
-  int ws = 0;
-  while (::waitpid(pid, &ws, 0) < 0) {
-    if (errno != EINTR) return status::io_error("waitpid " + argv[0] + ": " + std::strerror(errno));
-  }
-  *exit_code = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
-  return status::ok();
-}
-
-// The last lines gnuplot wrote, for the error that names the failed chart.
-std::string log_tail(const std::filesystem::path& log) {
-  std::ifstream in{log};
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
+// The last `n` lines of `text`, each on its own indented line.
+std::string tail_lines(std::string_view text, size_t n) {
   std::string out;
-  for (size_t i = lines.size() > 5 ? lines.size() - 5 : 0; i < lines.size(); ++i)
-    out += "\n  " + lines[i];
+  while (n-- > 0 && !text.empty()) {
+    while (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+    size_t nl = text.rfind('\n');
+    out.insert(0, "\n  " + std::string{nl == std::string_view::npos ? text : text.substr(nl + 1)});
+    text = nl == std::string_view::npos ? std::string_view{} : text.substr(0, nl);
+  }
   return out;
 }
 
@@ -219,12 +200,11 @@ status render(const std::filesystem::path& dir, const std::string& name, const s
               const std::string& script, std::vector<std::string>* written) {
   SKEIN_TRY(write_file((dir / (name + ".dat")).string(), data, "--plot"));
   SKEIN_TRY(write_file((dir / (name + ".gp")).string(), script, "--plot"));
-  int code = 0;
-  auto log = dir / "gnuplot.log";
-  SKEIN_TRY(run_process({"gnuplot", name + ".gp"}, dir.string(), log.string(), &code));
-  if (code != 0)
-    return status::io_error("--plot: gnuplot failed on " + (dir / (name + ".gp")).string() +
-                            " (exit " + std::to_string(code) + "):" + log_tail(log));
+  std::string output;
+  std::string error = run_child("gnuplot", {"gnuplot", name + ".gp"}, dir.string(), gnuplot_timeout_s, &output);
+  std::ofstream{dir / "gnuplot.log", std::ios::app} << output;
+  if (!error.empty())
+    return status::io_error("--plot: " + error + " on " + (dir / (name + ".gp")).string() + ":" + tail_lines(output, 5));
   written->push_back((dir / (name + ".png")).string());
   return status::ok();
 }
@@ -244,14 +224,58 @@ status write_file(const std::string& path, const std::string& text, const std::s
 }
 
 status check_gnuplot() {
-  int code = 0;
-  status s = run_process({"gnuplot", "--version"}, "", "", &code);
-  if (!s || code != 0)
-    return status::not_found(
-        "--plot needs gnuplot, which " +
-        std::string{s ? "exited " + std::to_string(code) + " on --version" : "is not on PATH"} +
-        " (Debian: apt-get install gnuplot-nox)");
+  std::string output;
+  std::string error = run_child("gnuplot", {"gnuplot", "--version"}, "", gnuplot_timeout_s, &output);
+  if (!error.empty())
+    return status::not_found("--plot needs gnuplot, which failed: " + error + " (Debian: apt-get install gnuplot-nox)");
   return status::ok();
+}
+
+std::string run_child(const std::string& name, const std::vector<std::string>& args, const std::string& dir,
+                      double timeout_s, std::string* output) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return std::string{"pipe: "} + std::strerror(errno);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (!dir.empty()) posix_spawn_file_actions_addchdir_np(&actions, dir.c_str());
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  int rc = ::posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(fds[1]);
+  if (rc != 0) {
+    ::close(fds[0]);
+    return name + ": cannot run " + args[0] + ": " + std::strerror(rc);
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  bool timed_out = false;
+  char buf[4096];
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
+      ::kill(pid, SIGKILL);  // our own child, by its pid
+      break;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 1000))) <= 0) continue;
+    ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    if (output->size() < child_output_bytes_max) output->append(buf, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  int ws = 0;
+  while (::waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out) return name + " still running after " + std::to_string(static_cast<int>(timeout_s)) + " s: killed";
+  if (!WIFEXITED(ws)) return name + " ended by a signal";
+  if (WEXITSTATUS(ws) != 0) return name + " exited " + std::to_string(WEXITSTATUS(ws));
+  return {};
 }
 
 status write_plots(std::string_view json, const std::string& dir, double scale,

@@ -17,6 +17,13 @@ namespace skein::bench {
 // Writes `text` to the file `path` (creating its directory); errors name `option`.
 status write_file(const std::string& path, const std::string& text, const std::string& option);
 
+// Runs `args` (args[0] looked up in PATH) in `dir` (here when empty), its stdout and
+// stderr on one pipe into *output (at most 1 MiB), until it ends or `timeout_s`
+// passes (then kills it). "" when it exited 0, else what went wrong, named `name`.
+// Blocking; any thread. Also runs the kernl baseline's Node script.
+std::string run_child(const std::string& name, const std::vector<std::string>& args, const std::string& dir,
+                      double timeout_s, std::string* output);
+
 // ok when `gnuplot` runs from PATH, else an error saying so and how to get it.
 status check_gnuplot();
 

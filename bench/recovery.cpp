@@ -80,20 +80,12 @@ status open_and_run(const std::string& path, const std::string& thread, uint64_t
   f->wal_bytes = wal_bytes(path);
   auto start = bench_clock::now();
   SKEIN_TRY(runtime::open(std::move(ro), rt));
-  auto ready = bench_clock::now();
-  run_input in;
-  in.text = "first run after the open";
-  run_handle h = (*rt)->send(thread, std::move(in));
-  run_result r;
-  status waited = h.wait(&r);
-  f->open_seconds = seconds_since(start, ready);
-  f->first_run_seconds = seconds_since(ready, bench_clock::now());
+  f->open_seconds = seconds_since(start, bench_clock::now());
+  int64_t run_ns = 0;
+  status s = run_checked(**rt, thread, "first run after the open", {.first_seq = first_seq}, &run_ns);
+  f->first_run_seconds = static_cast<double>(run_ns) / 1e9;
   f->repaired = (*rt)->repaired_at_open().size();
-  SKEIN_TRY(check_waited_run(h, waited, r));
-  if (r.first_seq != first_seq)
-    return status::corruption("thread " + thread + " run " + h.run_id() + ": first seq " + std::to_string(r.first_seq) +
-                              ", expected " + std::to_string(first_seq));
-  return status::ok();
+  return s;
 }
 
 // The tick a crash leaves: the run began and called a tool, nothing after.

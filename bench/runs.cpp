@@ -26,13 +26,7 @@ constexpr double runs_over_kernl_target = 3;
 
 // The log must hold exactly what the completed runs wrote, nothing failed or refused.
 status verify_runs(runtime& rt, const std::vector<std::string>& ids, const merged_outcome& m) {
-  uint64_t runs = ids.size() * runs_per_thread;
-  if (m.failures > 0)
-    return status::io_error(std::to_string(m.failures) + " of " + std::to_string(runs) +
-                            " runs failed; first: " + m.first_error);
-  if (m.completed != runs)
-    return status::corruption(std::to_string(m.completed) + " runs completed, expected " +
-                              std::to_string(runs));
+  SKEIN_TRY(check_outcome(m, ids.size() * runs_per_thread));
   log_expectation want{1 + scripted_events_per_run * runs_per_thread, runs_per_thread};
   SKEIN_TRY(check_thread_logs(rt, ids, ids.size(), want));
   runtime_stats st;
@@ -46,7 +40,7 @@ status verify_runs(runtime& rt, const std::vector<std::string>& ids, const merge
 }
 
 // "lace-design FULL", "kernl in-memory": the system and the first word of its mode.
-std::string baseline_name(const runs_baseline_row& r) {
+std::string baseline_name(const measured_row& r) {
   return r.system + " " + r.mode.substr(0, r.mode.find(' '));
 }
 
@@ -55,7 +49,7 @@ double ratio(double a, double b) { return b > 0 ? a / b : 0; }
 }  // namespace
 
 status measure_runs(const bench_options& options, durability mode, std::shared_ptr<const master_key> key,
-                    runs_figures* out) {
+                    measured_row* out) {
   runtime_options ro;
   ro.mode = mode;
   ro.encryption = key;
@@ -68,11 +62,9 @@ status measure_runs(const bench_options& options, durability mode, std::shared_p
   SKEIN_TRY(create_bench_threads(*rt, agent.id, scaled_count(threads_at_scale_1, options.scale),
                                  options.quiet, &ids));
 
-  runs_figures& f = *out;
+  measured_row& f = *out;
   f.threads = ids.size();
-  f.runs_per_thread = runs_per_thread;
   f.host_threads = host_threads;
-  f.window_per_thread = window_per_thread;
   runtime_stats before, after;
   SKEIN_TRY(rt->stats(&before));
   merged_outcome m;
@@ -82,7 +74,7 @@ status measure_runs(const bench_options& options, durability mode, std::shared_p
       drive_runs_host(*rt, mine, runs_per_thread, window_per_thread, "", bar, o);
     });
   }
-  f.runs = m.completed;
+  f.count = m.completed;
   f.seconds = m.seconds;
   f.p50_us = quantile_us(m.latencies_ns, 0.50);
   f.p99_us = quantile_us(m.latencies_ns, 0.99);
@@ -95,11 +87,11 @@ status measure_runs(const bench_options& options, durability mode, std::shared_p
 }
 
 status run_runs(const bench_options& options, result* out) {
-  runs_figures sync, memory;
+  measured_row sync, memory;
   SKEIN_TRY(measure_runs(options, durability::sync, nullptr, &sync));
   SKEIN_TRY(measure_runs(options, durability::memory, nullptr, &memory));
-  std::vector<runs_baseline_row> baselines;
-  SKEIN_TRY(run_runs_baselines({sync.threads, sync.runs_per_thread, sync.host_threads}, options, &baselines));
+  std::vector<measured_row> baselines;
+  SKEIN_TRY(run_runs_baselines({sync.threads, runs_per_thread, host_threads}, options, &baselines));
 
   table& t = add_table(out,
                        "runs: " + with_commas(static_cast<double>(sync.threads)) + " threads x " +
@@ -111,12 +103,12 @@ status run_runs(const bench_options& options, result* out) {
                         col("runs/s", "runs/s"), col("p50", "ms", 3), col("p99", "ms", 3),
                         col("commits/write", "", 1)});
   const char* throughput = "runs: throughput (runs/s, higher is better)";
-  for (const runs_figures* f : {&sync, &memory}) {
+  for (const measured_row* f : {&sync, &memory}) {
     std::string mode = f == &sync ? "sync" : "memory";
-    t.rows.push_back({text("skein"), text(mode), num(f->runs), num(f->seconds), num(f->runs_per_s()),
+    t.rows.push_back({text("skein"), text(mode), num(f->count), num(f->seconds), num(f->per_s()),
                       num(f->p50_us / 1000), num(f->p99_us / 1000), num(ratio(f->commits, f->writes))});
     if (options.plot) {
-      add_bar(out, "throughput-runs", throughput, "runs/s", "skein " + mode, f->runs_per_s());
+      add_bar(out, "throughput-runs", throughput, "runs/s", "skein " + mode, f->per_s());
       add_cdf(out, "latency-runs", "runs: latency CDF", "skein " + mode + ": send to completion",
               f->latencies_ns);
     }
@@ -128,22 +120,22 @@ status run_runs(const bench_options& options, result* out) {
       t.notes.push_back(r.system + ": skipped: " + r.skipped);
       continue;
     }
-    t.rows.push_back({text(r.system), text(r.mode), num(r.runs), num(r.seconds), num(r.runs_per_s()),
+    t.rows.push_back({text(r.system), text(r.mode), num(r.count), num(r.seconds), num(r.per_s()),
                       num(r.p50_us / 1000), num(r.p99_us / 1000), cell{}});
     t.notes.push_back(baseline_name(r) + ": " + r.note);
-    t.notes.push_back("skein sync / " + baseline_name(r) + ": " + fixed(ratio(sync.runs_per_s(), r.runs_per_s()), 2) +
+    t.notes.push_back("skein sync / " + baseline_name(r) + ": " + fixed(ratio(sync.per_s(), r.per_s()), 2) +
                       "x; skein memory / " + baseline_name(r) + ": " +
-                      fixed(ratio(memory.runs_per_s(), r.runs_per_s()), 2) + "x");
-    if (options.plot) add_bar(out, "throughput-runs", throughput, "runs/s", r.system + " " + r.mode, r.runs_per_s());
+                      fixed(ratio(memory.per_s(), r.per_s()), 2) + "x");
+    if (options.plot) add_bar(out, "throughput-runs", throughput, "runs/s", r.system + " " + r.mode, r.per_s());
   }
 
-  add_target(out, "skein sync runs/s", sync.runs_per_s(), runs_per_s_target, "runs/s");
+  add_target(out, "skein sync runs/s", sync.per_s(), runs_per_s_target, "runs/s");
   for (const auto& r : baselines) {
     double goal = r.system == "kernl" ? runs_over_kernl_target
                   : r.system == "opennova-design" ? runs_over_opennova_target : 0;
     if (goal == 0) continue;
     if (!r.skipped.empty()) add_skipped_target(out, "skein sync / " + r.system, goal, "x", r.system);
-    else add_target(out, "skein sync / " + baseline_name(r), ratio(sync.runs_per_s(), r.runs_per_s()), goal, "x",
+    else add_target(out, "skein sync / " + baseline_name(r), ratio(sync.per_s(), r.per_s()), goal, "x",
                     better::higher, baseline_name(r));
   }
   return status::ok();

@@ -69,22 +69,8 @@ std::shared_ptr<tool> lookup_tool() {
                             [](const tool_invocation&) { return tool_output{"found", false}; });
 }
 
-// A run that did not go through both turns to the scripted reply fails.
-status check_run(const run_handle& h, const status& waited, const run_result& r) {
-  std::string where = "thread " + h.thread_id() + " run " + h.run_id() + ": ";
-  if (!waited) return status{waited.code(), where + waited.message()};
-  if (r.outcome != run_outcome::completed)
-    return status::io_error(where + "ended " + std::string{to_string(r.outcome)} + ": " + r.error);
-  if (r.text != "done" || r.turns != 2)
-    return status::corruption(where + "replied '" + r.text + "' in " + std::to_string(r.turns) +
-                              " turns, expected 'done' in 2");
-  uint64_t expected = r.first_seq == 1 ? events_per_run + 1 : events_per_run;
-  if (r.first_seq == 0 || r.last_seq + 1 - r.first_seq != expected)
-    return status::corruption(where + "events " + std::to_string(r.first_seq) + ".." +
-                              std::to_string(r.last_seq) + ", expected " +
-                              std::to_string(expected));
-  return status::ok();
-}
+// A history run goes through both turns to the scripted reply.
+constexpr scripted_expect history_run{.reply = "done", .events = events_per_run, .turns = 2};
 
 // --- memory ------------------------------------------------------------------------
 
@@ -171,7 +157,7 @@ status build_history(runtime& rt, const std::string& id, size_t runs, bool quiet
     }
     run_result r;
     status waited = window[done].wait(&r);
-    SKEIN_TRY(check_run(window[done], waited, r));
+    SKEIN_TRY(check_waited_run(window[done], waited, r, history_run));
     window[done++] = run_handle{};  // releases the finished run's state
     bar.advance();
   }
@@ -183,7 +169,7 @@ status time_cold_threads(runtime& rt, const std::vector<std::string>& ids, std::
                          uint64_t history_events, std::vector<cell>* row) {
   std::vector<int64_t> cancel_ns(ids.size()), run_ns(ids.size());
   for (size_t i = 0; i < ids.size(); ++i)
-    SKEIN_TRY(time_cold(rt, ids[i], "after the cold start", check_run, &cancel_ns[i], &run_ns[i]));
+    SKEIN_TRY(time_cold(rt, ids[i], "after the cold start", history_run, &cancel_ns[i], &run_ns[i]));
   *row = {text(std::move(label)), num(history_events), num(ids.size()),
           num(quantile_us(cancel_ns, 0.50) / 1000), num(quantile_us(cancel_ns, 0.99) / 1000),
           num(quantile_us(run_ns, 0.50) / 1000), num(quantile_us(run_ns, 0.99) / 1000)};

@@ -85,13 +85,8 @@ status one_run(const run_fn& send, size_t n, const std::string& where, int64_t* 
   status s = send(n, &r);
   *ns = (bench_clock::now() - sent).count();
   if (!s) return status{s.code(), where + s.message()};
-  SKEIN_TRY(check_scripted_run(where, r));
   // The first run also writes the system prompt: seqs 1..6, then 7..11, ...
-  uint64_t want_first = n == 0 ? 1 : 2 + scripted_events_per_run * n;
-  if (r.first_seq != want_first)
-    return status::corruption(where + "first seq " + std::to_string(r.first_seq) + ", expected " +
-                              std::to_string(want_first));
-  return status::ok();
+  return check_scripted_run(where, r, {.first_seq = n == 0 ? 1 : 2 + scripted_events_per_run * n});
 }
 
 // Runs 0..runs-1 one after another; the first that fails ends the drive.
@@ -185,20 +180,9 @@ void add_row(const path_figures& f, table* t, result* out) {
 
 // Each run's latency over the seconds of its path: the drift, if any, shows.
 void add_charts(const std::vector<path_figures>& paths, result* out) {
-  chart cdf, drift;
-  cdf.type = chart::kind::cdf;
-  cdf.name = "latency-sequential";
-  cdf.title = "sequential: send to reply";
-  cdf.unit = "us";
-  drift.type = chart::kind::over_time;
-  drift.name = "drift-sequential";
-  drift.title = "sequential: each run's latency over the runs";
-  drift.unit = "ms";
+  chart drift{chart::kind::over_time, "drift-sequential", "sequential: each run's latency over the runs", "ms"};
   for (const auto& f : paths) {
-    cdf.labels.push_back("skein " + row_label(f));
-    std::vector<double>& sorted = cdf.series.emplace_back();
-    for (int64_t ns : f.latencies_ns) sorted.push_back(static_cast<double>(ns) / 1000);
-    std::sort(sorted.begin(), sorted.end());
+    add_cdf(out, "latency-sequential", "sequential: send to reply", "skein " + row_label(f), f.latencies_ns);
     drift.labels.push_back("skein " + row_label(f));
     std::vector<double>& points = drift.series.emplace_back();
     double at_s = 0;
@@ -208,7 +192,6 @@ void add_charts(const std::vector<path_figures>& paths, result* out) {
       points.push_back(static_cast<double>(ns) / 1e6);
     }
   }
-  out->charts.push_back(std::move(cdf));
   out->charts.push_back(std::move(drift));
 }
 
@@ -219,21 +202,12 @@ status run_sequential(const bench_options& options, result* out) {
   std::vector<path_figures> paths(std::size(path_specs));
   for (size_t i = 0; i < paths.size(); ++i) SKEIN_TRY(run_path(options, path_specs[i], runs, &paths[i]));
 
-  out->workload = "sequential";
-  table& t = out->tables.emplace_back();
-  t.title = "sequential: one thread x " + with_commas(runs) + " runs one after another (scripted engine at 0 ms)";
-  t.columns = {{"path", ""},
-               {"durability", ""},
-               {"runs", ""},
-               {"runs/s", "", 0},
-               {"p50", "ms", 3},
-               {"p99", "ms", 3},
-               {"first 200 mean", "ms", 3},
-               {"last 200 mean", "ms", 3},
-               {"last/first means", "x", 2},
-               {"last/first medians", "x", 2},
-               {"old/new interleaved", "x", 2},
-               {"events at end", ""}};
+  table& t = add_table(out, "sequential: one thread x " + with_commas(runs) +
+                                " runs one after another (scripted engine at 0 ms)",
+                       {col("path"), col("durability"), col("runs"), col("runs/s"), col("p50", "ms", 3),
+                        col("p99", "ms", 3), col("first 200 mean", "ms", 3), col("last 200 mean", "ms", 3),
+                        col("last/first means", "x", 2), col("last/first medians", "x", 2),
+                        col("old/new interleaved", "x", 2), col("events at end")});
   for (const auto& f : paths) add_row(f, &t, out);
   t.notes = {"each run waits for the previous one's reply; a fresh database per path; the HTTP path is "
              "one keep-alive client to the server in this process (2 I/O threads)",

@@ -123,125 +123,98 @@ status open_on(const std::string& path, const std::shared_ptr<std::atomic<int64_
   return status::ok();
 }
 
-struct dedup_figures {
-  size_t items = 0;
-  double open_ms = 0;
-  double fresh_p50_us = 0, fresh_p99_us = 0;
-  double dup_p50_us = 0, dup_p99_us = 0;
-  double session_start_ms = 0;  // p50; measured on the small index only
-};
+// Calls fn() and appends its time to *ns.
+status timed(std::vector<int64_t>* ns, const std::function<status()>& fn) {
+  auto start = bench_clock::now();
+  status s = fn();
+  ns->push_back((bench_clock::now() - start).count());
+  return s;
+}
 
+// One index size: its column of the dedup table (session_start on the small one only).
 status measure_dedup(const bench_options& options, const std::string& name, size_t n, bool session_starts,
-                     dedup_figures* f) {
+                     std::vector<cell>* column) {
   const std::string path = options.dir + "/" + name;
   std::vector<std::string> texts;
   SKEIN_TRY(build_items(path, bench_agent_id, n, true, clock_start_ms, &texts));
   auto now = std::make_shared<std::atomic<int64_t>>(clock_start_ms + 1000);
   std::unique_ptr<runtime> rt;
-  SKEIN_TRY(open_on(path, now, &rt, &f->open_ms));
-  f->items = n;
+  double open_ms = 0;
+  SKEIN_TRY(open_on(path, now, &rt, &open_ms));
   std::mt19937_64 rng{seed + 1};
-  std::vector<int64_t> fresh, dup;
+  std::vector<int64_t> fresh, dup, starts;
   for (size_t i = 0; i < creates_measured; ++i) {
     work_create c;
     c.agent_id = bench_agent_id;
     c.text = "fresh " + random_text(rng);
     work_create_result r;
-    auto start = bench_clock::now();
-    SKEIN_TRY(rt->create_item(c, &r));
-    fresh.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(bench_clock::now() - start).count());
+    SKEIN_TRY(timed(&fresh, [&] { return rt->create_item(c, &r); }));
     if (r.deduplicated) return status::corruption("work: a fresh text was taken for a duplicate of " + r.thread.id);
     c.text = texts[(i * 7919) % texts.size()];
-    start = bench_clock::now();
-    SKEIN_TRY(rt->create_item(c, &r));
-    dup.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(bench_clock::now() - start).count());
+    SKEIN_TRY(timed(&dup, [&] { return rt->create_item(c, &r); }));
     if (!r.deduplicated) return status::corruption("work: a stored text was not found as a duplicate");
   }
-  f->fresh_p50_us = quantile_us(fresh, 0.5);
-  f->fresh_p99_us = quantile_us(fresh, 0.99);
-  f->dup_p50_us = quantile_us(dup, 0.5);
-  f->dup_p99_us = quantile_us(dup, 0.99);
-  if (session_starts) {
-    std::vector<int64_t> ns;
-    for (size_t i = 0; i < session_starts_measured; ++i) {
-      work_session_start in;
-      in.agent_id = bench_agent_id;
-      work_session_started out;
-      auto start = bench_clock::now();
-      SKEIN_TRY(rt->session_start(in, &out));
-      ns.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(bench_clock::now() - start).count());
-      if (out.items.size() < n) return status::corruption("work: session_start listed " + std::to_string(out.items.size()) + " items");
-    }
-    f->session_start_ms = quantile_us(ns, 0.5) / 1000;
+  for (size_t i = 0; session_starts && i < session_starts_measured; ++i) {
+    work_session_start in;
+    in.agent_id = bench_agent_id;
+    work_session_started started;
+    SKEIN_TRY(timed(&starts, [&] { return rt->session_start(in, &started); }));
+    if (started.items.size() < n)
+      return status::corruption("work: session_start listed " + std::to_string(started.items.size()) + " items");
   }
+  *column = {num(n), num(open_ms), num(quantile_us(fresh, 0.5)), num(quantile_us(fresh, 0.99)),
+             num(quantile_us(dup, 0.5)), num(quantile_us(dup, 0.99)),
+             session_starts ? num(quantile_us(starts, 0.5) / 1000) : cell{}};
   return rt->close();
 }
 
-struct sweep_figures {
-  size_t items = 0;
-  double open_ms = 0;
-  double assess_per_s = 0;
-  size_t dormant_items = 0;
-  double dormant_per_s = 0;
-};
-
-status measure_sweeps(const bench_options& options, size_t n, size_t dormant_n, sweep_figures* f) {
-  const std::string path = options.dir + "/work-sweep";
-  SKEIN_TRY(build_items(path, bench_agent_id, n, false, clock_start_ms, nullptr));
+// Sweeps `n` items (work rows alone, nothing due) and then `dormant_n` items with
+// threads, all dormant by the clock (each sweep records one transition): items/s.
+status measure_sweeps(const bench_options& options, size_t n, size_t dormant_n, table* t) {
   auto now = std::make_shared<std::atomic<int64_t>>(clock_start_ms + 1000);
-  std::unique_ptr<runtime> rt;
-  SKEIN_TRY(open_on(path, now, &rt, &f->open_ms));
   work_sweep_options o;
   o.agent_id = bench_agent_id;
-  work_sweep_result r;
-  auto start = bench_clock::now();
-  SKEIN_TRY(rt->sweep_items(o, &r));
-  double s = seconds_since(start, bench_clock::now());
-  if (r.examined != n || !r.dormant.empty()) return status::corruption("work: the sweep examined " + std::to_string(r.examined));
-  f->items = n;
-  f->assess_per_s = n / s;
-  SKEIN_TRY(rt->close());
-  rt.reset();
-
-  // Items with threads, all dormant by the clock: each sweep records one transition.
-  const std::string dpath = options.dir + "/work-dormant";
-  SKEIN_TRY(build_items(dpath, bench_agent_id, dormant_n, true, clock_start_ms, nullptr));
-  now->store(clock_start_ms + 60 * day_ms);
-  double open_ms = 0;
-  SKEIN_TRY(open_on(dpath, now, &rt, &open_ms));
-  start = bench_clock::now();
-  SKEIN_TRY(rt->sweep_items(o, &r));
-  s = seconds_since(start, bench_clock::now());
-  if (r.dormant.size() != dormant_n) return status::corruption("work: the sweep recorded " + std::to_string(r.dormant.size()));
-  f->dormant_items = dormant_n;
-  f->dormant_per_s = dormant_n / s;
-  return rt->close();
+  for (bool dormant : {false, true}) {
+    const std::string path = options.dir + (dormant ? "/work-dormant" : "/work-sweep");
+    size_t items = dormant ? dormant_n : n;
+    SKEIN_TRY(build_items(path, bench_agent_id, items, dormant, clock_start_ms, nullptr));
+    if (dormant) now->store(clock_start_ms + 60 * day_ms);
+    std::unique_ptr<runtime> rt;
+    double open_ms = 0;
+    SKEIN_TRY(open_on(path, now, &rt, &open_ms));
+    work_sweep_result r;
+    std::vector<int64_t> ns;
+    SKEIN_TRY(timed(&ns, [&] { return rt->sweep_items(o, &r); }));
+    if (!dormant && (r.examined != items || !r.dormant.empty()))
+      return status::corruption("work: the sweep examined " + std::to_string(r.examined));
+    if (dormant && r.dormant.size() != items)
+      return status::corruption("work: the sweep recorded " + std::to_string(r.dormant.size()));
+    double per_s = static_cast<double>(items) / (static_cast<double>(ns[0]) / 1e9);
+    if (dormant) t->rows.insert(t->rows.end(), {{text("sweep: items made dormant"), num(items)},
+                                                {text("sweep: dormancy recorded/s"), num(per_s)}});
+    else t->rows.insert(t->rows.end(), {{text("sweep: open items (nothing due)"), num(items)},
+                                        {text("sweep: items assessed/s"), num(per_s)}});
+    SKEIN_TRY(rt->close());
+  }
+  return status::ok();
 }
 
 }  // namespace
 
 status run_work(const bench_options& options, result* out) {
-  dedup_figures small, large;
+  std::vector<cell> small, large;
   SKEIN_TRY(measure_dedup(options, "work-10k", scaled_count(small_items_at_scale_1, options.scale), true, &small));
   SKEIN_TRY(measure_dedup(options, "work-100k", scaled_count(large_items_at_scale_1, options.scale), false, &large));
-  sweep_figures sw;
-  SKEIN_TRY(measure_sweeps(options, scaled_count(sweep_items_at_scale_1, options.scale),
-                           scaled_count(dormant_items_at_scale_1, options.scale), &sw));
-
   table& t = add_table(out, "work: create_item with dedup (hashing, 384 dims, durability sync), session_start",
                        {col("figure"), col("small", "", 1), col("large", "", 1)});
-  t.rows = {{text("open items"), num(small.items), num(large.items)},
-            {text("runtime open (index rebuild) ms"), num(small.open_ms), num(large.open_ms)},
-            {text("create, new item p50 us"), num(small.fresh_p50_us), num(large.fresh_p50_us)},
-            {text("create, new item p99 us"), num(small.fresh_p99_us), num(large.fresh_p99_us)},
-            {text("create, duplicate found p50 us"), num(small.dup_p50_us), num(large.dup_p50_us)},
-            {text("create, duplicate found p99 us"), num(small.dup_p99_us), num(large.dup_p99_us)},
-            {text("session_start p50 ms"), num(small.session_start_ms), cell{}}};
-  table& sweeps = add_table(out, "work: sweeps", {col("figure"), col("value")});
-  sweeps.rows = {{text("sweep: open items (nothing due)"), num(sw.items)},
-                 {text("sweep: items assessed/s"), num(sw.assess_per_s)},
-                 {text("sweep: items made dormant"), num(sw.dormant_items)},
-                 {text("sweep: dormancy recorded/s"), num(sw.dormant_per_s)}};
+  const char* figures[] = {"open items", "runtime open (index rebuild) ms", "create, new item p50 us",
+                           "create, new item p99 us", "create, duplicate found p50 us",
+                           "create, duplicate found p99 us", "session_start p50 ms"};
+  for (size_t i = 0; i < std::size(figures); ++i) t.rows.push_back({text(figures[i]), small[i], large[i]});
+  table sweeps{"work: sweeps", {col("figure"), col("value")}, {}, {}};
+  SKEIN_TRY(measure_sweeps(options, scaled_count(sweep_items_at_scale_1, options.scale),
+                           scaled_count(dormant_items_at_scale_1, options.scale), &sweeps));
+  out->tables.push_back(std::move(sweeps));
   return status::ok();
 }
 

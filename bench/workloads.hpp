@@ -27,6 +27,9 @@ namespace caf {
 class actor;
 class actor_system;
 }  // namespace caf
+namespace skein {
+class event_log;
+}
 namespace skein::server {
 class api;
 }
@@ -38,6 +41,8 @@ struct server_limits;
 
 namespace skein::bench {
 
+using bench_clock = std::chrono::steady_clock;
+
 struct bench_options {
   double scale = 1.0;  // multiplies every size of every workload
   std::string dir;     // existing directory where workloads create their databases
@@ -45,132 +50,62 @@ struct bench_options {
   bool plot = false;   // --plot: workloads fill result::charts
 };
 
-// Concurrent one-event ticks through the journal in each durability mode, against
-// RocksDB written directly by one writer.
+// The workloads; bench_main.cpp lists each with what it measures.
 status run_append(const bench_options& options, result* out);
-
-// End-to-end runs through skein::runtime, scripted engine at 0 ms, durability sync.
 status run_runs(const bench_options& options, result* out);
-
-// Many runs in flight at once against a slow (1 s) scripted engine; throughput and peak RSS.
 status run_latency(const bench_options& options, result* out);
-
-// Memory per active and per passivated thread, and cold activation of a long thread.
 status run_scale(const bench_options& options, result* out);
-
-// The runs workload through the HTTP API in this process, against the same runs
-// embedded: the cost of the HTTP layer.
 status run_http(const bench_options& options, result* out);
-
-// One thread's events streamed (SSE) to many subscribers at once.
 status run_fanout(const bench_options& options, result* out);
-
-// runtime::open on a database of many threads, clean and with interrupted runs to repair.
 status run_recovery(const bench_options& options, result* out);
-
-// Append cost through the journal on threads with short and long histories.
 status run_history(const bench_options& options, result* out);
-
-// Usage queries over 100,000 usage rows: a full scan, one agent's, one thread's.
 status run_usage(const bench_options& options, result* out);
-// Compaction time of a 10,000-event thread, and the first run after activation on
-// 100,000-event threads with and without a compaction.
 status run_compaction(const bench_options& options, result* out);
-// Memory search over 100k and 1M vectors against a naive scan, and the rebuild at open.
 status run_memory(const bench_options& options, result* out);
-// The runs of `runs` with the effects off and on (titles, embeddings, automatic
-// compaction): runs/s of both, effect lag and jobs, the drain after the last reply.
 status run_effects(const bench_options& options, result* out);
-// 100,000 one-shot schedules due within one minute of test clock: firings/s, lag, RSS.
 status run_schedules(const bench_options& options, result* out);
-// Parent runs that each ask one child agent (ask_agent, scripted 0 ms): the
-// delegation round trip p50/p99 and runs/s, beside plain one-step runs.
 status run_delegation(const bench_options& options, result* out);
-// Work items: create_item with dedup against 10,000 and 100,000 open items (p50/p99),
-// session_start with 10,000 items, the sweep over 1,000,000 items.
 status run_work(const bench_options& options, result* out);
-
-// The skein rows of `append` (sync, flush) and the runs of `runs`, each plain and
-// encrypted at rest, in this process: the throughput of both and their ratio.
 status run_encryption(const bench_options& options, result* out);
+status run_namespaces(const bench_options& options, result* out);
+status run_sequential(const bench_options& options, result* out);
+status run_read(const bench_options& options, result* out);
 
-// One system in one mode of the append workload (append.cpp, baselines/).
-struct append_row {
-  std::string system;  // "skein", "rocksdb", "opennova-design" or "lace-design"
-  std::string mode;    // skein: sync | flush | memory; rocksdb: put-sync | put-unsynced;
-                       // opennova-design: fdatasync; lace-design: FULL | NORMAL
-  uint64_t events = 0;
-  double seconds = 0;  // start to last ack
-  uint64_t writes = 0;   // skein only: RocksDB writes (one fsync each in sync mode)
-  uint64_t commits = 0;  // skein only: ticks acknowledged
-  double p50_us = 0;     // skein: send to reply; rocksdb: one Put; baselines: one tick
-  double p99_us = 0;
+// One row of the append and runs tables: a system in a mode doing `count`
+// operations (append: events; runs: runs), every one read back.
+struct measured_row {
+  std::string system;  // "skein", "rocksdb", "opennova-design", "lace-design", "kernl"
+  std::string mode;    // skein: its durability; rocksdb: put-sync | put-unsynced;
+                       // opennova-design: fdatasync; lace-design: FULL | NORMAL; kernl: "in-memory 0.8.2"
+  uint64_t count = 0;
+  uint64_t events = 0;               // runs: what they wrote
+  double seconds = 0;                // first send to last completion
+  double p50_us = 0, p99_us = 0;     // skein: send to reply; rocksdb: one Put; baselines: one tick or run
+  uint64_t commits = 0, writes = 0;  // skein: ticks acknowledged, RocksDB writes they took
   uint64_t failures = 0;
-  size_t host_threads = 0;  // the baselines' writers (0: not a baseline of bench/baselines)
-  std::string note;         // the baselines': how they write, printed under the table
+  size_t threads = 0;                // runs baselines: fewer than the workload's when capped
+  size_t host_threads = 0;           // the callers (kernl: Node's one loop)
+  std::string note;                  // how a baseline writes, printed under the table
+  std::string skipped;               // not empty: no figures, and why (kernl is optional)
   std::vector<int64_t> latencies_ns;  // skein and rocksdb rows, for the CDF
 
-  double events_per_s() const { return seconds > 0 ? static_cast<double>(events) / seconds : 0; }
+  double per_s() const { return seconds > 0 ? static_cast<double>(count) / seconds : 0; }
 };
 
 // One skein row of `append` (append.cpp), encrypted under `key` unless null.
 status measure_append_skein(const bench_options& options, durability mode, std::shared_ptr<const master_key> key,
-                            append_row* row);
-
-// The same runs on another design (bench/baselines/).
-struct runs_baseline_row {
-  std::string system;      // "opennova-design", "lace-design" or "kernl"
-  std::string mode;        // fdatasync | FULL | NORMAL | "in-memory <kernl version>"
-  size_t threads = 0;      // fewer than the workload's when capped
-  size_t host_threads = 0; // callers with one run in flight each (kernl: Node's one loop)
-  uint64_t runs = 0;       // completed and read back
-  uint64_t events = 0;     // what the runs wrote, read back
-  double seconds = 0;      // first run to last
-  double p50_us = 0;       // one run, start to end
-  double p99_us = 0;
-  std::string note;        // how it runs, printed under the table
-  std::string skipped;     // not empty: no figures, and why (kernl is optional)
-
-  double runs_per_s() const { return seconds > 0 ? static_cast<double>(runs) / seconds : 0; }
-};
-
-// The skein part of `runs` (runs.cpp) in durability `mode`: no baselines.
-struct runs_figures {
-  size_t threads = 0;
-  size_t runs_per_thread = 0;
-  size_t host_threads = 0;
-  size_t window_per_thread = 0;  // runs in flight per thread (one running, the rest queued)
-  uint64_t runs = 0;             // completed as scripted
-  double seconds = 0;            // first send to last completion
-  double p50_us = 0;             // send to completion
-  double p99_us = 0;
-  uint64_t commits = 0;          // ticks the log acknowledged during the runs
-  uint64_t writes = 0;           // RocksDB writes they took
-  std::vector<int64_t> latencies_ns;
-
-  double runs_per_s() const { return seconds > 0 ? static_cast<double>(runs) / seconds : 0; }
-};
+                            measured_row* row);
+// The skein part of `runs` (runs.cpp) in durability `mode`, encrypted under `key`
+// unless null: no baselines.
 status measure_runs(const bench_options& options, durability mode, std::shared_ptr<const master_key> key,
-                    runs_figures* out);
-// A listing in one namespace among many (one database each) against the same
-// threads in one shared database, one agent per namespace.
-status run_namespaces(const bench_options& options, result* out);
-// One agent, one thread, 2,000 runs one after another (each waits for its reply;
-// scripted engine at 0 ms, durability sync), embedded and through the HTTP API in
-// this process: runs/s, p50/p99, and the last 200 runs against the first 200.
-status run_sequential(const bench_options& options, result* out);
-// Threads of 10,000 and 100,000 events read whole after a reopen (cold) and again
-// (warm), through runtime::read and through GET /v1/threads/{id}/entries.
-status run_read(const bench_options& options, result* out);
+                    measured_row* out);
 // Run `n` of thread `id` through the server: POST /v1/threads/{id}/entries
 // {"text":"run n","wait":true}; *out gets the run_result of the 200 answer, as far
 // as check_scripted_run reads it; *answered (unless null), when the answer came.
 status post_run(http::client& client, const std::string& id, size_t n, run_result* out,
                 std::chrono::steady_clock::time_point* answered = nullptr);
 
-// --- What the workloads over skein::runtime share (runs.cpp defines it) ---------
-
-using bench_clock = std::chrono::steady_clock;
+// --- What the workloads over skein::runtime share (common.cpp) -------------------
 
 inline constexpr const char* bench_agent_id = "bench";
 
@@ -208,18 +143,26 @@ status create_bench_threads(runtime& rt, const std::string& agent_id, size_t n, 
 // a thread also writes the system prompt.
 inline constexpr uint64_t scripted_events_per_run = 5;
 
-// Checks that a run of that rule ended as scripted: completed, replied "ok", and
-// wrote scripted_events_per_run events (one more when it was the thread's first).
-// `where` names the run in the error.
-status check_scripted_run(const std::string& where, const run_result& r);
+// What a scripted run must have ended with, besides completed.
+struct scripted_expect {
+  const char* reply = "ok";
+  uint64_t events = scripted_events_per_run;  // one more when it was the thread's first
+  uint64_t first_seq = 0;                     // 0: any
+  uint32_t turns = 0;                         // 0: any
+  uint64_t duration_ms_min = 0;               // the engine's own latency
+};
+// Checks a run against `want`; `where` names the run in the error.
+status check_scripted_run(const std::string& where, const run_result& r, const scripted_expect& want = {});
 // The same for a waited run_handle, whatever wait() said; names its thread and run.
-status check_waited_run(const run_handle& h, const status& waited, const run_result& r);
+status check_waited_run(const run_handle& h, const status& waited, const run_result& r,
+                        const scripted_expect& want = {});
+// Sends `text` to `id`, waits and checks the run; *took (unless null) gets send to end.
+status run_checked(runtime& rt, const std::string& id, std::string text, const scripted_expect& want = {},
+                   int64_t* took_ns = nullptr);
 
 // Activates the passive thread `id` with cancel(), which must find no run, then
-// sends it one run of `text`: the time of each; check(handle, waited, result)
-// judges the run.
-using run_check = std::function<status(const run_handle&, const status& waited, const run_result&)>;
-status time_cold(runtime& rt, const std::string& id, const std::string& text, const run_check& check,
+// sends it one run of `text` checked against `want`: the time of each.
+status time_cold(runtime& rt, const std::string& id, const std::string& text, const scripted_expect& want,
                  int64_t* activate_ns, int64_t* run_ns);
 
 // What a thread's complete log must hold after the workload.
@@ -232,6 +175,9 @@ struct log_expectation {
 // else evenly spread ones) through runtime::read and checks it against `want`.
 status check_thread_logs(runtime& rt, const std::vector<std::string>& ids, size_t sample,
                          const log_expectation& want);
+
+// The event log failed and rejected no tick.
+status check_log_clean(runtime& rt);
 
 // The process's resident set (VmRSS of /proc/self/status) in bytes; 0 if unreadable.
 uint64_t rss_bytes();
@@ -302,7 +248,7 @@ class rss_recorder {
 // `window` at a time per thread, waited on in send order; each input is
 // "run N" followed by `padding`. A run that did not complete as scripted is a failure.
 void drive_runs_host(runtime& rt, const std::vector<std::string>& threads, size_t runs, size_t window,
-                     const std::string& padding, progress& bar, host_outcome* out);
+                     const std::string& padding, progress& bar, host_outcome* out, const scripted_expect& want = {});
 
 // All hosts together: wall time from the first send to the last completion.
 struct merged_outcome {
@@ -312,6 +258,9 @@ struct merged_outcome {
   std::string first_error;
   std::vector<int64_t> latencies_ns;
 };
+
+// No run failed, and `expected` completed.
+status check_outcome(const merged_outcome& m, uint64_t expected);
 
 // Deals `ids` round-robin to `hosts` host threads, runs drive(mine, outcome) on
 // each, waits for them all and merges what they saw.
@@ -328,6 +277,12 @@ merged_outcome drive_round_robin(
 status drive_ticks(caf::actor_system& sys, const caf::actor& journal, manifest* threads, size_t count,
                    size_t ticks, const std::function<event(size_t, uint64_t)>& make_event, progress* bar,
                    std::vector<int64_t>* latencies_ns, double* seconds);
+
+// Runs fn with a journal actor over `log` in an actor system of its own, then
+// closes the journal: the system is gone, and the log free, when this returns.
+status with_journal(event_log& log, const std::function<status(caf::actor_system&, const caf::actor&)>& fn);
+// The log counted `ticks` one-event commits, and no failed or rejected one.
+status check_log_counters(const event_log& log, uint64_t ticks);
 
 // --- What the workloads over the HTTP server share (http.cpp defines it) -------
 

@@ -3,7 +3,7 @@
 //
 //   opennova-design  one JSONL file per thread, manifest on line 1 (opennova_design.hpp)
 //   lace-design      SQLite, WAL, one transaction per event (lace_design.hpp)
-//   kernl            the kernl npm package, in-memory storage, run by Node (runs only)
+//   kernl            the kernl npm package, in-memory storage, run by Node (runs, latency)
 //
 // Every baseline reads back what it wrote before it reports a figure: one that lost
 // a write is an error, never a number. Baselines that fsync every event are capped
@@ -31,7 +31,7 @@ struct append_baseline_input {
 // Appends the rows opennova-design, lace-design FULL and lace-design NORMAL: ticks of
 // one event each from 2 x cores host threads, each owning a slice of the threads.
 status run_append_baselines(const append_baseline_input& in, const bench_options& options,
-                            std::vector<append_row>* rows);
+                            std::vector<measured_row>* rows);
 
 // The runs workload's shape, as the baselines get it.
 struct runs_baseline_input {
@@ -44,9 +44,24 @@ struct runs_baseline_input {
 // never fails the workload: without Node or its installed package, or when its
 // script fails, its row says why it was skipped and how to enable it.
 status run_runs_baselines(const runs_baseline_input& in, const bench_options& options,
-                          std::vector<runs_baseline_row>* rows);
+                          std::vector<measured_row>* rows);
 
-// kernl alone (kernl_runs.cpp), as run_runs_baselines runs it.
-void run_kernl_runs(const runs_baseline_input& in, double scale, runs_baseline_row* row);
+// kernl (kernl.cpp): `threads` at once on Node's one event loop, `runs_per_thread`
+// runs each one after another, its mock model answering after `delay_ms`.
+struct kernl_row {
+  size_t threads = 0;
+  size_t runs_per_thread = 0;
+  uint64_t delay_ms = 0;
+  std::string version, node, storage;  // "0.8.2", "v20.20.2", "in-memory"
+  uint64_t runs = 0;                   // completed and read back
+  uint64_t events = 0;
+  double seconds = 0;                  // first start to last end
+  double runs_per_s = 0;
+  double p50_us = 0, p99_us = 0;       // start to end of a run
+  uint64_t rss_start_bytes = 0;        // the Node process, threads created, before the runs
+  uint64_t rss_peak_bytes = 0;         // its peak (ru_maxrss) by the last end
+  std::string skipped;                 // why there are no figures; "" when measured
+};
+void run_kernl(size_t threads, size_t runs_per_thread, uint64_t delay_ms, kernl_row* row);
 
 }  // namespace skein::bench

@@ -1,17 +1,22 @@
-// The kernl baseline of skein-bench's `runs` workload: N threads x R runs through the
-// real kernl package (the version package.json pins), with kernl's default storage
-// (its in-memory store) and the mock model kernl ships with its own tests
-// (dist/thread/__tests__/fixtures/mock-model.js, createMockModel), answering "ok" at
-// once as skein's scripted engine does.
+// The kernl baseline of skein-bench's `runs` and `latency` workloads: N threads x R
+// runs through the real kernl package (the version package.json pins), its default
+// in-memory storage and the mock model kernl ships with its own tests
+// (createMockModel), answering "ok" after D ms. Every thread at once on the one event
+// loop, each thread's runs one after another (kernl refuses a second run on a
+// running thread). runs: R = 10, D = 0; latency: R = 1, D = 1000, so that every run
+// is in flight at once. The mock model takes no delay of its own; kernl's own tests
+// (dist/agent/__tests__/concurrency.test.js) await a setTimeout inside `generate`,
+// as this script does.
 //
-//   node bench/baselines/kernl/runs.mjs --threads N --runs R
+//   node bench/baselines/kernl/kernl.mjs --threads N --runs R --delay-ms D
 //
-// Prints one JSON line on stdout, last (kernl's pino logger, at its default level,
-// may print lines before it):
+// Prints one JSON line on stdout, last (kernl's pino logger may print before it):
 //   {"system":"kernl","version":string,"node":string,"storage":"in-memory",
-//    "model":"createMockModel","threads":N,"runs_per_thread":R,"runs":uint,
-//    "events":uint,"seconds":number,"runs_per_s":number,"p50_us":number,
-//    "p99_us":number,"failures":0}
+//    "model":"createMockModel","threads":N,"runs_per_thread":R,"delay_ms":D,"runs":uint,
+//    "events":uint,"seconds":number,"runs_per_s":number,"p50_us":number,"p99_us":number,
+//    "rss_start_bytes":uint,"rss_peak_bytes":uint,"failures":0}
+// rss_peak_bytes is the process's peak resident set (getrusage ru_maxrss), so it
+// covers Node itself and everything before the runs.
 // Exit codes: 0 done and verified, 1 a run failed or the store lost something, 64 bad usage.
 import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
@@ -24,32 +29,26 @@ import { createMockModel } from "./node_modules/kernl/dist/thread/__tests__/fixt
 
 const exit_failure = 1;
 const exit_usage = 64;
-const count_max = 10_000_000;
+const limits = { "--threads": [1, 10_000_000], "--runs": [1, 10_000_000], "--delay-ms": [0, 600_000] };
 // What one run leaves in a thread's history: the user message and the model's answer.
 const events_per_run = 2;
 
 function usage_error(text) {
-  process.stderr.write(`runs.mjs: ${text}\nusage: node runs.mjs --threads N --runs R\n`);
+  process.stderr.write(`kernl.mjs: ${text}\nusage: node kernl.mjs --threads N --runs R --delay-ms D\n`);
   process.exit(exit_usage);
 }
 
 function parse_args(argv) {
-  const out = { threads: 0, runs: 0 };
+  const out = {};
   for (let i = 0; i < argv.length; i += 2) {
-    const name = argv[i];
-    const value = Number(argv[i + 1]);
-    if (name !== "--threads" && name !== "--runs") usage_error(`unknown argument '${name}'`);
-    if (!Number.isInteger(value) || value < 1 || value > count_max)
-      usage_error(`${name} needs an integer in [1, ${count_max}]`);
-    out[name.slice(2)] = value;
+    const [name, value] = [argv[i], Number(argv[i + 1])];
+    if (!(name in limits)) usage_error(`unknown argument '${name}'`);
+    const [min, max] = limits[name];
+    if (!Number.isInteger(value) || value < min || value > max) usage_error(`${name} needs an integer in [${min}, ${max}]`);
+    out[name.slice(2).replace("-", "_")] = value;
   }
-  if (out.threads === 0 || out.runs === 0) usage_error("--threads and --runs are both needed");
+  if (Object.keys(out).length !== 3) usage_error("--threads, --runs and --delay-ms are all needed");
   return out;
-}
-
-function kernl_version() {
-  const url = new URL("./node_modules/kernl/package.json", import.meta.url);
-  return JSON.parse(readFileSync(url, "utf8")).version;
 }
 
 // Kernl builds a memory encoder at construction and, by default, resolves an OpenAI
@@ -60,18 +59,21 @@ const unused_embedder = {
   provider: "none",
   modelId: "unused",
   async embed() {
-    throw new Error("runs.mjs: the agent has memory disabled; nothing may embed");
+    throw new Error("kernl.mjs: the agent has memory disabled; nothing may embed");
   },
 };
 
-function make_agent() {
+function make_agent(delay_ms) {
   const kernl = new Kernl({ memory: { embeddingModel: unused_embedder } });
-  const model = createMockModel(async () => ({
-    content: [message({ role: "assistant", text: "ok" })],
-    finishReason: "stop",
-    usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2 },
-    warnings: [],
-  }));
+  const model = createMockModel(async () => {
+    if (delay_ms > 0) await new Promise((resolve) => setTimeout(resolve, delay_ms));
+    return {
+      content: [message({ role: "assistant", text: "ok" })],
+      finishReason: "stop",
+      usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2 },
+      warnings: [],
+    };
+  });
   const agent = new Agent({ id: "bench", name: "bench", instructions: "Be brief.", model });
   kernl.register(agent);
   return { kernl, agent, model };
@@ -84,17 +86,21 @@ function quantile_us(sorted_ms, q) {
   return sorted_ms[rank - 1] * 1000;
 }
 
-// Every thread's runs one after another (kernl refuses a second run on a running
-// thread), all threads at once: the event loop always has work.
-async function drive(agent, tids, runs) {
+// Every thread's first run is started before any can end (the delay is a timer,
+// and the map runs to its end before the event loop turns); each run is timed from
+// its own start. A run that ended sooner than the model's delay did not wait for it.
+async function drive(agent, tids, runs, delay_ms) {
   const latencies_ms = [];
   const one_thread = async (tid) => {
     for (let r = 0; r < runs; ++r) {
       const sent = performance.now();
       const result = await agent.run(`run ${r}`, { threadId: tid });
-      latencies_ms.push(performance.now() - sent);
+      const took = performance.now() - sent;
+      latencies_ms.push(took);
       if (result.response !== "ok" || result.state !== "stopped")
         throw new Error(`thread ${tid} run ${r}: ${JSON.stringify(result)}`);
+      // setTimeout may fire up to a millisecond early by the performance clock.
+      if (took < delay_ms - 1) throw new Error(`thread ${tid}: ended after ${took} ms, before the model's ${delay_ms}`);
     }
   };
   const start = performance.now();
@@ -120,38 +126,44 @@ async function verify(kernl, tids, runs) {
 }
 
 async function main() {
-  const { threads, runs } = parse_args(process.argv.slice(2));
-  const { kernl, agent, model } = make_agent();
+  const { threads, runs, delay_ms } = parse_args(process.argv.slice(2));
+  const { kernl, agent, model } = make_agent(delay_ms);
   // Created before the clock starts, as skein-bench creates its threads.
   const tids = [];
   for (let i = 0; i < threads; ++i) {
     const t = await kernl.threads.create({ tid: `bench_${i}`, agentId: agent.id, model });
     tids.push(t.tid);
   }
-  const { seconds, latencies_ms } = await drive(agent, tids, runs);
+  const rss_start_bytes = process.memoryUsage().rss;
+  const { seconds, latencies_ms } = await drive(agent, tids, runs, delay_ms);
+  // ru_maxrss in kilobytes: the peak over the whole process so far.
+  const rss_peak_bytes = process.resourceUsage().maxRSS * 1024;
   const events = await verify(kernl, tids, runs);
   latencies_ms.sort((a, b) => a - b);
-  const total = threads * runs;
+  const url = new URL("./node_modules/kernl/package.json", import.meta.url);
   const figures = {
     system: "kernl",
-    version: kernl_version(),
+    version: JSON.parse(readFileSync(url, "utf8")).version,
     node: process.version,
     storage: "in-memory",
     model: "createMockModel",
     threads,
     runs_per_thread: runs,
+    delay_ms,
     runs: latencies_ms.length,
     events,
     seconds,
-    runs_per_s: seconds > 0 ? total / seconds : 0,
+    runs_per_s: seconds > 0 ? latencies_ms.length / seconds : 0,
     p50_us: quantile_us(latencies_ms, 0.5),
     p99_us: quantile_us(latencies_ms, 0.99),
+    rss_start_bytes,
+    rss_peak_bytes,
     failures: 0,
   };
   process.stdout.write(JSON.stringify(figures) + "\n");
 }
 
 main().catch((err) => {
-  process.stderr.write(`runs.mjs: ${err?.stack ?? err}\n`);
+  process.stderr.write(`kernl.mjs: ${err?.stack ?? err}\n`);
   process.exit(exit_failure);
 });
