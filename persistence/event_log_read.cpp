@@ -94,12 +94,15 @@ status event_log::read_manifest(std::string_view thread_id, manifest* out) const
   auto s = impl_->db->Get(ro, impl_->cf(cf_threads), thread_id, &value);
   if (s.IsNotFound()) return status::not_found("thread " + std::string{thread_id} + " does not exist");
   SKEIN_TRY(from_rocks(s, "read manifest"));
-  status d = decode_manifest(value, out, options_.limits);
+  // Into a local: thread_id may view out->id (get_thread(m.id, &m)).
+  manifest m;
+  status d = decode_manifest(value, &m, options_.limits);
   if (!d) return status::corruption("threads key " + std::string{thread_id} + ": " + d.message());
   std::unique_ptr<rocksdb::Iterator> events{impl_->db->NewIterator(ro, impl_->cf(cf_events))};
   log_end end;
   SKEIN_TRY(find_log_end(events.get(), thread_id, &end));
-  derive_manifest(end, out);
+  derive_manifest(end, &m);
+  *out = std::move(m);
   return status::ok();
 }
 

@@ -292,3 +292,17 @@ TEST_CASE("opening a version-4 database records version 5") {
   CHECK(v == "5");
   CHECK(schema_version == 5);
 }
+
+TEST_CASE("read_manifest into the manifest whose id it is given reads that thread") {
+  temp_dir dir;
+  auto log = open_log(dir.str());
+  // Past the small-string buffer: the id's bytes live where the decode replaces them.
+  thread_writer w{"a-thread-id-longer-than-a-small-string"};
+  REQUIRE(w.commit(*log, second_ms).is_ok());
+  REQUIRE(w.commit(*log, second_ms + 1).is_ok());
+  manifest m;
+  m.id = w.id;
+  REQUIRE(log->read_manifest(m.id, &m).is_ok());
+  CHECK(m.id == w.id);
+  CHECK(m.last_seq == 2);
+}
