@@ -12,6 +12,25 @@
 // thread and seq (keys.cpp) so that erasing a thread deletes its rows as a range;
 // "ts" is the result event's time. Version 1 had no "ts" in the value (it led the
 // key); the migration at open moves it there.
+//
+// Threads rows behind the log (schema version 5). A tick writes its thread's row
+// only when a read could not derive it: a tick that appends events and changes
+// nothing but what follows from them keeps the stored row, which is then behind
+// (its last_seq below the thread's last event key). Every read reports
+// (derive_manifest, event_log_read.cpp):
+//
+//   last_seq        := seq of the thread's last event key (the log, never the row)
+//   updated_at_ms   := max(row updated_at, ts of the last event)    if behind
+//   heartbeat_at_ms := that updated_at_ms                           if behind, the row
+//                      is running and its heartbeat_at equals its updated_at
+//
+// The writer keeps the row exactly when this derivation, from the stored row and
+// the log as the tick leaves it, gives the tick's manifest field for field, and
+// the tick's index entries are the stored ones. The "u" entry keeps the second of
+// updated_at (keys.cpp), so the row and the entry are rewritten together at least
+// once in every second a thread is written in: listing by update stays exact to
+// the second, as before. A tick is one batch: after a crash the row and the log
+// end are those of the same whole ticks, and the read derives the last of them.
 #include "persistence/event_log.hpp"
 
 #include <algorithm>
@@ -30,6 +49,7 @@
 #include <fcntl.h>
 #include <set>
 #include <sys/stat.h>
+#include <tuple>
 #include <unistd.h>
 
 #include "persistence/encryption.hpp"
@@ -362,7 +382,12 @@ status event_log::open(const log_options& options, std::unique_ptr<event_log>* o
     if (stored == 1)
       SKEIN_TRY(migrate_usage_v1(raw, log->impl_->cf(cf_usage), log->impl_->cf(cf_meta), meta_wo));
     // 2 -> 3 only adds column families, which the open above created empty;
-    // 3 -> 4 adds the quota rows, which load_quota_rows() writes with version 4.
+    // 3 -> 4 adds the quota rows, which load_quota_rows() writes with the version;
+    // 4 -> 5 finds no row behind its log: recording the version is all.
+    if (!recount && stored < schema_version) {
+      s = raw->Put(meta_wo, log->impl_->cf(cf_meta), schema_key, std::to_string(schema_version));
+      if (!s.ok()) return from_rocks(s, "write schema version");
+    }
   }
   SKEIN_TRY(log->load_quota_rows(recount));
   log->set_quota(options.quota);
@@ -389,6 +414,7 @@ status event_log::compact_all() {
 
 status event_log::load_projection(const std::string& thread_id, projection* out,
                                   bool* found) const {
+  // The writer's own reads: nothing else writes between them, no snapshot needed.
   std::string value;
   auto s = impl_->db->Get(rocksdb::ReadOptions(), impl_->cf(cf_threads), thread_id, &value);
   if (s.IsNotFound()) {
@@ -396,19 +422,26 @@ status event_log::load_projection(const std::string& thread_id, projection* out,
     return status::ok();
   }
   SKEIN_TRY(from_rocks(s, "read manifest of " + thread_id));
-  manifest m;
-  status d = decode_manifest(value, &m, options_.limits);
+  auto m = std::make_shared<manifest>();
+  status d = decode_manifest(value, m.get(), options_.limits);
   if (!d) return status::corruption("threads key " + thread_id + ": " + d.message());
+  log_end end;
+  SKEIN_TRY(log_end_of(thread_id, &end));
   *found = true;
-  out->last_seq = m.last_seq;
-  out->index_keys = index_keys_of(m);
-  out->claim_keys = claim_keys_of(m);
+  // The keys, not the row, say where the log ends (the row may be behind).
+  out->last_seq = end.seq;
+  out->last_ts_ms = end.ts_ms;
+  // The index entries and claims are the stored row's: they were written with it.
+  out->index_keys = index_keys_of(*m);
+  out->claim_keys = claim_keys_of(*m);
+  out->row_bytes = value.size();
+  out->row = std::move(m);
   return status::ok();
 }
 
 status event_log::salvage_projection(const std::string& thread_id, projection* out) const {
   // The keys, not the manifest, say where the log ends: appending there is safe
-  // whatever the stored values hold.
+  // whatever the stored values hold. No row: a repair always writes its own.
   SKEIN_TRY(last_event_seq(thread_id, &out->last_seq));
   projection stored;
   bool found = false;
@@ -482,13 +515,26 @@ status event_log::prepare(tick& t, const projection* prev, rocksdb::WriteBatch* 
     last = e.seq;
   }
   t.manifest.last_seq = last;
+  next->last_seq = last;
+  next->last_ts_ms = t.events.empty() ? (prev != nullptr ? prev->last_ts_ms : std::nullopt)
+                                      : std::optional<int64_t>{t.events.back().ts_ms};
+  next->index_keys = index_keys_of(t.manifest);
 
   // Every value goes through the storable rule (json_codec.hpp) under the limits
-  // the reads apply: a value that could not be read back is never written.
+  // the reads apply: a value that could not be read back is never written. A
+  // row left behind was checked when it was written; what a read derives of it
+  // differs in three numbers only, within row_derivable's margin.
   std::string value;
-  if (status s = encode_manifest(t.manifest, &value, options_.limits); !s)
-    return status{s.code(), "thread " + t.thread_id + ": " + s.message()};
-  batch->Put(impl_->cf(cf_threads), t.thread_id, value);
+  if (prev != nullptr && row_derivable(*prev, t, *next)) {
+    next->row = prev->row;
+    next->row_bytes = prev->row_bytes;
+  } else {
+    if (status s = encode_manifest(t.manifest, &value, options_.limits); !s)
+      return status{s.code(), "thread " + t.thread_id + ": " + s.message()};
+    batch->Put(impl_->cf(cf_threads), t.thread_id, value);
+    next->row = std::make_shared<const manifest>(t.manifest);
+    next->row_bytes = value.size();
+  }
   for (const auto& e : t.events) {
     if (status s = encode_event(e, &value, options_.limits); !s)
       return status{s.code(), "thread " + t.thread_id + ": event seq " + std::to_string(e.seq) +
@@ -534,8 +580,6 @@ status event_log::prepare(tick& t, const projection* prev, rocksdb::WriteBatch* 
     batch->Put(impl_->cf(cf_index), keys::idempotency_key(t.thread_id, t.idempotency_key), v);
   }
 
-  next->last_seq = last;
-  next->index_keys = index_keys_of(t.manifest);
   static const std::vector<std::string> none;
   const auto& old_keys = prev != nullptr ? prev->index_keys : none;
   // Both lists are sorted: a merge walk finds what to delete and what to add.
@@ -552,6 +596,33 @@ status event_log::prepare(tick& t, const projection* prev, rocksdb::WriteBatch* 
     }
   }
   return status::ok();
+}
+
+bool event_log::row_derivable(const projection& prev, tick& t, const projection& next) const {
+  // Reads decode the row under json_bytes_max and derive three integers of it:
+  // each may grow by at most 20 digits and a sign over what was checked.
+  constexpr size_t derived_bytes_max = 3 * 21;
+  if (t.create || t.quarantine || !prev.row) return false;
+  if (prev.row_bytes + derived_bytes_max > options_.limits.json_bytes_max) return false;
+  if (next.index_keys != prev.index_keys) return false;  // the "u" entry's second among them
+  const manifest& row = *prev.row;
+  manifest derived_fields;  // the three numbers a read derives, over the log after the tick
+  derived_fields.status = row.status;
+  derived_fields.last_seq = row.last_seq;
+  derived_fields.updated_at_ms = row.updated_at_ms;
+  derived_fields.heartbeat_at_ms = row.heartbeat_at_ms;
+  derive_manifest(log_end{next.last_seq, next.last_ts_ms}, &derived_fields);
+  if (t.manifest.last_seq != derived_fields.last_seq || t.manifest.updated_at_ms != derived_fields.updated_at_ms ||
+      t.manifest.heartbeat_at_ms != derived_fields.heartbeat_at_ms)
+    return false;
+  // Every other field as stored: manifest's own == with the three set to the
+  // row's, so that a field added to manifest is compared too.
+  manifest& m = t.manifest;
+  const auto tick_fields = std::tuple{m.last_seq, m.updated_at_ms, m.heartbeat_at_ms};
+  std::tie(m.last_seq, m.updated_at_ms, m.heartbeat_at_ms) = std::tuple{row.last_seq, row.updated_at_ms, row.heartbeat_at_ms};
+  const bool same = m == row;
+  std::tie(m.last_seq, m.updated_at_ms, m.heartbeat_at_ms) = tick_fields;
+  return same;
 }
 
 status event_log::write(rocksdb::WriteBatch* batch, size_t ticks) {
@@ -573,6 +644,7 @@ status event_log::write(rocksdb::WriteBatch* batch, size_t ticks) {
   }
   counters_.writes.fetch_add(1, std::memory_order_relaxed);
   counters_.bytes.fetch_add(batch->GetDataSize(), std::memory_order_relaxed);
+  counters_.keys.fetch_add(batch->Count(), std::memory_order_relaxed);
   uint64_t seen = counters_.group_max.load(std::memory_order_relaxed);
   while (ticks > seen && !counters_.group_max.compare_exchange_weak(seen, ticks)) {
   }
@@ -621,6 +693,7 @@ void event_log::commit_group(std::span<tick* const> ticks, std::span<status> res
   accepted.reserve(ticks.size());
   uint64_t events = 0;
   uint64_t creates = 0;                // creating ticks accepted (threads_max)
+  uint64_t rows = 0;                   // threads rows written (the others are left behind)
   std::map<int64_t, uint64_t> days;    // events accepted per UTC day (events_per_day_max)
 
   for (size_t i = 0; i < ticks.size(); ++i) {
@@ -680,6 +753,7 @@ void event_log::commit_group(std::span<tick* const> ticks, std::span<status> res
       continue;
     }
     batch.PopSavePoint().PermitUncheckedError();
+    if (prev == nullptr || next.row != prev->row) ++rows;
     pending[t.thread_id] = std::move(next);
     accepted.push_back(i);
     events += t.events.size();
@@ -717,6 +791,7 @@ void event_log::commit_group(std::span<tick* const> ticks, std::span<status> res
   for (auto& [id, p] : pending) remember(id, std::move(p));
   counters_.commits.fetch_add(accepted.size(), std::memory_order_relaxed);
   counters_.events.fetch_add(events, std::memory_order_relaxed);
+  counters_.manifests.fetch_add(rows, std::memory_order_relaxed);
 }
 
 status event_log::erase_thread(std::string_view thread_id) {
@@ -880,6 +955,7 @@ status event_log::commit_all(std::span<tick* const> ticks) {
   std::unordered_map<std::string, std::string> claims;  // claim keys put by this call
   uint64_t events = 0;
   uint64_t creates = 0;              // creating ticks so far (threads_max)
+  uint64_t rows = 0;                 // threads rows written
   std::map<int64_t, uint64_t> days;  // their events per UTC day
   for (size_t i = 0; i < ticks.size(); ++i) {
     tick& t = *ticks[i];
@@ -908,6 +984,7 @@ status event_log::commit_all(std::span<tick* const> ticks) {
           .with_limit(s.limit())
           .with_field(s.field());
     }
+    if (prev == nullptr || next.row != prev->row) ++rows;
     pending[t.thread_id] = std::move(next);
     events += t.events.size();
     if (t.create) ++creates;
@@ -926,6 +1003,7 @@ status event_log::commit_all(std::span<tick* const> ticks) {
   for (auto& [id, p] : pending) remember(id, std::move(p));
   counters_.commits.fetch_add(ticks.size(), std::memory_order_relaxed);
   counters_.events.fetch_add(events, std::memory_order_relaxed);
+  counters_.manifests.fetch_add(rows, std::memory_order_relaxed);
   return status::ok();
 }
 

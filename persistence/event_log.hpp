@@ -47,15 +47,20 @@ namespace skein {
 
 class encrypted_env;
 class master_key;
+namespace detail {
+struct log_end;
+}
 
 // 2: usage rows keyed by thread and seq (keys.cpp). 3: the work, graph, sessions
 // and suggestions column families (work items). 4: the quota rows of the meta
 // column family (the thread count, events per UTC day), kept with every write.
-// Opening a version-1 database migrates it to 2; opening a version-2 one creates
-// the new (empty) families and records 3; opening an older one than 4 counts its
-// threads once and records 4; a newer one is refused (an older skein would write
-// threads without keeping the count).
-inline constexpr uint32_t schema_version = 4;
+// 5: threads rows may be behind their log (event_log.cpp): a read takes last_seq
+// from the log. Opening a version-1 database migrates it to 2; opening a version-2
+// one creates the new (empty) families and records 3; opening an older one than 4
+// counts its threads once and records 4; a version-4 one needs nothing (no row
+// is behind) and records 5; a newer one is refused (an older skein would write
+// threads without keeping the count, or append over events a behind row leaves out).
+inline constexpr uint32_t schema_version = 5;
 
 enum class durability : uint8_t {
   sync,    // fdatasync before ack: survives power loss
@@ -276,6 +281,8 @@ struct log_counters {
   uint64_t rejected = 0;     // ticks refused before writing (conflict, invalid input)
   uint64_t failed = 0;       // ticks failed by a storage error
   uint64_t bytes = 0;        // batch bytes written
+  uint64_t keys = 0;         // batch entries written (puts, deletes, range deletes)
+  uint64_t manifests = 0;    // threads rows written by ticks (the others left them behind)
   uint64_t group_max = 0;    // most ticks in one write
 };
 
@@ -329,6 +336,10 @@ class event_log {
 
   // --- read side: any thread ---
 
+  // The thread's manifest: its stored row, with last_seq from the log's last
+  // event key and, for a row behind the log, updated_at_ms (and a running
+  // thread's heartbeat) from that event (event_log.cpp). Row and log end are
+  // read from one snapshot. Listings and the other manifest reads report the same.
   status read_manifest(std::string_view thread_id, manifest* out) const;
   // Events with seq >= from_seq, in seq order, at most `limit` (0: no limit).
   status read_events(std::string_view thread_id, uint64_t from_seq, size_t limit,
@@ -456,14 +467,23 @@ class event_log {
   struct impl;
   explicit event_log(log_options options);
 
-  // What the writer caches per thread: enough to validate seqs and diff the index.
+  // What the writer caches per thread: enough to validate seqs, diff the index
+  // and tell whether a tick's manifest can be left to derive_manifest().
   struct projection {
-    uint64_t last_seq = 0;
-    std::vector<std::string> index_keys;  // index entries currently stored
-    std::vector<std::string> claim_keys;  // erase only: the claims the stored manifest makes
+    uint64_t last_seq = 0;                  // the log's last event key
+    std::optional<int64_t> last_ts_ms;      // that event's ts (detail::log_end)
+    std::shared_ptr<const manifest> row;    // the stored threads row; null: write the next one
+    size_t row_bytes = 0;                   // its encoded size
+    std::vector<std::string> index_keys;    // index entries currently stored
+    std::vector<std::string> claim_keys;    // erase only: the claims the stored manifest makes
   };
 
   status load_projection(const std::string& thread_id, projection* out, bool* found) const;
+  status log_end_of(std::string_view thread_id, detail::log_end* out) const;
+  // Whether the stored row, derived over the log as it is after `t`, reads back
+  // as t.manifest (last_seq set): then the tick need not write the row. Leaves
+  // t.manifest as it found it (it compares in place).
+  bool row_derivable(const projection& prev, tick& t, const projection& next) const;
   // The projection of a quarantine tick (tick::quarantine).
   status salvage_projection(const std::string& thread_id, projection* out) const;
   // `pending`: projections of threads written earlier in the same batch.
@@ -518,8 +538,8 @@ class event_log {
   std::atomic<bool> no_space_{false};  // the failed write found the disk full
 
   struct atomic_counters {
-    std::atomic<uint64_t> writes{0}, commits{0}, events{0}, rejected{0}, failed{0}, bytes{0},
-        group_max{0};
+    std::atomic<uint64_t> writes{0}, commits{0}, events{0}, rejected{0}, failed{0}, bytes{0}, keys{0},
+        manifests{0}, group_max{0};
   };
   atomic_counters counters_;
 };

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <rocksdb/db.h>
 #include <string>
 #include <string_view>
@@ -39,6 +40,22 @@ std::string hex_encode(std::string_view bytes);
 bool hex_decode(std::string_view hex, std::string* out);
 // A key with its non-printable bytes as \xNN, for error messages.
 std::string printable_key(std::string_view key);
+
+// Where a thread's log ends: what a threads row behind it is read with.
+struct log_end {
+  uint64_t seq = 0;              // seq of the thread's last event key; 0: no event
+  std::optional<int64_t> ts_ms;  // that event's ts, when its value shows it (peek_event_ts)
+};
+
+// The end of `thread_id`'s log through `events`, an iterator of the events
+// family (prefix mode is enough: it stays within the thread's prefix). A key of
+// the thread's range that is no seq key (another length) is looked past.
+status find_log_end(rocksdb::Iterator* events, std::string_view thread_id, log_end* out);
+
+// The manifest a read reports for a stored threads row and its log's end
+// (the derivation at the top of event_log.cpp): last_seq from the log always;
+// updated_at_ms and heartbeat_at_ms too when the row is behind the log.
+void derive_manifest(const log_end& end, manifest* row);
 
 // Releases a snapshot when it goes out of scope.
 class snapshot_guard {

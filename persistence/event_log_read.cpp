@@ -9,6 +9,37 @@
 
 namespace skein {
 
+namespace detail {
+
+status find_log_end(rocksdb::Iterator* events, std::string_view thread_id, log_end* out) {
+  *out = log_end{};
+  const std::string prefix = keys::event_prefix(thread_id);
+  // The greatest possible seq key of the thread: its last event is at or before it.
+  events->SeekForPrev(keys::event_key(thread_id, UINT64_MAX));
+  for (; events->Valid() && events->key().starts_with(prefix); events->Prev()) {
+    std::string_view thread;
+    uint64_t seq = 0;
+    if (!keys::parse_event_key(events->key().ToStringView(), &thread, &seq) || thread != thread_id) continue;
+    out->seq = seq;
+    int64_t ts = 0;
+    if (peek_event_ts(events->value().ToStringView(), &ts)) out->ts_ms = ts;
+    break;
+  }
+  return from_rocks(events->status(), "scan events of " + std::string{thread_id});
+}
+
+void derive_manifest(const log_end& end, manifest* row) {
+  const bool behind = end.seq > row->last_seq;
+  row->last_seq = end.seq;
+  if (!behind || !end.ts_ms) return;
+  // While running, every tick moves the heartbeat with updated_at (thread_actor).
+  const bool beating = row->status == thread_status::running && row->heartbeat_at_ms == row->updated_at_ms;
+  row->updated_at_ms = std::max(row->updated_at_ms, *end.ts_ms);
+  if (beating) row->heartbeat_at_ms = row->updated_at_ms;
+}
+
+}  // namespace detail
+
 using namespace detail;
 
 // --- read side ---------------------------------------------------------------
@@ -54,12 +85,24 @@ status event_log::find_idempotent(std::string_view thread_id, std::string_view k
 
 status event_log::read_manifest(std::string_view thread_id, manifest* out) const {
   SKEIN_TRY(validate_id(thread_id, "thread id"));
+  // One snapshot for the row and the log's end: a row rewritten between the
+  // two reads must not meet a log end it was not derived with.
+  snapshot_guard snap{impl_->db.get()};
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snap.get();
   std::string value;
-  auto s = impl_->db->Get(rocksdb::ReadOptions(), impl_->cf(cf_threads), thread_id, &value);
+  auto s = impl_->db->Get(ro, impl_->cf(cf_threads), thread_id, &value);
   if (s.IsNotFound()) return status::not_found("thread " + std::string{thread_id} + " does not exist");
   SKEIN_TRY(from_rocks(s, "read manifest"));
-  status d = decode_manifest(value, out, options_.limits);
+  // Into a local: thread_id may view out->id (get_thread(m.id, &m)).
+  manifest m;
+  status d = decode_manifest(value, &m, options_.limits);
   if (!d) return status::corruption("threads key " + std::string{thread_id} + ": " + d.message());
+  std::unique_ptr<rocksdb::Iterator> events{impl_->db->NewIterator(ro, impl_->cf(cf_events))};
+  log_end end;
+  SKEIN_TRY(find_log_end(events.get(), thread_id, &end));
+  derive_manifest(end, &m);
+  *out = std::move(m);
   return status::ok();
 }
 
@@ -110,6 +153,7 @@ status event_log::list_effect_lag(std::string_view effect, std::vector<effect_la
   ro.snapshot = snap.get();
   std::unique_ptr<rocksdb::Iterator> threads{impl_->db->NewIterator(ro, impl_->cf(cf_threads))};
   std::unique_ptr<rocksdb::Iterator> cursors{impl_->db->NewIterator(ro, impl_->cf(cf_effects))};
+  std::unique_ptr<rocksdb::Iterator> events{impl_->db->NewIterator(ro, impl_->cf(cf_events))};
   std::string prefix = keys::effect_key(effect, "");
   cursors->Seek(prefix);
   // Both walk in thread id order: the cursors' keys are prefix + thread id.
@@ -117,6 +161,9 @@ status event_log::list_effect_lag(std::string_view effect, std::vector<effect_la
     std::string_view id = threads->key().ToStringView();
     manifest m;
     if (!decode_manifest(threads->value().ToStringView(), &m, options_.limits)) continue;
+    log_end end;
+    SKEIN_TRY(find_log_end(events.get(), id, &end));
+    derive_manifest(end, &m);
     uint64_t cursor = 0;
     while (cursors->Valid() && cursors->key().starts_with(prefix) &&
            cursors->key().ToStringView().substr(prefix.size()) < id)
@@ -241,6 +288,7 @@ status event_log::list_threads(const thread_query& q, thread_page* out) const {
   ro.iterate_lower_bound = &lower_slice;
   ro.iterate_upper_bound = &upper_slice;
   std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(ro, impl_->cf(cf_index))};
+  std::unique_ptr<rocksdb::Iterator> events;  // opened for the first manifest: the ends of their logs
 
   if (newest_first) {
     if (after.empty()) it->SeekToLast();
@@ -284,6 +332,14 @@ status event_log::list_threads(const thread_query& q, thread_page* out) const {
     if ((q.archived_filter == thread_query::archived::exclude && archived) ||
         (q.archived_filter == thread_query::archived::only && !archived))
       continue;
+    if (!events) {
+      rocksdb::ReadOptions events_ro;  // the snapshot, without the index's bounds
+      events_ro.snapshot = snap.get();
+      events.reset(impl_->db->NewIterator(events_ro, impl_->cf(cf_events)));
+    }
+    log_end end;
+    SKEIN_TRY(find_log_end(events.get(), thread, &end));
+    derive_manifest(end, &m);
     out->threads.push_back(std::move(m));
   }
   return from_rocks(it->status(), "scan index");
@@ -299,6 +355,9 @@ status event_log::list_untouched(int64_t before_ms, const std::function<void(con
   ro.snapshot = snap.get();
   ro.iterate_upper_bound = &upper_slice;
   std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(ro, impl_->cf(cf_index))};
+  rocksdb::ReadOptions events_ro;  // the snapshot, without the index's bound
+  events_ro.snapshot = snap.get();
+  std::unique_ptr<rocksdb::Iterator> events{impl_->db->NewIterator(events_ro, impl_->cf(cf_events))};
   for (it->Seek(prefix); it->Valid(); it->Next()) {
     std::string_view suffix = it->key().ToStringView().substr(prefix.size());
     if (suffix.size() < 10) continue;  // malformed: not a thread's entry
@@ -312,6 +371,9 @@ status event_log::list_untouched(int64_t before_ms, const std::function<void(con
       if (unreadable != nullptr) ++*unreadable;
       continue;
     }
+    log_end end;
+    SKEIN_TRY(find_log_end(events.get(), thread, &end));
+    derive_manifest(end, &m);
     fn(m);
   }
   return from_rocks(it->status(), "scan index");
@@ -343,23 +405,20 @@ status event_log::find_claim(std::string_view kind, std::string_view id, std::st
 
 status event_log::last_event_seq(std::string_view thread_id, uint64_t* out) const {
   SKEIN_TRY(validate_id(thread_id, "thread id"));
-  *out = 0;
+  log_end end;
+  SKEIN_TRY(log_end_of(thread_id, &end));
+  *out = end.seq;
+  return status::ok();
+}
+
+status event_log::log_end_of(std::string_view thread_id, detail::log_end* out) const {
   std::string lower = keys::event_prefix(thread_id), upper = keys::event_prefix_end(thread_id);
   rocksdb::Slice lower_slice{lower}, upper_slice{upper};
   rocksdb::ReadOptions ro;
   ro.iterate_lower_bound = &lower_slice;
   ro.iterate_upper_bound = &upper_slice;
   std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(ro, impl_->cf(cf_events))};
-  // A malformed key (another length) cannot collide with a seq key: look past it.
-  for (it->SeekToLast(); it->Valid(); it->Prev()) {
-    std::string_view thread;
-    uint64_t seq = 0;
-    if (keys::parse_event_key(it->key().ToStringView(), &thread, &seq) && thread == thread_id) {
-      *out = seq;
-      break;
-    }
-  }
-  return from_rocks(it->status(), "scan events");
+  return find_log_end(it.get(), thread_id, out);
 }
 
 status event_log::find_index_keys(std::string_view thread_id, std::vector<std::string>* out) const {
@@ -459,6 +518,8 @@ log_counters event_log::counters() const {
   c.rejected = counters_.rejected.load(std::memory_order_relaxed);
   c.failed = counters_.failed.load(std::memory_order_relaxed);
   c.bytes = counters_.bytes.load(std::memory_order_relaxed);
+  c.keys = counters_.keys.load(std::memory_order_relaxed);
+  c.manifests = counters_.manifests.load(std::memory_order_relaxed);
   c.group_max = counters_.group_max.load(std::memory_order_relaxed);
   return c;
 }

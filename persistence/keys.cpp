@@ -1,6 +1,8 @@
 // Key formats, version 3 (the schema version in the `meta` column family).
 //
 //   threads    key := thread-id                                  value := manifest JSON
+//                                                                (since schema 5 possibly behind
+//                                                                its log: event_log.cpp)
 //   events     key := thread-id 0x00 be64(seq)                   value := event JSON
 //   index      key := "a/" agent-id "/" thread-id                value := ""
 //                   | "p/" parent-id "/" thread-id

@@ -432,6 +432,26 @@ bool peek_event_envelope(std::string_view json, uint64_t* seq, event_type* type)
   return true;
 }
 
+bool peek_event_ts(std::string_view json, int64_t* ts_ms) {
+  constexpr std::string_view seq_key = "{\"seq\":", ts_key = ",\"ts\":";
+  if (!json.starts_with(seq_key)) return false;
+  size_t i = seq_key.size();
+  while (i < json.size() && json[i] >= '0' && json[i] <= '9') ++i;
+  if (i == seq_key.size() || json.substr(i, ts_key.size()) != ts_key) return false;
+  i += ts_key.size();
+  const bool negative = i < json.size() && json[i] == '-';
+  if (negative) ++i;
+  uint64_t n = 0;
+  size_t digits = 0;
+  for (; i < json.size() && json[i] >= '0' && json[i] <= '9'; ++i, ++digits) {
+    if (n > (static_cast<uint64_t>(INT64_MAX) - 9) / 10) return false;
+    n = n * 10 + static_cast<uint64_t>(json[i] - '0');
+  }
+  if (digits == 0 || i >= json.size() || json[i] != ',') return false;
+  *ts_ms = negative ? -static_cast<int64_t>(n) : static_cast<int64_t>(n);
+  return true;
+}
+
 status encode_manifest(const manifest& m, std::string* out, const json_limits& limits) {
   SKEIN_TRY(validate_id(m.id, "manifest.id"));
   SKEIN_TRY(validate_id(m.agent_id, "manifest.agent_id"));

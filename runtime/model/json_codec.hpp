@@ -69,6 +69,9 @@ struct raw_event {
 // Every quote inside a JSON string is escaped, so the first `"type":"` is the
 // envelope's. false when `json` does not start that way (not encode_event's output).
 bool peek_event_envelope(std::string_view json, uint64_t* seq, event_type* type);
+// The event's ts from the same prefix, `{"seq":N,"ts":T,`; false when `json` does
+// not start that way.
+bool peek_event_ts(std::string_view json, int64_t* ts_ms);
 status decode_manifest(std::string_view json, manifest* out, const json_limits& limits = {});
 
 // Checks that `json` is one valid JSON value within limits and writes its minified

@@ -1,7 +1,10 @@
 // manifest: the row that describes a thread (its log is separate).
 //
-// Written in the same atomic batch as the events of each tick, so `last_seq`
-// always equals the seq of the log's last event. A plain value type.
+// Stored in the same atomic batch as the events of a tick that changes it; a
+// tick that only appends may leave the stored row behind, and the event log
+// reads `last_seq` (and then updated_at) from the log itself
+// (persistence/event_log.cpp), so `last_seq` as read always equals the seq of
+// the log's last event. A plain value type.
 #pragma once
 
 #include <cstdint>
