@@ -35,44 +35,6 @@ double seconds_since(bench_clock::time_point from, bench_clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
 }
 
-merged_outcome drive_round_robin(
-    const std::vector<std::string>& ids, size_t hosts,
-    const std::function<void(const std::vector<std::string>& mine, host_outcome* out)>& drive) {
-  std::vector<host_outcome> outcomes(hosts);
-  std::vector<std::thread> threads;
-  for (size_t h = 0; h < hosts; ++h) {
-    threads.emplace_back([&, h] {
-      std::vector<std::string> mine;
-      for (size_t i = h; i < ids.size(); i += hosts) mine.push_back(ids[i]);
-      drive(mine, &outcomes[h]);
-    });
-  }
-  for (auto& t : threads) t.join();
-  merged_outcome m;
-  if (outcomes.empty()) return m;
-  auto first = outcomes.front().first_send;
-  auto last = outcomes.front().last_done;
-  for (const auto& o : outcomes) {
-    first = std::min(first, o.first_send);
-    last = std::max(last, o.last_done);
-    m.completed += o.completed;
-    m.failures += o.failures;
-    if (m.first_error.empty()) m.first_error = o.first_error;
-    m.latencies_ns.insert(m.latencies_ns.end(), o.latencies_ns.begin(), o.latencies_ns.end());
-  }
-  m.seconds = seconds_since(first, last);
-  return m;
-}
-
-status check_outcome(const merged_outcome& m, uint64_t expected) {
-  if (m.failures > 0)
-    return status::io_error(std::to_string(m.failures) + " of " + std::to_string(expected) +
-                            " runs failed; first: " + m.first_error);
-  if (m.completed != expected)
-    return status::corruption(std::to_string(m.completed) + " runs completed, expected " + std::to_string(expected));
-  return status::ok();
-}
-
 double quantile_us(std::vector<int64_t>& ns, double q) {
   if (ns.empty()) return 0;
   auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(ns.size())));
@@ -270,55 +232,76 @@ status check_waited_run(const run_handle& h, const status& waited, const run_res
   return check_scripted_run(where, r, want);
 }
 
-namespace {
+status drive_round_robin(const std::vector<std::string>& ids, size_t hosts, uint64_t expected,
+                         const std::function<void(const std::vector<std::string>& mine, host_outcome* out)>& drive,
+                         host_outcome* all) {
+  std::vector<host_outcome> outcomes(hosts);
+  std::vector<std::thread> threads;
+  for (size_t h = 0; h < hosts; ++h) {
+    threads.emplace_back([&, h] {
+      std::vector<std::string> mine;
+      for (size_t i = h; i < ids.size(); i += hosts) mine.push_back(ids[i]);
+      outcomes[h].first_send = outcomes[h].last_done = bench_clock::now();
+      drive(mine, &outcomes[h]);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& o : outcomes) {
+    all->first_send = std::min(all->first_send, o.first_send);
+    all->last_done = std::max(all->last_done, o.last_done);
+    all->completed += o.completed;
+    all->failures += o.failures;
+    if (all->first_error.empty()) all->first_error = o.first_error;
+    all->latencies_ns.insert(all->latencies_ns.end(), o.latencies_ns.begin(), o.latencies_ns.end());
+  }
+  if (all->failures > 0)
+    return status::io_error(std::to_string(all->failures) + " of " + std::to_string(expected) +
+                            " runs failed; first: " + all->first_error);
+  if (all->completed != expected)
+    return status::corruption(std::to_string(all->completed) + " runs completed, expected " +
+                              std::to_string(expected));
+  return status::ok();
+}
 
-struct in_flight {
-  size_t thread = 0;  // index into the host's threads
-  run_handle handle;
-  bench_clock::time_point sent;
-};
-
-}  // namespace
-
-// Sends R runs to each of `threads`, window_per_thread at a time, and waits for
-// them in send order. A run that finished before the one waited on is recorded
-// late, which overstates its latency by at most the wait for its predecessors;
-// with two runs in flight per thread and runs of equal cost that stays small.
-void drive_runs_host(runtime& rt, const std::vector<std::string>& threads, size_t runs_per_thread,
-                     size_t window_per_thread, const std::string& padding, progress& bar, host_outcome* out,
-                     const scripted_expect& want) {
-  std::deque<in_flight> window;
-  std::vector<size_t> sent(threads.size(), 0);
-  auto send_next = [&](size_t i) {
-    run_input in;
-    in.text = "run " + std::to_string(sent[i]++);
-    if (!padding.empty()) in.text += " " + padding;
-    auto at = bench_clock::now();
-    window.push_back({i, rt.send(threads[i], std::move(in)), at});
+// Each host thread waits for its runs in send order. A run that finished before the
+// one waited on is recorded late, which overstates its latency by at most the wait
+// for its predecessors; with runs of equal cost that stays small.
+status drive_runs(runtime& rt, const std::vector<std::string>& ids, size_t runs, size_t window,
+                  const std::string& padding, const scripted_expect& want, const std::string& label, bool quiet,
+                  host_outcome* out) {
+  struct in_flight {
+    size_t thread = 0;  // index into the host's threads
+    run_handle handle;
+    bench_clock::time_point sent;
   };
-  out->latencies_ns.reserve(threads.size() * runs_per_thread);
-  out->first_send = bench_clock::now();
-  out->last_done = out->first_send;
-  for (size_t k = 0; k < window_per_thread; ++k) {
-    for (size_t i = 0; i < threads.size(); ++i) {
-      if (sent[i] < runs_per_thread) send_next(i);
+  progress bar{label, ids.size() * runs, progress_wanted(quiet)};
+  auto host = [&](const std::vector<std::string>& mine, host_outcome* o) {
+    std::deque<in_flight> flying;
+    std::vector<size_t> sent(mine.size(), 0);
+    auto send_next = [&](size_t i) {
+      run_input in;
+      in.text = "run " + std::to_string(sent[i]++);
+      if (!padding.empty()) in.text += " " + padding;
+      auto at = bench_clock::now();
+      flying.push_back({i, rt.send(mine[i], std::move(in)), at});
+    };
+    for (size_t k = 0; k < window; ++k) {
+      for (size_t i = 0; i < mine.size(); ++i) {
+        if (sent[i] < runs) send_next(i);
+      }
     }
-  }
-  while (!window.empty()) {
-    in_flight f = std::move(window.front());
-    window.pop_front();
-    run_result r;
-    status waited = f.handle.wait(&r);
-    out->last_done = bench_clock::now();
-    out->latencies_ns.push_back((out->last_done - f.sent).count());
-    bar.advance();
-    if (status s = check_waited_run(f.handle, waited, r, want); !s) {
-      if (out->failures++ == 0) out->first_error = s.to_string();
-    } else {
-      ++out->completed;
+    while (!flying.empty()) {
+      in_flight f = std::move(flying.front());
+      flying.pop_front();
+      run_result r;
+      status waited = f.handle.wait(&r);
+      auto done = bench_clock::now();
+      o->record(f.sent, done, check_waited_run(f.handle, waited, r, want));
+      bar.advance();
+      if (sent[f.thread] < runs) send_next(f.thread);
     }
-    if (sent[f.thread] < runs_per_thread) send_next(f.thread);
-  }
+  };
+  return drive_round_robin(ids, run_hosts, ids.size() * runs, host, out);
 }
 
 // --- progress ----------------------------------------------------------------------

@@ -46,13 +46,12 @@ struct driver_state {
 
 using driver_actor = caf::stateful_actor<driver_state>;
 
-void finish(driver_actor* self) {
-  self->send(self->state.waiter, ticks_done_atom::value, std::move(self->state.report));
-  self->quit();
-}
-
 void commit_next(driver_actor* self) {
   auto& st = self->state;
+  auto finish = [self] {
+    self->send(self->state.waiter, ticks_done_atom::value, std::move(self->state.report));
+    self->quit();
+  };
   uint64_t seq = st.report.m.last_seq + 1;
   tick t;
   t.thread_id = st.report.m.id;
@@ -63,7 +62,7 @@ void commit_next(driver_actor* self) {
   st.sent = bench_clock::now();
   self->request(st.journal, caf::infinite, commit_atom::value, std::move(t))
       .then(
-          [self, seq](uint64_t last_seq) {
+          [self, seq, finish](uint64_t last_seq) {
             auto& st = self->state;
             st.report.last_ack = bench_clock::now();
             st.report.latencies_ns.push_back((st.report.last_ack - st.sent).count());
@@ -71,32 +70,16 @@ void commit_next(driver_actor* self) {
             if (last_seq != seq) {
               st.report.error = "thread " + st.report.m.id + ": journal acknowledged last_seq " +
                                 std::to_string(last_seq) + ", expected " + std::to_string(seq);
-              return finish(self);
+              return finish();
             }
             st.report.m.last_seq = last_seq;
-            if (--st.left == 0) return finish(self);
+            if (--st.left == 0) return finish();
             commit_next(self);
           },
-          [self](caf::error& e) {
+          [self, finish](caf::error& e) {
             self->state.report.error = to_status(e).to_string();
-            finish(self);
+            finish();
           });
-}
-
-caf::behavior driver(driver_actor* self, size_t index, manifest m, size_t ticks,
-                     const std::function<event(size_t, uint64_t)>* make_event, progress* bar,
-                     caf::actor journal, caf::actor waiter) {
-  auto& st = self->state;
-  st.make_event = make_event;
-  st.bar = bar;
-  st.left = ticks;
-  st.journal = std::move(journal);
-  st.waiter = std::move(waiter);
-  st.report.index = index;
-  st.report.m = std::move(m);
-  st.report.latencies_ns.reserve(ticks);
-  commit_next(self);
-  return {};  // no messages of its own: it lives on its pending request
 }
 
 }  // namespace
@@ -108,8 +91,12 @@ status drive_ticks(caf::actor_system& sys, const caf::actor& journal, manifest* 
   auto start = bench_clock::now();
   auto last_ack = start;
   for (size_t i = 0; i < count; ++i) {
-    auto d = sys.spawn(driver, i, threads[i], ticks, &make_event, bar, journal,
-                       caf::actor_cast<caf::actor>(waiter));
+    auto d = sys.spawn([&, i](driver_actor* self) -> caf::behavior {
+      self->state = {&make_event, bar, ticks, journal, caf::actor_cast<caf::actor>(waiter), {}, {i, threads[i], {}, {}, {}}};
+      self->state.report.latencies_ns.reserve(ticks);
+      commit_next(self);
+      return {};  // no messages of its own: it lives on its pending request
+    });
     waiter->monitor(d);  // a driver killed by an exception must not hang the bench
   }
   std::string first_error;
@@ -130,8 +117,7 @@ status drive_ticks(caf::actor_system& sys, const caf::actor& journal, manifest* 
         });
   }
   *seconds += seconds_since(start, last_ack);
-  if (failed > 0)
-    return status::io_error(std::to_string(failed) + " thread(s) failed; first: " + first_error);
+  if (failed > 0) return status::io_error(std::to_string(failed) + " thread(s) failed; first: " + first_error);
   return status::ok();
 }
 

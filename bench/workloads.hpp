@@ -71,40 +71,6 @@ status run_namespaces(const bench_options& options, result* out);
 status run_sequential(const bench_options& options, result* out);
 status run_read(const bench_options& options, result* out);
 
-// One row of the append and runs tables: a system in a mode doing `count`
-// operations (append: events; runs: runs), every one read back.
-struct measured_row {
-  std::string system;  // "skein", "rocksdb", "opennova-design", "lace-design", "kernl"
-  std::string mode;    // skein: its durability; rocksdb: put-sync | put-unsynced;
-                       // opennova-design: fdatasync; lace-design: FULL | NORMAL; kernl: "in-memory 0.8.2"
-  uint64_t count = 0;
-  uint64_t events = 0;               // runs: what they wrote
-  double seconds = 0;                // first send to last completion
-  double p50_us = 0, p99_us = 0;     // skein: send to reply; rocksdb: one Put; baselines: one tick or run
-  uint64_t commits = 0, writes = 0;  // skein: ticks acknowledged, RocksDB writes they took
-  uint64_t failures = 0;
-  size_t threads = 0;                // runs baselines: fewer than the workload's when capped
-  size_t host_threads = 0;           // the callers (kernl: Node's one loop)
-  std::string note;                  // how a baseline writes, printed under the table
-  std::string skipped;               // not empty: no figures, and why (kernl is optional)
-  std::vector<int64_t> latencies_ns;  // skein and rocksdb rows, for the CDF
-
-  double per_s() const { return seconds > 0 ? static_cast<double>(count) / seconds : 0; }
-};
-
-// One skein row of `append` (append.cpp), encrypted under `key` unless null.
-status measure_append_skein(const bench_options& options, durability mode, std::shared_ptr<const master_key> key,
-                            measured_row* row);
-// The skein part of `runs` (runs.cpp) in durability `mode`, encrypted under `key`
-// unless null: no baselines.
-status measure_runs(const bench_options& options, durability mode, std::shared_ptr<const master_key> key,
-                    measured_row* out);
-// Run `n` of thread `id` through the server: POST /v1/threads/{id}/entries
-// {"text":"run n","wait":true}; *out gets the run_result of the 200 answer, as far
-// as check_scripted_run reads it; *answered (unless null), when the answer came.
-status post_run(http::client& client, const std::string& id, size_t n, run_result* out,
-                std::chrono::steady_clock::time_point* answered = nullptr);
-
 // --- What the workloads over skein::runtime share (common.cpp) -------------------
 
 inline constexpr const char* bench_agent_id = "bench";
@@ -187,16 +153,6 @@ double quantile_us(std::vector<int64_t>& ns, double q);
 
 double seconds_since(bench_clock::time_point from, bench_clock::time_point to);
 
-// What one host (or client) thread of a closed-loop workload saw.
-struct host_outcome {
-  std::vector<int64_t> latencies_ns;  // one per run waited on
-  bench_clock::time_point first_send;
-  bench_clock::time_point last_done;
-  uint64_t completed = 0;
-  uint64_t failures = 0;
-  std::string first_error;
-};
-
 // A one-line bar on stderr for a long measurement, drawn only when enabled
 // (progress_wanted) and redrawn at most every 100 ms. advance() from any thread.
 bool progress_wanted(bool quiet);  // not --quiet and stderr is a terminal
@@ -244,29 +200,82 @@ class rss_recorder {
   std::thread thread_;
 };
 
-// The closed loop of the `runs` shape (runs.cpp): `runs` runs to each of `threads`,
-// `window` at a time per thread, waited on in send order; each input is
-// "run N" followed by `padding`. A run that did not complete as scripted is a failure.
-void drive_runs_host(runtime& rt, const std::vector<std::string>& threads, size_t runs, size_t window,
-                     const std::string& padding, progress& bar, host_outcome* out, const scripted_expect& want = {});
+// --- What the append, runs, http and journal workloads share ---------------------
 
-// All hosts together: wall time from the first send to the last completion.
-struct merged_outcome {
-  double seconds = 0;
+// One row of the append and runs tables: a system in a mode doing `count`
+// operations (append: events; runs: runs), every one read back.
+struct measured_row {
+  std::string system;  // "skein", "rocksdb", "opennova-design", "lace-design", "kernl"
+  std::string mode;    // skein: its durability; rocksdb: put-sync | put-unsynced;
+                       // opennova-design: fdatasync; lace-design: FULL | NORMAL; kernl: "in-memory 0.8.2"
+  uint64_t count = 0;
+  double seconds = 0;                // first send to last completion
+  double p50_us = 0, p99_us = 0;     // skein: send to reply; rocksdb: one Put; baselines: one tick or run
+  uint64_t commits = 0, writes = 0;  // skein: ticks acknowledged, RocksDB writes they took
+  std::string note;                  // how a baseline writes, printed under the table
+  std::string skipped;               // not empty: no figures, and why (kernl is optional)
+  std::vector<int64_t> latencies_ns;  // skein and rocksdb rows, for the CDF
+
+  double per_s() const { return seconds > 0 ? static_cast<double>(count) / seconds : 0; }
+  // The quantiles of `ns`, which the row keeps for the CDF when `keep`.
+  void take_latencies(std::vector<int64_t> ns, bool keep) {
+    p50_us = quantile_us(ns, 0.50);
+    p99_us = quantile_us(ns, 0.99);
+    if (keep) latencies_ns = std::move(ns);
+  }
+};
+
+// One skein row of `append` (append.cpp), encrypted under `key` unless null.
+status measure_append_skein(const bench_options& options, durability mode, std::shared_ptr<const master_key> key,
+                            measured_row* row);
+// The skein part of `runs` (runs.cpp) in durability `mode`, encrypted under `key`
+// unless null: no baselines.
+status measure_runs(const bench_options& options, durability mode, std::shared_ptr<const master_key> key,
+                    measured_row* row);
+
+// What the host (or client) threads of a closed loop saw, each its own, then
+// merged by drive_round_robin.
+struct host_outcome {
+  std::vector<int64_t> latencies_ns;  // one per run waited on
+  bench_clock::time_point first_send = bench_clock::time_point::max();
+  bench_clock::time_point last_done = bench_clock::time_point::min();
   uint64_t completed = 0;
   uint64_t failures = 0;
   std::string first_error;
-  std::vector<int64_t> latencies_ns;
+
+  // A run sent at `sent` that ended at `done` with `s`.
+  void record(bench_clock::time_point sent, bench_clock::time_point done, const status& s) {
+    last_done = done;
+    latencies_ns.push_back((done - sent).count());
+    if (s) ++completed;
+    else if (failures++ == 0) first_error = s.to_string();
+  }
+  double seconds() const { return seconds_since(first_send, last_done); }
+  double per_s() const { return seconds() > 0 ? static_cast<double>(completed) / seconds() : 0; }
 };
 
-// No run failed, and `expected` completed.
-status check_outcome(const merged_outcome& m, uint64_t expected);
-
 // Deals `ids` round-robin to `hosts` host threads, runs drive(mine, outcome) on
-// each, waits for them all and merges what they saw.
-merged_outcome drive_round_robin(
-    const std::vector<std::string>& ids, size_t hosts,
-    const std::function<void(const std::vector<std::string>& mine, host_outcome* out)>& drive);
+// each and merges what they saw into *all: an error unless all `expected` runs
+// completed.
+status drive_round_robin(const std::vector<std::string>& ids, size_t hosts, uint64_t expected,
+                         const std::function<void(const std::vector<std::string>& mine, host_outcome* out)>& drive,
+                         host_outcome* all);
+
+// The host threads of drive_runs.
+inline constexpr size_t run_hosts = 2;
+// The closed loop of `runs` (also effects, latency): `runs` runs to each of
+// `ids`, `window` at a time per thread, from run_hosts host threads, waited on in
+// send order; each input is "run N", then `padding`. A run that did not complete
+// as `want` says is an error. `label` names the progress bar.
+status drive_runs(runtime& rt, const std::vector<std::string>& ids, size_t runs, size_t window,
+                  const std::string& padding, const scripted_expect& want, const std::string& label, bool quiet,
+                  host_outcome* out);
+
+// Run `n` of thread `id` through the server (http.cpp): POST /v1/threads/{id}/entries
+// {"text":"run n","wait":true}; *out gets the run_result of the 200 answer, as far
+// as check_scripted_run reads it; *answered (unless null), when the answer came.
+status post_run(http::client& client, const std::string& id, size_t n, run_result* out,
+                bench_clock::time_point* answered = nullptr);
 
 // One-event ticks through the journal actor (journal_ticks.cpp; append, history):
 // `ticks` to each of the `count` threads at once, one in flight per thread, the
@@ -284,12 +293,10 @@ status with_journal(event_log& log, const std::function<status(caf::actor_system
 // The log counted `ticks` one-event commits, and no failed or rejected one.
 status check_log_counters(const event_log& log, uint64_t ticks);
 
-// --- What the workloads over the HTTP server share (http.cpp defines it) -------
-
 // The HTTP API over a runtime, served in this process on 127.0.0.1 at an
 // ephemeral port, without a tokens file (every request is admin, as skein serve
 // allows on loopback). Stops, joining its I/O threads, when destroyed; `rt` is
-// borrowed and must outlive it.
+// borrowed and must outlive it. Defined in http.cpp.
 class bench_server {
  public:
   static status start(runtime& rt, const http::server_limits& limits, size_t io_threads,

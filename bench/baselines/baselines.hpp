@@ -1,14 +1,8 @@
-// baselines: the designs skein-bench compares skein with, driven through the append
-// and runs workloads' own threads and events in the same process.
-//
-//   opennova-design  one JSONL file per thread, manifest on line 1 (opennova_design.hpp)
-//   lace-design      SQLite, WAL, one transaction per event (lace_design.hpp)
-//   kernl            the kernl npm package, in-memory storage, run by Node (runs, latency)
-//
-// Every baseline reads back what it wrote before it reports a figure: one that lost
-// a write is an error, never a number. Baselines that fsync every event are capped
-// (like the append workload's rocksdb put-sync) and report rates, not totals. Their
-// files go to fresh directories under options.dir.
+// baselines: the designs skein-bench compares skein with, in this process, on the
+// append and runs workloads' own threads and events: opennova-design (one JSONL file
+// per thread), lace-design (SQLite) and kernl (the npm package, run by Node). Each
+// reads back what it wrote before it reports a figure; those that fsync every event
+// are capped, like rocksdb put-sync, and report rates. Files go under options.dir.
 #pragma once
 
 #include <cstdint>
@@ -22,8 +16,8 @@ namespace skein::bench {
 
 // The append workload's threads and events, as the baselines get them.
 struct append_baseline_input {
-  std::vector<std::string> thread_ids;
-  size_t ticks = 0;  // one-event ticks per thread in the skein rows
+  const std::vector<manifest>& threads;  // as skein's append drivers send them with their ticks
+  size_t ticks = 0;                      // one-event ticks per thread in the skein rows
   // The stored JSON of event `seq` (from 1) of thread `index`; called from any thread.
   std::function<status(size_t index, uint64_t seq, std::string* json)> event_json;
 };
@@ -48,19 +42,13 @@ status run_runs_baselines(const runs_baseline_input& in, const bench_options& op
 
 // kernl (kernl.cpp): `threads` at once on Node's one event loop, `runs_per_thread`
 // runs each one after another, its mock model answering after `delay_ms`.
+// The fields are those of kernl.mjs's output; `skipped` says why there are none.
 struct kernl_row {
-  size_t threads = 0;
-  size_t runs_per_thread = 0;
-  uint64_t delay_ms = 0;
   std::string version, node, storage;  // "0.8.2", "v20.20.2", "in-memory"
-  uint64_t runs = 0;                   // completed and read back
-  uint64_t events = 0;
-  double seconds = 0;                  // first start to last end
-  double runs_per_s = 0;
-  double p50_us = 0, p99_us = 0;       // start to end of a run
-  uint64_t rss_start_bytes = 0;        // the Node process, threads created, before the runs
-  uint64_t rss_peak_bytes = 0;         // its peak (ru_maxrss) by the last end
-  std::string skipped;                 // why there are no figures; "" when measured
+  uint64_t runs = 0, events = 0;       // completed and read back
+  double seconds = 0, runs_per_s = 0, p50_us = 0, p99_us = 0;
+  uint64_t rss_start_bytes = 0, rss_peak_bytes = 0;
+  std::string skipped;
 };
 void run_kernl(size_t threads, size_t runs_per_thread, uint64_t delay_ms, kernl_row* row);
 
