@@ -16,68 +16,63 @@
 
 namespace skein::bench {
 
-// What a driver hands back when its thread is done (or failed).
-struct tick_report {
+// A driver's state, handed back whole to the waiter when its thread is done (or failed).
+struct driver_state {
   size_t index = 0;                   // of the thread in the pass
   manifest m;                         // as after the last acknowledged tick
+  size_t left = 0;                    // ticks to commit still
+  const std::function<event(size_t, uint64_t)>* make_event = nullptr;  // borrowed
+  progress* bar = nullptr;                                              // borrowed
+  caf::actor journal;
+  caf::actor waiter;
+  bench_clock::time_point sent, last_ack;
   std::vector<int64_t> latencies_ns;  // send to ack, one per acknowledged tick
-  bench_clock::time_point last_ack;
   std::string error;                  // empty: every tick acknowledged
 };
 
 }  // namespace skein::bench
 
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::bench::tick_report)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::bench::driver_state)
 
 namespace skein::bench {
 namespace {
 
 using ticks_done_atom = caf::atom_constant<caf::atom("ticksdone")>;
-
-struct driver_state {
-  const std::function<event(size_t, uint64_t)>* make_event = nullptr;  // borrowed
-  progress* bar = nullptr;                                              // borrowed
-  size_t left = 0;
-  caf::actor journal;
-  caf::actor waiter;
-  bench_clock::time_point sent;
-  tick_report report;
-};
-
 using driver_actor = caf::stateful_actor<driver_state>;
 
 void commit_next(driver_actor* self) {
   auto& st = self->state;
   auto finish = [self] {
-    self->send(self->state.waiter, ticks_done_atom::value, std::move(self->state.report));
+    caf::actor waiter = self->state.waiter;  // the state moves into the message
+    self->send(waiter, ticks_done_atom::value, std::move(self->state));
     self->quit();
   };
-  uint64_t seq = st.report.m.last_seq + 1;
+  uint64_t seq = st.m.last_seq + 1;
   tick t;
-  t.thread_id = st.report.m.id;
+  t.thread_id = st.m.id;
   t.create = seq == 1;
-  t.events.push_back((*st.make_event)(st.report.index, seq));
-  st.report.m.updated_at_ms = t.events.back().ts_ms;
-  t.manifest = st.report.m;  // the log sets its last_seq from the events
+  t.events.push_back((*st.make_event)(st.index, seq));
+  st.m.updated_at_ms = t.events.back().ts_ms;
+  t.manifest = st.m;  // the log sets its last_seq from the events
   st.sent = bench_clock::now();
   self->request(st.journal, caf::infinite, commit_atom::value, std::move(t))
       .then(
           [self, seq, finish](uint64_t last_seq) {
             auto& st = self->state;
-            st.report.last_ack = bench_clock::now();
-            st.report.latencies_ns.push_back((st.report.last_ack - st.sent).count());
+            st.last_ack = bench_clock::now();
+            st.latencies_ns.push_back((st.last_ack - st.sent).count());
             if (st.bar != nullptr) st.bar->advance();
             if (last_seq != seq) {
-              st.report.error = "thread " + st.report.m.id + ": journal acknowledged last_seq " +
-                                std::to_string(last_seq) + ", expected " + std::to_string(seq);
+              st.error = "thread " + st.m.id + ": journal acknowledged last_seq " + std::to_string(last_seq) +
+                         ", expected " + std::to_string(seq);
               return finish();
             }
-            st.report.m.last_seq = last_seq;
+            st.m.last_seq = last_seq;
             if (--st.left == 0) return finish();
             commit_next(self);
           },
           [self, finish](caf::error& e) {
-            self->state.report.error = to_status(e).to_string();
+            self->state.error = to_status(e).to_string();
             finish();
           });
 }
@@ -92,8 +87,9 @@ status drive_ticks(caf::actor_system& sys, const caf::actor& journal, manifest* 
   auto last_ack = start;
   for (size_t i = 0; i < count; ++i) {
     auto d = sys.spawn([&, i](driver_actor* self) -> caf::behavior {
-      self->state = {&make_event, bar, ticks, journal, caf::actor_cast<caf::actor>(waiter), {}, {i, threads[i], {}, {}, {}}};
-      self->state.report.latencies_ns.reserve(ticks);
+      self->state = {i, threads[i], ticks, &make_event, bar, journal, caf::actor_cast<caf::actor>(waiter), {}, {},
+                     {}, {}};
+      self->state.latencies_ns.reserve(ticks);
       commit_next(self);
       return {};  // no messages of its own: it lives on its pending request
     });
@@ -103,7 +99,7 @@ status drive_ticks(caf::actor_system& sys, const caf::actor& journal, manifest* 
   uint64_t failed = 0;
   for (size_t finished = 0; finished < count;) {
     waiter->receive(
-        [&](ticks_done_atom, tick_report& r) {
+        [&](ticks_done_atom, driver_state& r) {
           ++finished;
           last_ack = std::max(last_ack, r.last_ack);
           threads[r.index] = std::move(r.m);
