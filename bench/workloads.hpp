@@ -180,9 +180,9 @@ struct host_outcome {
   std::string first_error;
 };
 
-// A one-line bar on stderr, drawn only when enabled (progress_wanted: not --quiet
-// and stderr a terminal), at most every 100 ms; advance() from any thread.
-bool progress_wanted(bool quiet);
+// A one-line bar on stderr for a long measurement, drawn only when enabled
+// (progress_wanted) and redrawn at most every 100 ms. advance() from any thread.
+bool progress_wanted(bool quiet);  // not --quiet and stderr is a terminal
 class progress {
  public:
   progress(std::string label, uint64_t total, bool enabled);
