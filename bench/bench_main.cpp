@@ -1,7 +1,6 @@
-// skein-bench: runs benchmark workloads against the event log and the journal,
-// end to end through skein::runtime, and through its HTTP server; prints a table
-// per workload and, with --json, writes every figure to a file; with --plot, draws
-// charts of them (PNG, through gnuplot).
+// skein-bench: runs benchmark workloads against the event log and the journal, end
+// to end through skein::runtime, and through its HTTP server; prints a table per
+// workload, with --json writes every figure to a file, with --plot draws charts.
 //
 // Exit codes: 0 done, 1 a workload failed (a lost or failed write is a failure,
 // not a figure), 64 bad usage.
@@ -17,14 +16,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <functional>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <thread>
-#include <utility>
 #include <vector>
-
 
 #include "bench/plot.hpp"
 #include "bench/workloads.hpp"
@@ -32,8 +27,6 @@
 namespace skein::bench {
 namespace {
 
-constexpr int exit_failure = 1;
-constexpr int exit_usage = 64;
 constexpr double scale_max = 100;
 
 struct workload {
@@ -43,72 +36,59 @@ struct workload {
 };
 
 constexpr workload workloads[] = {
-    {"append", "256 threads x 200 one-event ticks through the journal in each durability "
-               "mode, vs RocksDB Puts", run_append},
-    {"runs", "1,000 threads x 10 end-to-end runs through skein::runtime (scripted engine at "
-             "0 ms, durability sync)", run_runs},
-    {"latency", "10,000 runs in flight at once against a 1 s scripted engine: runs/s and "
-                "peak RSS", run_latency},
-    {"scale", "100,000 threads: RSS per active and per passivated thread, cold activation "
-              "of a 10,000-event thread", run_scale},
-    {"http", "the runs of 'runs' as POSTs from 64 keep-alive clients to the in-process "
-             "server, against the same runs embedded", run_http},
-    {"fanout", "1,000 SSE subscribers on one thread (one poll() reader), 200 runs: events "
-               "delivered per second", run_fanout},
-    {"recovery", "runtime::open on 1,000,000 threads / 10,000,000 events, clean and with 1,000 "
-                 "interrupted runs to repair", run_recovery},
-    {"history", "one-event appends on threads with 10, 1,000 and 100,000 events of history, "
-                "and their first run after activation", run_history},
-    {"usage", "usage queries over 100,000 usage rows (10 agents x 1,000 threads x 10 runs): "
-              "full scan, one agent, one thread", run_usage},
-    {"compaction", "runtime::compact on 10,000-event threads (pure stages, scripted summary), and the "
-                   "first run after activation on 100,000-event threads with and without a compaction",
-     run_compaction},
-    {"memory", "memory search over 100,000 and 1,000,000 384-dim vectors (hashing and random) vs a naive "
-               "scan, and the index rebuild at open", run_memory},
-    {"effects", "the runs of 'runs' (1 KB messages) with effects off and on (titles, embeddings, "
-                "automatic compaction): runs/s, effect lag, drain", run_effects},
-    {"schedules", "100,000 one-shot schedules due within one minute of test clock, each firing a new "
-                  "trigger thread: firings/s, lag p99, RSS", run_schedules},
+    {"append", "256 threads x 200 one-event ticks through the journal in each durability mode, vs RocksDB Puts",
+     run_append},
+    {"runs", "1,000 threads x 10 end-to-end runs through skein::runtime (scripted engine at 0 ms, durability sync)",
+     run_runs},
+    {"latency", "10,000 runs in flight at once against a 1 s scripted engine: runs/s and peak RSS", run_latency},
+    {"scale", "100,000 threads: RSS per active and per passivated thread, cold activation of a 10,000-event thread",
+     run_scale},
+    {"http", "the runs of 'runs' as POSTs from 64 keep-alive clients to the in-process server, against the same "
+             "runs embedded", run_http},
+    {"fanout", "1,000 SSE subscribers on one thread (one poll() reader), 200 runs: events delivered per second",
+     run_fanout},
+    {"recovery", "runtime::open on 1,000,000 threads / 10,000,000 events, clean and with 1,000 interrupted runs "
+                 "to repair", run_recovery},
+    {"history", "one-event appends on threads with 10, 1,000 and 100,000 events of history, and their first run "
+                "after activation", run_history},
+    {"usage", "usage queries over 100,000 usage rows (10 agents x 1,000 threads x 10 runs): full scan, one agent, "
+              "one thread", run_usage},
+    {"compaction", "runtime::compact on 10,000-event threads (pure stages, scripted summary), and the first run "
+                   "after activation on 100,000-event threads with and without a compaction", run_compaction},
+    {"memory", "memory search over 100,000 and 1,000,000 384-dim vectors (hashing and random) vs a naive scan, "
+               "and the index rebuild at open", run_memory},
+    {"effects", "the runs of 'runs' (1 KB messages) with effects off and on (titles, embeddings, automatic "
+                "compaction): runs/s, effect lag, drain", run_effects},
+    {"schedules", "100,000 one-shot schedules due within one minute of test clock, each firing a new trigger "
+                  "thread: firings/s, lag p99, RSS", run_schedules},
     {"delegation", "2,000 parent runs each asking one child agent through ask_agent (scripted engine at 0 ms, "
                    "durability sync): round trip p50/p99 and runs/s, beside plain runs", run_delegation},
     {"work", "work items: create_item with dedup against 10,000 and 100,000 open items (p50/p99 us), "
              "session_start with 10,000 items, the sweep over 1,000,000 items (items/s)", run_work},
-    {"encryption", "the skein rows of 'append' (sync, flush) and the runs of 'runs', each plain and "
-                   "encrypted at rest (AES-256-CTR): throughput of both and the ratio", run_encryption},
-    {"namespaces", "1,000,000 threads over 100 namespaces (a database each): a page of one namespace's "
-                   "threads and its cold open, against one shared database listing one agent", run_namespaces},
+    {"encryption", "the skein rows of 'append' (sync, flush) and the runs of 'runs', each plain and encrypted at "
+                   "rest (AES-256-CTR): throughput of both and the ratio", run_encryption},
+    {"namespaces", "1,000,000 threads over 100 namespaces (a database each): a page of one namespace's threads "
+                   "and its cold open, against one shared database listing one agent", run_namespaces},
     {"sequential", "one thread x 2,000 runs one after another, embedded and over HTTP (scripted engine at 0 ms, "
                    "durability sync): the last 200 runs against the first 200", run_sequential},
     {"read", "the complete history of 10,000- and 100,000-event threads after a reopen (cold) and again (warm), "
              "embedded and over HTTP", run_read},
 };
 
-// --- the machine, for --json -------------------------------------------------------
-
-std::string read_first_line(const std::filesystem::path& p) {
-  std::ifstream in{p};
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-
-// The value of `key` in a "key : value" file such as /proc/meminfo or /proc/cpuinfo.
+// The value of `key` in a "key : value" file such as /proc/meminfo; "unknown" when absent.
 std::string proc_field(const char* file, std::string_view key) {
   std::ifstream in{file};
-  std::string line;
-  while (std::getline(in, line)) {
-    size_t colon = line.find(':');
-    if (!line.starts_with(key) || colon == std::string::npos) continue;
-    size_t begin = line.find_first_not_of(" \t", colon + 1);
-    return begin == std::string::npos ? std::string{} : line.substr(begin);
+  for (std::string line; std::getline(in, line);) {
+    size_t value = line.find_first_not_of(" \t", line.find(':') + 1);
+    if (line.starts_with(key) && line.find(':') != std::string::npos && value != std::string::npos)
+      return line.substr(value);
   }
-  return {};
+  return "unknown";
 }
 
 // The disk under `dir` (its device, "rotational" or "non-rotational") through
-// /sys/dev/block/MAJ:MIN; a partition's disk is its parent directory there.
-// Anonymous devices (tmpfs, overlay) stay unknown.
+// /sys/dev/block/MAJ:MIN, whose parent is a partition's disk. Anonymous devices
+// (tmpfs, overlay) stay unknown.
 std::pair<std::string, std::string> probe_disk(const std::string& dir) {
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0 || major(st.st_dev) == 0) return {"unknown", "unknown"};
@@ -116,20 +96,18 @@ std::pair<std::string, std::string> probe_disk(const std::string& dir) {
   auto node = std::filesystem::canonical(
       "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev)), ec);
   for (const auto& p : {node, node.parent_path()}) {
-    std::string flag = ec ? std::string{} : read_first_line(p / "queue" / "rotational");
+    std::string flag;
+    if (!ec) std::getline(std::ifstream{p / "queue" / "rotational"}, flag);
     if (!flag.empty()) return {p.filename().string(), flag == "1" ? "rotational" : "non-rotational"};
   }
   return {"unknown", "unknown"};
 }
 
-std::string or_unknown(std::string s) { return s.empty() ? "unknown" : s; }
-
-// {"tool", "scale", "machine", "build", "revision", "workloads": {name: result}};
-// `dir` holds the databases, whose disk is described.
+// {"tool", "scale", "machine", "build", "revision", "workloads": {name: result}}; the
+// machine's disk is the one under `dir`, which holds the databases.
 std::string report_json(double scale, const std::string& dir, const std::vector<result>& results) {
-  std::string text;
+  std::string text, build_type = std::string{SKEIN_BUILD_TYPE}.empty() ? "unknown" : SKEIN_BUILD_TYPE;
   json_writer w{&text};
-  std::string build_type = or_unknown(SKEIN_BUILD_TYPE);
   auto [disk_device, disk_kind] = probe_disk(dir);
   std::string mem_kb = proc_field("/proc/meminfo", "MemTotal");  // "24684084 kB"
   struct utsname u {};
@@ -140,7 +118,7 @@ std::string report_json(double scale, const std::string& dir, const std::vector<
   w.begin_object();
   w.field_uint("cores", std::thread::hardware_concurrency());
   w.field_uint("memory_bytes", std::strtoull(mem_kb.c_str(), nullptr, 10) * 1024);  // 0: unknown
-  w.field("cpu", or_unknown(proc_field("/proc/cpuinfo", "model name")));
+  w.field("cpu", proc_field("/proc/cpuinfo", "model name"));
   w.field("disk_device", disk_device);
   w.field("disk_kind", disk_kind);
   w.field("kernel", ::uname(&u) == 0 ? u.release : "unknown");
@@ -157,8 +135,7 @@ std::string report_json(double scale, const std::string& dir, const std::vector<
   }
   w.end_object();
   w.end_object();
-  text.push_back('\n');
-  return text;
+  return text + "\n";
 }
 
 struct command_line {
@@ -169,111 +146,86 @@ struct command_line {
   bool help = false;
 };
 
-void print_usage(std::FILE* out) {
-  std::fprintf(out,
-               "usage: skein-bench [workload...] [--scale F] [--dir DIR] [--json FILE] [--plot DIR] "
-               "[--quiet]\n\n"
-               "Runs the named workloads, or all of them when none is named.\n\n"
-               "workloads:\n");
+void print_usage() {
+  std::printf("usage: skein-bench [workload...] [--scale F] [--dir DIR] [--json FILE] [--plot DIR] [--quiet]\n\n"
+              "Runs the named workloads, or all of them when none is named.\n\nworkloads:\n");
   for (const auto& w : workloads)
-    std::fprintf(out, "  %-10.*s %.*s\n", static_cast<int>(w.name.size()), w.name.data(),
-                 static_cast<int>(w.description.size()), w.description.data());
-  std::fprintf(out,
-               "\noptions:\n"
-               "  --scale F    multiply every size by F (default 1.0; 0 < F <= %g)\n"
-               "  --dir DIR    create the databases under DIR, replacing earlier ones of the\n"
-               "               same name, and keep them (default: a fresh directory under the\n"
-               "               system temp dir, removed at the end)\n"
-               "  --json FILE  also write every figure and the machine to FILE as JSON\n"
-               "  --plot DIR   also draw charts (PNG) into DIR: throughput, latency CDFs, RSS over\n"
-               "               time; needs gnuplot\n"
-               "  --quiet      no progress bar (there is none anyway when stderr is no terminal)\n"
-               "  --help       print this and exit\n",
-               scale_max);
-}
-
-const workload* find_workload(std::string_view name) {
-  for (const auto& w : workloads) {
-    if (w.name == name) return &w;
-  }
-  return nullptr;
-}
-
-bool parse_scale(const char* text, double* out) {
-  char* end = nullptr;
-  double v = std::strtod(text, &end);
-  if (end == text || *end != '\0' || !std::isfinite(v) || v <= 0 || v > scale_max) return false;
-  *out = v;
-  return true;
+    std::printf("  %-10.*s %.*s\n", static_cast<int>(w.name.size()), w.name.data(),
+                static_cast<int>(w.description.size()), w.description.data());
+  std::printf("\noptions:\n"
+              "  --scale F    multiply every size by F (default 1.0; 0 < F <= %g)\n"
+              "  --dir DIR    create the databases under DIR, replacing earlier ones of the\n"
+              "               same name, and keep them (default: a fresh directory under the\n"
+              "               system temp dir, removed at the end)\n"
+              "  --json FILE  also write every figure and the machine to FILE as JSON\n"
+              "  --plot DIR   also draw charts (PNG) into DIR: throughput, latency CDFs, RSS over\n"
+              "               time; needs gnuplot\n"
+              "  --quiet      no progress bar (there is none anyway when stderr is no terminal)\n"
+              "  --help       print this and exit\n",
+              scale_max);
 }
 
 // Returns "" on success, else what is wrong, naming the offending argument.
 std::string parse(int argc, char** argv, command_line* out) {
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
-    bool has_value = i + 1 < argc;
     if (arg == "--help" || arg == "-h") {
       out->help = true;
     } else if (arg == "--quiet") {
       out->options.quiet = true;
     } else if (arg == "--scale" || arg == "--dir" || arg == "--json" || arg == "--plot") {
-      if (!has_value) return std::string{arg} + " needs a value";
+      if (i + 1 >= argc) return std::string{arg} + " needs a value";
       const char* value = argv[++i];
+      char* end = nullptr;
+      double scale = std::strtod(value, &end);
       if (*value == '\0') return std::string{arg} + " needs a non-empty value";
       if (arg == "--dir") out->options.dir = value;
       else if (arg == "--json") out->json_path = value;
       else if (arg == "--plot") out->plot_dir = value;
-      else if (!parse_scale(value, &out->options.scale))
+      else if (*end != '\0' || !std::isfinite(scale) || scale <= 0 || scale > scale_max)
         return "--scale '" + std::string{value} + "': not a number in (0, " +
                std::to_string(static_cast<int>(scale_max)) + "]";
+      else out->options.scale = scale;
     } else if (arg.starts_with("-")) {
       return "unknown option '" + std::string{arg} + "'";
-    } else if (const workload* w = find_workload(arg)) {
-      if (std::find(out->chosen.begin(), out->chosen.end(), w) == out->chosen.end())
-        out->chosen.push_back(w);
     } else {
-      return "unknown workload '" + std::string{arg} + "'";
+      auto named = [&](const workload& w) { return w.name == arg; };
+      const workload* w = std::find_if(std::begin(workloads), std::end(workloads), named);
+      if (w == std::end(workloads)) return "unknown workload '" + std::string{arg} + "'";
+      if (std::find(out->chosen.begin(), out->chosen.end(), w) == out->chosen.end()) out->chosen.push_back(w);
     }
   }
-  if (out->chosen.empty()) {
+  if (out->chosen.empty())
     for (const auto& w : workloads) out->chosen.push_back(&w);
-  }
   return {};
 }
 
-// The directory the databases go to: the one the user named, kept; else one made
-// here under the system temp dir, removed with everything in it when the run ends.
-status open_dir(const std::string& requested, std::string* path, bool* owned) {
+// Prepares --plot (it must fail before an hour of workloads, not after) and the
+// databases' directory: the one the user named, kept; else one made under the
+// system temp dir, removed with everything in it when the run ends (*owned).
+status prepare(const command_line& cl, bench_options* options, bool* owned) {
   std::error_code ec;
-  if (!requested.empty()) {
-    *path = requested;
-    std::filesystem::create_directories(*path, ec);
-    return ec ? status::io_error("--dir " + *path + ": " + ec.message()) : status::ok();
+  if (!cl.plot_dir.empty()) {
+    SKEIN_TRY(check_gnuplot());
+    std::filesystem::create_directories(cl.plot_dir, ec);
+    if (ec) return status::io_error("--plot " + cl.plot_dir + ": " + ec.message());
+  }
+  *options = cl.options;
+  options->plot = !cl.plot_dir.empty();
+  if (!options->dir.empty()) {
+    std::filesystem::create_directories(options->dir, ec);
+    return ec ? status::io_error("--dir " + options->dir + ": " + ec.message()) : status::ok();
   }
   auto base = std::filesystem::temp_directory_path(ec);
   if (ec) return status::io_error("no temp directory: " + ec.message());
   std::string pattern = (base / "skein-bench-XXXXXX").string();
   if (::mkdtemp(pattern.data()) == nullptr) return status::io_error("mkdtemp " + pattern + ": " + std::strerror(errno));
-  *path = pattern;
+  options->dir = pattern;
   *owned = true;
   return status::ok();
 }
 
-status run(const command_line& cl) {
-  std::error_code ec;
-  if (!cl.plot_dir.empty()) {
-    // --plot must fail before an hour of workloads, not after.
-    SKEIN_TRY(check_gnuplot());
-    std::filesystem::create_directories(cl.plot_dir, ec);
-    if (ec) return status::io_error("--plot " + cl.plot_dir + ": " + ec.message());
-  }
-  bench_options options = cl.options;
-  bool owned = false;
-  SKEIN_TRY(open_dir(cl.options.dir, &options.dir, &owned));
-  std::unique_ptr<void, std::function<void(void*)>> remove{&owned, [&](void*) {
-    if (owned) std::filesystem::remove_all(options.dir, ec);
-  }};
-  options.plot = !cl.plot_dir.empty();
+status run(const command_line& cl, const bench_options& options) {
   std::vector<result> results;
   for (const workload* w : cl.chosen) {
     if (!results.empty()) std::printf("\n");
@@ -302,15 +254,21 @@ int main(int argc, char** argv) {
   command_line cl;
   if (std::string error = parse(argc, argv, &cl); !error.empty()) {
     std::fprintf(stderr, "skein-bench: %s (see --help)\n", error.c_str());
-    return exit_usage;
+    return 64;
   }
   if (cl.help) {
-    print_usage(stdout);
+    print_usage();
     return 0;
   }
-  if (skein::status s = run(cl); !s) {
+  bench_options options;
+  bool owned = false;
+  skein::status s = prepare(cl, &options, &owned);
+  if (s) s = run(cl, options);
+  std::error_code ec;
+  if (owned) std::filesystem::remove_all(options.dir, ec);
+  if (!s) {
     std::fprintf(stderr, "skein-bench: %s\n", s.message().c_str());
-    return exit_failure;
+    return 1;
   }
   return 0;
 }

@@ -1,23 +1,17 @@
-// The helpers every workload shares (workloads.hpp), one copy each: sizes,
-// quantiles, RSS, host-thread pools, the runtime workloads' threads, checks and
-// closed loops, the progress bar and the RSS recorder.
+// The helpers every workload shares (workloads.hpp), one copy each.
+#include <unistd.h>
+
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <filesystem>
 #include <fstream>
-#include <functional>
-#include <string_view>
-#include <thread>
-#include <unistd.h>
 
 #include "bench/workloads.hpp"
 
 namespace skein::bench {
-
 
 status fresh_dir(const std::string& path) {
   std::error_code ec;
@@ -45,10 +39,8 @@ double quantile_us(std::vector<int64_t>& ns, double q) {
 
 uint64_t rss_bytes() {
   std::ifstream in{"/proc/self/status"};
-  std::string line;
-  while (std::getline(in, line)) {
+  for (std::string line; std::getline(in, line);)
     if (line.starts_with("VmRSS:")) return std::strtoull(line.c_str() + 6, nullptr, 10) * 1024;
-  }
   return 0;
 }
 
@@ -60,9 +52,8 @@ agent_config bench_agent(std::string engine_config) {
   return agent;
 }
 
-status open_bench_runtime(const bench_options& options, const std::string& name,
-                          runtime_options ro, const agent_config& agent,
-                          std::unique_ptr<runtime>* out) {
+status open_bench_runtime(const bench_options& options, const std::string& name, runtime_options ro,
+                          const agent_config& agent, std::unique_ptr<runtime>* out) {
   ro.data_dir = options.dir + "/" + name;
   std::error_code ec;
   std::filesystem::remove_all(ro.data_dir, ec);
@@ -71,7 +62,6 @@ status open_bench_runtime(const bench_options& options, const std::string& name,
   return (*out)->create_agent(agent);
 }
 
-// Host h takes i = h, h + hosts, ...
 status open_built_runtime(const std::string& path, std::unique_ptr<runtime>* out) {
   runtime_options ro;
   ro.data_dir = path;
@@ -84,6 +74,7 @@ status open_built_runtime(const std::string& path, std::unique_ptr<runtime>* out
   return status::ok();
 }
 
+// Host h takes i = h, h + hosts, ...
 status on_host_threads(size_t n, size_t hosts, const std::function<status(size_t)>& fn) {
   std::atomic<bool> failed{false};
   std::vector<status> results(hosts);
@@ -101,71 +92,54 @@ status on_host_threads(size_t n, size_t hosts, const std::function<status(size_t
   return status::ok();
 }
 
-namespace {
-
-// Two bulk creators: while one waits for its last group's fsync, the other's
-// creations already fill the journal's next group.
-constexpr size_t creator_threads = 2;
-
-}  // namespace
-
 status create_bench_threads(runtime& rt, const std::string& agent_id, size_t n, bool quiet,
                             std::vector<std::string>* ids) {
   ids->assign(n, {});
   progress bar{"creating threads", n, progress_wanted(quiet)};
   size_t calls = (n + create_threads_max - 1) / create_threads_max;
-  return on_host_threads(calls, creator_threads, [&](size_t call) {
+  // Two creators: while one waits for its group's fsync, the other's creations
+  // already fill the journal's next group.
+  return on_host_threads(calls, 2, [&](size_t call) {
     size_t first = call * create_threads_max;
     size_t count = std::min(create_threads_max, n - first);
     thread_options o;
     o.agent_id = agent_id;
-    std::vector<thread_options> options(count, o);
     std::vector<manifest> created;
-    SKEIN_TRY(rt.create_threads(options, &created));
+    SKEIN_TRY(rt.create_threads(std::vector<thread_options>(count, o), &created));
     for (size_t k = 0; k < count; ++k) (*ids)[first + k] = std::move(created[k].id);  // each call its own range
     bar.advance(count);
     return status::ok();
   });
 }
 
-namespace {
-
-// Counts the runs a complete log records; a run that ended otherwise than
-// completed is an error naming it.
-status count_completed(const std::string& id, const std::vector<event>& events, uint64_t* out) {
-  *out = 0;
-  for (const auto& e : events) {
-    if (e.type != event_type::result) continue;
-    if (e.outcome != "completed")
-      return status::corruption("thread " + id + ": run " + e.run_id + " ended " + e.outcome);
-    ++*out;
+status check_thread_logs(runtime& rt, const std::vector<std::string>& ids, size_t sample,
+                         const log_expectation& want) {
+  size_t n = std::min(sample, ids.size());
+  for (size_t k = 0; k < n; ++k) {
+    const std::string& id = ids[n == 1 ? 0 : k * (ids.size() - 1) / (n - 1)];
+    manifest m;
+    SKEIN_TRY(rt.get_thread(id, &m));
+    std::vector<event> events;
+    SKEIN_TRY(rt.read(id, history_view::complete, 1, 0, &events));
+    auto wrong = [&](const std::string& field, uint64_t got, uint64_t expected) {
+      return status::corruption("thread " + id + ": " + field + " " + std::to_string(got) + ", expected " +
+                                std::to_string(expected));
+    };
+    if (m.last_seq != want.events) return wrong("manifest last_seq", m.last_seq, want.events);
+    if (events.size() != want.events) return wrong("events read back", events.size(), want.events);
+    uint64_t completed = 0;
+    for (size_t i = 0; i < events.size(); ++i) {
+      const event& e = events[i];
+      if (e.seq != i + 1) return wrong("seq at position " + std::to_string(i), e.seq, i + 1);
+      if (e.type != event_type::result) continue;
+      if (e.outcome != "completed")
+        return status::corruption("thread " + id + ": run " + e.run_id + " ended " + e.outcome);
+      ++completed;
+    }
+    if (completed != want.completed_runs) return wrong("completed runs", completed, want.completed_runs);
   }
   return status::ok();
 }
-
-status check_thread_log(runtime& rt, const std::string& id, const log_expectation& want) {
-  manifest m;
-  SKEIN_TRY(rt.get_thread(id, &m));
-  std::vector<event> events;
-  SKEIN_TRY(rt.read(id, history_view::complete, 1, 0, &events));
-  auto what = [&](std::string_view field, uint64_t got, uint64_t expected) {
-    return status::corruption("thread " + id + ": " + std::string{field} + " " +
-                              std::to_string(got) + ", expected " + std::to_string(expected));
-  };
-  if (m.last_seq != want.events) return what("manifest last_seq", m.last_seq, want.events);
-  if (events.size() != want.events) return what("events read back", events.size(), want.events);
-  for (size_t i = 0; i < events.size(); ++i) {
-    if (events[i].seq != i + 1)
-      return what("seq at position " + std::to_string(i), events[i].seq, i + 1);
-  }
-  uint64_t completed = 0;
-  SKEIN_TRY(count_completed(id, events, &completed));
-  if (completed != want.completed_runs)
-    return what("completed runs", completed, want.completed_runs);
-  return status::ok();
-}
-
-}  // namespace
 
 status check_log_clean(runtime& rt) {
   runtime_stats st;
@@ -173,17 +147,6 @@ status check_log_clean(runtime& rt) {
   if (st.log.failed != 0 || st.log.rejected != 0)
     return status::corruption("the event log failed " + std::to_string(st.log.failed) + " and rejected " +
                               std::to_string(st.log.rejected) + " ticks");
-  return status::ok();
-}
-
-status check_thread_logs(runtime& rt, const std::vector<std::string>& ids, size_t sample,
-                         const log_expectation& want) {
-  size_t n = std::min(sample, ids.size());
-  for (size_t k = 0; k < n; ++k) {
-    // Evenly spread: the first and the last thread are always among them.
-    size_t i = n == 1 ? 0 : k * (ids.size() - 1) / (n - 1);
-    SKEIN_TRY(check_thread_log(rt, ids[i], want));
-  }
   return status::ok();
 }
 
@@ -219,7 +182,8 @@ status check_scripted_run(const std::string& where, const run_result& r, const s
     return status::corruption(where + "took " + std::to_string(r.duration_ms) + " ms, less than the engine's " +
                               std::to_string(want.duration_ms_min));
   uint64_t expected = r.first_seq == 1 ? want.events + 1 : want.events;
-  if (r.first_seq == 0 || r.last_seq + 1 - r.first_seq != expected || (want.first_seq != 0 && r.first_seq != want.first_seq))
+  if (r.first_seq == 0 || r.last_seq + 1 - r.first_seq != expected ||
+      (want.first_seq != 0 && r.first_seq != want.first_seq))
     return status::corruption(where + "events " + std::to_string(r.first_seq) + ".." + std::to_string(r.last_seq) +
                               ", expected " + std::to_string(expected) +
                               (want.first_seq != 0 ? " from seq " + std::to_string(want.first_seq) : ""));
@@ -304,16 +268,22 @@ status drive_runs(runtime& rt, const std::vector<std::string>& ids, size_t runs,
   return drive_round_robin(ids, run_hosts, ids.size() * runs, host, out);
 }
 
-// --- progress ----------------------------------------------------------------------
+// --- progress and rss_recorder ------------------------------------------------------
 
 namespace {
 
-constexpr int64_t redraw_ns_min = 100'000'000;
-constexpr int bar_width = 30;
-constexpr auto rss_period = std::chrono::milliseconds(50);
-
 int64_t steady_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(bench_clock::now().time_since_epoch()).count();
+}
+
+void draw(const std::string& label, uint64_t done, uint64_t total) {
+  double fraction = total == 0 ? 1.0 : static_cast<double>(done) / static_cast<double>(total);
+  std::string bar(static_cast<size_t>(fraction * 30), '#');
+  bar.resize(30, '.');
+  std::fprintf(stderr, "\r\033[K  %-24s [%s] %3d%%  %llu/%llu", label.c_str(), bar.c_str(),
+               static_cast<int>(fraction * 100), static_cast<unsigned long long>(done),
+               static_cast<unsigned long long>(total));
+  std::fflush(stderr);
 }
 
 }  // namespace
@@ -324,7 +294,7 @@ progress::progress(std::string label, uint64_t total, bool enabled)
     : label_(std::move(label)), total_(total), enabled_(enabled) {
   if (!enabled_) return;
   drawn_at_ns_.store(steady_ns(), std::memory_order_relaxed);
-  draw(0);
+  draw(label_, 0, total_);
 }
 
 progress::~progress() {
@@ -336,23 +306,11 @@ void progress::advance(uint64_t n) {
   if (!enabled_) return;
   int64_t now = steady_ns();
   int64_t last = drawn_at_ns_.load(std::memory_order_relaxed);
-  // Only the caller that wins the exchange draws: one redraw per period at most.
-  if (now - last < redraw_ns_min || !drawn_at_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed))
+  // Only the caller that wins the exchange draws: one redraw per 100 ms at most.
+  if (now - last < 100'000'000 || !drawn_at_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed))
     return;
-  draw(done);
+  draw(label_, done, total_);
 }
-
-void progress::draw(uint64_t done) const {
-  double fraction = total_ == 0 ? 1.0 : static_cast<double>(done) / static_cast<double>(total_);
-  std::string bar(static_cast<size_t>(fraction * bar_width), '#');
-  bar.resize(bar_width, '.');
-  std::fprintf(stderr, "\r\033[K  %-24s [%s] %3d%%  %llu/%llu", label_.c_str(), bar.c_str(),
-               static_cast<int>(fraction * 100), static_cast<unsigned long long>(done),
-               static_cast<unsigned long long>(total_));
-  std::fflush(stderr);
-}
-
-// --- rss_recorder --------------------------------------------------------------------
 
 rss_recorder::rss_recorder(bool enabled) {
   if (!enabled) return;
@@ -360,7 +318,7 @@ rss_recorder::rss_recorder(bool enabled) {
   sample();
   thread_ = std::thread([this] {
     std::unique_lock<std::mutex> lock{mu_};
-    while (!cv_.wait_for(lock, rss_period, [this] { return stopping_; })) sample();
+    while (!cv_.wait_for(lock, std::chrono::milliseconds(50), [this] { return stopping_; })) sample();
   });
 }
 
@@ -392,14 +350,8 @@ void rss_recorder::sample() {
 
 void rss_recorder::add_chart(result* r, const std::string& name, const std::string& title) const {
   if (samples_.empty()) return;
-  chart& c = r->charts.emplace_back();
-  c.type = chart::kind::over_time;
-  c.name = name;
-  c.title = title;
-  c.unit = "MiB";
-  c.labels = {"VmRSS of the whole process, sampled every 50 ms"};
-  c.series = {samples_};
-  c.marks = marks_;
+  r->charts.push_back({chart::kind::over_time, name, title, "MiB", {"VmRSS of the whole process, sampled every 50 ms"},
+                       {}, {samples_}, marks_});
 }
 
 }  // namespace skein::bench

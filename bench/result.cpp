@@ -8,72 +8,59 @@
 namespace skein::bench {
 namespace {
 
-constexpr size_t cdf_points_max = 2000;
-
-const char* verdict(const target& t) { return t.skipped ? "skipped" : t.met() ? "met" : "MISSED"; }
-
-std::string header(const column& c) {
-  if (c.unit.empty() || c.name.ends_with(c.unit)) return c.name;
-  return c.name + " " + c.unit;
-}
-
-std::string render(const cell& v, const column& c) {
-  if (const auto* s = std::get_if<std::string>(&v)) return *s;
-  if (const auto* d = std::get_if<double>(&v))
-    return c.commas ? with_commas(*d, c.decimals) : fixed(*d, c.decimals);
-  return "-";
-}
-
 // Text columns (a text cell in any row) are left-aligned, figures right-aligned.
 void print_table(const table& t, std::FILE* out) {
+  size_t n = t.columns.size();
   std::vector<std::vector<std::string>> lines{{}};
-  std::vector<bool> left(t.columns.size(), false);
-  for (const auto& c : t.columns) lines[0].push_back(header(c));
+  std::vector<bool> left(n, false);
+  for (const auto& c : t.columns)
+    lines[0].push_back(c.unit.empty() || c.name.ends_with(c.unit) ? c.name : c.name + " " + c.unit);
   for (const auto& row : t.rows) {
     auto& line = lines.emplace_back();
-    for (size_t i = 0; i < t.columns.size(); ++i) {
+    for (size_t i = 0; i < n; ++i) {
+      const column& c = t.columns[i];
       const cell& v = i < row.size() ? row[i] : cell{};
-      if (std::holds_alternative<std::string>(v)) left[i] = true;
-      line.push_back(render(v, t.columns[i]));
+      if (const auto* s = std::get_if<std::string>(&v)) {
+        left[i] = true;
+        line.push_back(*s);
+      } else if (const auto* d = std::get_if<double>(&v)) {
+        line.push_back(c.commas ? with_commas(*d, c.decimals) : fixed(*d, c.decimals));
+      } else {
+        line.push_back("-");
+      }
     }
   }
-  std::vector<size_t> width(t.columns.size(), 0);
+  std::vector<size_t> width(n, 0);
   for (const auto& line : lines)
-    for (size_t i = 0; i < line.size(); ++i) width[i] = std::max(width[i], line[i].size());
+    for (size_t i = 0; i < n; ++i) width[i] = std::max(width[i], line[i].size());
   std::fprintf(out, "%s\n\n", t.title.c_str());
   for (const auto& line : lines) {
     std::string text;
-    for (size_t i = 0; i < line.size(); ++i) {
+    for (size_t i = 0; i < n; ++i) {
       std::string pad(width[i] - line[i].size(), ' ');
-      text += left[i] ? line[i] + pad : pad + line[i];
-      if (i + 1 < line.size()) text += "  ";
+      text += (left[i] ? line[i] + pad : pad + line[i]) + (i + 1 < n ? "  " : "");
     }
     while (!text.empty() && text.back() == ' ') text.pop_back();
     std::fprintf(out, "%s\n", text.c_str());
   }
   if (!t.notes.empty()) std::fprintf(out, "\n");
-  for (const auto& n : t.notes) std::fprintf(out, "%s\n", n.c_str());
-}
-
-void write_number(json_writer& w, double v) {
-  if (std::isfinite(v)) w.number(v);
-  else w.null();
+  for (const auto& note : t.notes) std::fprintf(out, "%s\n", note.c_str());
 }
 
 chart& chart_named(result* r, chart::kind type, const std::string& name, const std::string& title,
                    const std::string& unit) {
   for (auto& c : r->charts)
     if (c.name == name) return c;
-  chart& c = r->charts.emplace_back();
-  c.type = type;
-  c.name = name;
-  c.title = title;
-  c.unit = unit;
-  return c;
+  return r->charts.emplace_back(chart{type, name, title, unit, {}, {}, {}, {}});
 }
 
-const char* kind_name(chart::kind k) {
-  return k == chart::kind::bars ? "bars" : k == chart::kind::cdf ? "cdf" : "over_time";
+// `key` (none inside an array): [each(x) for every x of v].
+template <class T, class F>
+void write_array(json_writer& w, std::string_view key, const std::vector<T>& v, F each) {
+  if (!key.empty()) w.key(key);
+  w.begin_array();
+  for (const auto& x : v) each(x);
+  w.end_array();
 }
 
 }  // namespace
@@ -87,8 +74,7 @@ std::string fixed(double v, int decimals) {
 std::string with_commas(double v, int decimals) {
   std::string s = fixed(v, decimals);
   size_t begin = s[0] == '-' ? 1 : 0;
-  size_t end = s.find('.');
-  if (end == std::string::npos) end = s.size();
+  size_t end = std::min(s.find('.'), s.size());
   for (size_t i = end; i > begin + 3; i -= 3) s.insert(i - 3, ",");
   return s;
 }
@@ -96,10 +82,7 @@ std::string with_commas(double v, int decimals) {
 cell num(double v) { return std::isfinite(v) ? cell{v} : cell{}; }
 
 table& add_table(result* r, std::string title, std::vector<column> columns) {
-  table& t = r->tables.emplace_back();
-  t.title = std::move(title);
-  t.columns = std::move(columns);
-  return t;
+  return r->tables.emplace_back(table{std::move(title), std::move(columns), {}, {}});
 }
 
 void add_target(result* r, std::string name, double value, double goal, std::string unit,
@@ -126,7 +109,7 @@ void add_cdf(result* r, const std::string& name, const std::string& title, std::
   if (ns.empty()) return;  // a CDF of nothing is no curve
   std::sort(ns.begin(), ns.end());
   chart& c = chart_named(r, chart::kind::cdf, name, title, "us");
-  size_t n = ns.size(), points = std::min(n, cdf_points_max);
+  size_t n = ns.size(), points = std::min<size_t>(n, 2000);
   std::vector<double> us;
   for (size_t p = 0; p < points; ++p)
     us.push_back(static_cast<double>(ns[points == 1 ? n - 1 : p * (n - 1) / (points - 1)]) / 1000);
@@ -144,103 +127,77 @@ void print_result(const result& r, std::FILE* out) {
   for (const auto& g : r.targets) {
     std::string name = g.name;
     if (!g.against.empty() && g.name.find(g.against) == std::string::npos) name += " (vs " + g.against + ")";
-    std::string goal = (g.direction == better::higher ? ">= " : "<= ") + with_commas(g.goal, g.goal == std::floor(g.goal) ? 0 : 2);
-    t.rows.push_back({name, g.skipped ? cell{} : cell{g.value}, goal, g.unit, verdict(g)});
+    std::string goal = (g.direction == better::higher ? ">= " : "<= ") +
+                       with_commas(g.goal, g.goal == std::floor(g.goal) ? 0 : 2);
+    const char* verdict = g.skipped ? "skipped" : g.met() ? "met" : "MISSED";
+    t.rows.push_back({name, g.skipped ? cell{} : cell{g.value}, goal, g.unit, verdict});
   }
   std::fprintf(out, "\n");
   print_table(t, out);
 }
 
 void write_result_json(const result& r, json_writer& w) {
+  auto number = [&](double v) {
+    if (std::isfinite(v)) w.number(v);
+    else w.null();
+  };
+  auto numbers = [&](const std::vector<double>& v) { write_array(w, "", v, number); };
+  auto strings = [&](std::string_view key, const std::vector<std::string>& v) {
+    write_array(w, key, v, [&](const std::string& s) { w.string(s); });
+  };
   w.begin_object();
-  w.key("tables");
-  w.begin_array();
-  for (const auto& t : r.tables) {
+  write_array(w, "tables", r.tables, [&](const table& t) {
     w.begin_object();
     w.field("title", t.title);
-    w.key("columns");
-    w.begin_array();
-    for (const auto& c : t.columns) {
+    write_array(w, "columns", t.columns, [&](const column& c) {
       w.begin_object();
       w.field("name", c.name);
       w.field("unit", c.unit);
       w.end_object();
-    }
-    w.end_array();
-    w.key("rows");
-    w.begin_array();
-    for (const auto& row : t.rows) {
-      w.begin_array();
-      for (const auto& v : row) {
+    });
+    write_array(w, "rows", t.rows, [&](const std::vector<cell>& row) {
+      write_array(w, "", row, [&](const cell& v) {
         if (const auto* s = std::get_if<std::string>(&v)) w.string(*s);
-        else if (const auto* d = std::get_if<double>(&v)) write_number(w, *d);
+        else if (const auto* d = std::get_if<double>(&v)) number(*d);
         else w.null();
-      }
-      w.end_array();
-    }
-    w.end_array();
-    w.key("notes");
-    w.begin_array();
-    for (const auto& n : t.notes) w.string(n);
-    w.end_array();
+      });
+    });
+    strings("notes", t.notes);
     w.end_object();
-  }
-  w.end_array();
-  w.key("targets");
-  w.begin_array();
-  for (const auto& g : r.targets) {
+  });
+  write_array(w, "targets", r.targets, [&](const target& g) {
     w.begin_object();
     w.field("name", g.name);
     w.key("value");
-    if (g.skipped) w.null();
-    else write_number(w, g.value);
+    number(g.skipped ? NAN : g.value);
     w.key("goal");
-    write_number(w, g.goal);
+    number(g.goal);
     w.field("unit", g.unit);
     w.field("better", g.direction == better::higher ? "higher" : "lower");
     w.field("against", g.against);
     w.field_bool("skipped", g.skipped);
     w.field_bool("met", g.met());
     w.end_object();
-  }
-  w.end_array();
-  w.key("charts");
-  w.begin_array();
-  for (const auto& c : r.charts) {
+  });
+  write_array(w, "charts", r.charts, [&](const chart& c) {
     w.begin_object();
-    w.field("type", kind_name(c.type));
+    w.field("type", c.type == chart::kind::bars ? "bars" : c.type == chart::kind::cdf ? "cdf" : "over_time");
     w.field("name", c.name);
     w.field("title", c.title);
     w.field("unit", c.unit);
-    w.key("labels");
-    w.begin_array();
-    for (const auto& l : c.labels) w.string(l);
-    w.end_array();
+    strings("labels", c.labels);
     w.key("values");
-    w.begin_array();
-    for (double v : c.values) write_number(w, v);
-    w.end_array();
-    w.key("series");
-    w.begin_array();
-    for (const auto& s : c.series) {
-      w.begin_array();
-      for (double v : s) write_number(w, v);
-      w.end_array();
-    }
-    w.end_array();
-    w.key("marks");
-    w.begin_array();
-    for (const auto& [at, label] : c.marks) {
+    numbers(c.values);
+    write_array(w, "series", c.series, numbers);
+    write_array(w, "marks", c.marks, [&](const std::pair<double, std::string>& m) {
       w.begin_object();
       w.key("at");
-      write_number(w, at);
-      w.field("label", label);
+      number(m.first);
+      w.field("label", m.second);
       w.end_object();
-    }
-    w.end_array();
+    });
     w.end_object();
-  }
-  w.end_array();
+  });
   w.end_object();
 }
 

@@ -1,10 +1,6 @@
-// The workloads of skein-bench, what every one of them is given, and the helpers
-// they share (one copy each: common.cpp, runs.cpp, http.cpp).
-//
-// A workload measures and returns one `result` (result.hpp): tables, targets and,
-// with --plot, charts; skein-bench prints it and writes it to --json. A failed or
-// lost write is an error, never a figure: the workload returns it and skein-bench
-// exits 1.
+// The workloads of skein-bench, what each is given, and the helpers they share
+// (common.cpp, runs.cpp, http.cpp). A workload returns one `result` (result.hpp);
+// a failed or lost write is an error, never a figure: skein-bench exits 1.
 #pragma once
 
 #include <atomic>
@@ -19,7 +15,6 @@
 #include <vector>
 
 #include "bench/result.hpp"
-
 #include "runtime/model/status.hpp"
 #include "runtime/runtime.hpp"
 
@@ -50,7 +45,7 @@ struct bench_options {
   bool plot = false;   // --plot: workloads fill result::charts
 };
 
-// The workloads; bench_main.cpp lists each with what it measures.
+// The workloads; bench_main.cpp says what each measures.
 status run_append(const bench_options& options, result* out);
 status run_runs(const bench_options& options, result* out);
 status run_latency(const bench_options& options, result* out);
@@ -77,30 +72,22 @@ inline constexpr const char* bench_agent_id = "bench";
 
 // Removes `path` with everything in it, then creates it empty.
 status fresh_dir(const std::string& path);
-
 // `n` times `scale`, rounded, at least 1.
 size_t scaled_count(size_t n, double scale);
-
 // The agent bench_agent_id, system prompt "Be brief.", on `engine_config`.
 agent_config bench_agent(std::string engine_config = "{}");
-
 // Opens a runtime over the fresh database `options.dir`/`name` (removing an
 // earlier one) and creates the agent `agent`. `ro.data_dir` is set here.
-status open_bench_runtime(const bench_options& options, const std::string& name,
-                          runtime_options ro, const agent_config& agent,
-                          std::unique_ptr<runtime>* out);
-
+status open_bench_runtime(const bench_options& options, const std::string& name, runtime_options ro,
+                          const agent_config& agent, std::unique_ptr<runtime>* out);
 // Opens a runtime (durability sync) over the database a workload built at `path`,
 // which recovery must find clean. Effects off: their catch-up at open would read
 // the threads (titles go through the thread actor) before the measured reads and runs.
 status open_built_runtime(const std::string& path, std::unique_ptr<runtime>* out);
-
 // Runs fn(i) for every i < n, spread over `hosts` host threads; the first failure
 // stops them all and is returned.
 status on_host_threads(size_t n, size_t hosts, const std::function<status(size_t)>& fn);
-
-// Creates `n` threads of `agent_id`. Each creation waits for its durable commit,
-// so several host threads create at once and share the journal's fsyncs.
+// Creates `n` threads of `agent_id`, from two host threads that share the journal's fsyncs.
 status create_bench_threads(runtime& rt, const std::string& agent_id, size_t n, bool quiet,
                             std::vector<std::string>* ids);
 
@@ -125,32 +112,28 @@ status check_waited_run(const run_handle& h, const status& waited, const run_res
 // Sends `text` to `id`, waits and checks the run; *took (unless null) gets send to end.
 status run_checked(runtime& rt, const std::string& id, std::string text, const scripted_expect& want = {},
                    int64_t* took_ns = nullptr);
-
 // Activates the passive thread `id` with cancel(), which must find no run, then
 // sends it one run of `text` checked against `want`: the time of each.
 status time_cold(runtime& rt, const std::string& id, const std::string& text, const scripted_expect& want,
                  int64_t* activate_ns, int64_t* run_ns);
 
-// What a thread's complete log must hold after the workload.
+// What a thread's complete log must hold: seqs 1..events without a gap, and
+// completed_runs results, all completed.
 struct log_expectation {
-  uint64_t events = 0;          // seqs 1..events, no gap
-  uint64_t completed_runs = 0;  // `result` events with outcome completed, and no other outcome
+  uint64_t events = 0;
+  uint64_t completed_runs = 0;
 };
-
-// Reads back the complete log of up to `sample` of `ids` (all when sample >= size,
-// else evenly spread ones) through runtime::read and checks it against `want`.
+// Reads back the complete log of up to `sample` of `ids` (evenly spread, the
+// first and last among them) through runtime::read and checks it against `want`.
 status check_thread_logs(runtime& rt, const std::vector<std::string>& ids, size_t sample,
                          const log_expectation& want);
-
 // The event log failed and rejected no tick.
 status check_log_clean(runtime& rt);
 
-// The process's resident set (VmRSS of /proc/self/status) in bytes; 0 if unreadable.
+// VmRSS in bytes; 0 if unreadable.
 uint64_t rss_bytes();
-
 // The q-quantile (nearest rank) of `ns`, in microseconds; reorders `ns`. 0 when empty.
 double quantile_us(std::vector<int64_t>& ns, double q);
-
 double seconds_since(bench_clock::time_point from, bench_clock::time_point to);
 
 // A one-line bar on stderr for a long measurement, drawn only when enabled
@@ -165,7 +148,6 @@ class progress {
   void advance(uint64_t n = 1);
 
  private:
-  void draw(uint64_t done) const;
   std::string label_;
   uint64_t total_;
   bool enabled_;
@@ -173,8 +155,8 @@ class progress {
   std::atomic<int64_t> drawn_at_ns_{0};
 };
 
-// Samples the process's RSS every 50 ms on its own thread from construction until
-// finish() (idempotent); does nothing when not enabled. Marks name phases.
+// Samples the RSS every 50 ms on its own thread from construction until finish()
+// (idempotent); does nothing when not enabled. Marks name phases.
 class rss_recorder {
  public:
   explicit rss_recorder(bool enabled);
