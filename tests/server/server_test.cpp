@@ -83,6 +83,19 @@ TEST_CASE("every endpoint answers its happy path") {
   CHECK(exported.content_type == "application/x-ndjson");
   auto metrics = f.call("GET", "/metrics");
   CHECK(metrics.body.find("skein_log_commits_total") != std::string::npos);
+  // Every tick writes at least its event's key; a tick that only appends may leave
+  // the manifest row behind, so rows written never exceed ticks committed.
+  auto counter = [&](const std::string& name) {
+    size_t at = metrics.body.find("\n" + name + " ");
+    return at == std::string::npos ? -1.0 : std::stod(metrics.body.substr(at + name.size() + 2));
+  };
+  double commits = counter("skein_log_commits_total"), keys = counter("skein_log_keys_total"),
+         manifests = counter("skein_log_manifests_total");
+  INFO(metrics.body);
+  CHECK(commits > 0);
+  CHECK(keys >= commits);
+  CHECK(manifests > 0);
+  CHECK(manifests <= commits);
   CHECK(metrics.body.find("skein_http_requests_total") != std::string::npos);
   CHECK(metrics.body.find("skein_effect_backlog{effect=\"titles\"}") != std::string::npos);
   CHECK(metrics.body.find("skein_effect_lag_seconds{effect=\"embeddings\",quantile=\"0.99\"}") != std::string::npos);

@@ -1388,6 +1388,11 @@ void api::handle(http::request& req, std::shared_ptr<http::exchange> ex) {
     metric(out, "skein_log_events_total", "counter", "Events committed.", rs.log.events);
     metric(out, "skein_log_bytes_total", "counter", "Bytes written in batches.", rs.log.bytes);
     metric(out, "skein_log_failed_total", "counter", "Ticks failed by storage errors.", rs.log.failed);
+    metric(out, "skein_log_keys_total", "counter", "Batch entries written (puts, deletes, range deletes).",
+           rs.log.keys);
+    metric(out, "skein_log_manifests_total", "counter",
+           "Manifest rows written by ticks (a tick that only appends leaves the row behind the log).",
+           rs.log.manifests);
     metric(out, "skein_compactions_total", "counter", "Compaction events written.", rs.compactions);
     metric(out, "skein_compactions_failed_total", "counter", "Compactions that failed (thread.compaction_failed).",
            rs.compactions_failed);
