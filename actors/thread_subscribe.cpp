@@ -17,7 +17,9 @@ caf::result<uint64_t> thread_actor::subscribe(uint64_t from_seq, caf::actor& sin
   // Only what was acknowledged: a commit in flight is delivered when its ack comes.
   const uint64_t last = manifest_.last_seq;
   monitor(sink);
-  subscribers_.push_back(subscriber{sink, from_seq});
+  subscriber& added = subscribers_.emplace_back();
+  added.sink = sink;
+  added.from_seq = from_seq;
   if (from_seq > last) return last + 1;
   // The backlog is read on a reader, as stored; live events wait behind it.
   caf::response_promise promise = make_response_promise();
