@@ -577,39 +577,6 @@ TEST_CASE("every route takes the longest, deepest and most malformed input and a
   CHECK(f.srv->counters().body_bytes_buffered == 0);
 }
 
-namespace {
-
-// One reply of the api handler, which may come later from another thread; waited
-// for with a bound on the test's own thread.
-class captured_reply : public http::exchange {
- public:
-  void reply(http::response r) override {
-    std::lock_guard lock{mu_};
-    if (done_) return;
-    r_ = std::move(r);
-    done_ = true;
-    cv_.notify_all();
-  }
-  std::shared_ptr<http::event_stream> stream(http::header_list) override {
-    reply(http::response{500, "application/json", "no streams here", {}});
-    return nullptr;
-  }
-  bool wait(http::response* out) {
-    std::unique_lock lock{mu_};
-    if (!cv_.wait_for(lock, std::chrono::seconds(30), [&] { return done_; })) return false;
-    *out = r_;
-    return true;
-  }
-
- private:
-  std::mutex mu_;  // guards done_ and r_
-  std::condition_variable cv_;
-  bool done_ = false;
-  http::response r_;
-};
-
-}  // namespace
-
 TEST_CASE("POST entries: the handler trusts admission's check of its own thread only") {
   server_fixture f{{}, {}, tokens_file};
   f.agent("alpha", ok_rules, admin);
@@ -625,10 +592,10 @@ TEST_CASE("POST entries: the handler trusts admission's check of its own thread 
     req.headers["authorization"] = "Bearer " + alpha;
     req.body = R"({"text":"x"})";
     req.admitted_thread = admitted;
-    auto ex = std::make_shared<captured_reply>();
+    auto ex = std::make_shared<http::captured_reply>();
     f.api->handle(req, ex);
     http::response r;
-    REQUIRE(ex->wait(&r));
+    REQUIRE(ex->wait_for(std::chrono::seconds(30), &r));
     return r;
   };
   // Admitted for alpha's thread, sent to beta's: the handler checks beta's itself.

@@ -73,4 +73,30 @@ std::string percent_encode(std::string_view s) {
   return out;
 }
 
+void captured_reply::reply(response r) {
+  std::lock_guard lock{mu_};
+  if (done_) return;
+  r_ = std::move(r);
+  done_ = true;
+  cv_.notify_all();
+}
+
+std::shared_ptr<event_stream> captured_reply::stream(header_list) {
+  reply(response{500, "application/json", R"({"error":{"code":"internal","message":"no streams here"}})", {}});
+  return nullptr;
+}
+
+response captured_reply::wait() {
+  std::unique_lock lock{mu_};
+  cv_.wait(lock, [&] { return done_; });
+  return r_;
+}
+
+bool captured_reply::wait_for(std::chrono::milliseconds timeout, response* out) {
+  std::unique_lock lock{mu_};
+  if (!cv_.wait_for(lock, timeout, [&] { return done_; })) return false;
+  *out = r_;
+  return true;
+}
+
 }  // namespace skein::http

@@ -8,10 +8,12 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -65,6 +67,25 @@ class exchange {
   virtual ~exchange() = default;
   virtual void reply(response r) = 0;
   virtual std::shared_ptr<event_stream> stream(header_list headers) = 0;
+};
+
+// An exchange that keeps the one reply a handler gives (a stream is refused with a
+// 500), for callers that run a handler in process: the MCP server's embedded
+// transport, tests. The reply may come later from any thread; a second is ignored.
+class captured_reply : public exchange {
+ public:
+  void reply(response r) override;
+  std::shared_ptr<event_stream> stream(header_list headers) override;
+  // Waits for the reply (every route replies exactly once).
+  response wait();
+  // The same with a bound: false when no reply came within `timeout`.
+  bool wait_for(std::chrono::milliseconds timeout, response* out);
+
+ private:
+  std::mutex mu_;  // guards done_ and r_
+  std::condition_variable cv_;
+  bool done_ = false;
+  response r_;
 };
 
 using handler = std::function<void(request& req, std::shared_ptr<exchange> ex)>;
