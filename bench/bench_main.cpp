@@ -75,17 +75,6 @@ constexpr workload workloads[] = {
              "embedded and over HTTP", run_read},
 };
 
-// The value of `key` in a "key : value" file such as /proc/meminfo; "unknown" when absent.
-std::string proc_field(const char* file, std::string_view key) {
-  std::ifstream in{file};
-  for (std::string line; std::getline(in, line);) {
-    size_t value = line.find_first_not_of(" \t", line.find(':') + 1);
-    if (line.starts_with(key) && line.find(':') != std::string::npos && value != std::string::npos)
-      return line.substr(value);
-  }
-  return "unknown";
-}
-
 // The disk under `dir` (its device, "rotational" or "non-rotational") through
 // /sys/dev/block/MAJ:MIN, whose parent is a partition's disk. Anonymous devices
 // (tmpfs, overlay) stay unknown.
@@ -203,15 +192,15 @@ std::string parse(int argc, char** argv, command_line* out) {
 // Prepares --plot (it must fail before an hour of workloads, not after) and the
 // databases' directory: the one the user named, kept; else one made under the
 // system temp dir, removed with everything in it when the run ends (*owned).
-status prepare(const command_line& cl, bench_options* options, bool* owned) {
+status prepare(command_line* cl, bool* owned) {
   std::error_code ec;
-  if (!cl.plot_dir.empty()) {
+  if (!cl->plot_dir.empty()) {
     SKEIN_TRY(check_gnuplot());
-    std::filesystem::create_directories(cl.plot_dir, ec);
-    if (ec) return status::io_error("--plot " + cl.plot_dir + ": " + ec.message());
+    std::filesystem::create_directories(cl->plot_dir, ec);
+    if (ec) return status::io_error("--plot " + cl->plot_dir + ": " + ec.message());
   }
-  *options = cl.options;
-  options->plot = !cl.plot_dir.empty();
+  bench_options* options = &cl->options;
+  options->plot = !cl->plot_dir.empty();
   if (!options->dir.empty()) {
     std::filesystem::create_directories(options->dir, ec);
     return ec ? status::io_error("--dir " + options->dir + ": " + ec.message()) : status::ok();
@@ -225,7 +214,8 @@ status prepare(const command_line& cl, bench_options* options, bool* owned) {
   return status::ok();
 }
 
-status run(const command_line& cl, const bench_options& options) {
+status run(const command_line& cl) {
+  const bench_options& options = cl.options;
   std::vector<result> results;
   for (const workload* w : cl.chosen) {
     if (!results.empty()) std::printf("\n");
@@ -260,12 +250,11 @@ int main(int argc, char** argv) {
     print_usage();
     return 0;
   }
-  bench_options options;
   bool owned = false;
-  skein::status s = prepare(cl, &options, &owned);
-  if (s) s = run(cl, options);
+  skein::status s = prepare(&cl, &owned);
+  if (s) s = run(cl);
   std::error_code ec;
-  if (owned) std::filesystem::remove_all(options.dir, ec);
+  if (owned) std::filesystem::remove_all(cl.options.dir, ec);
   if (!s) {
     std::fprintf(stderr, "skein-bench: %s\n", s.message().c_str());
     return 1;

@@ -37,11 +37,23 @@ double quantile_us(std::vector<int64_t>& ns, double q) {
   return static_cast<double>(*nth) / 1000.0;
 }
 
-uint64_t rss_bytes() {
-  std::ifstream in{"/proc/self/status"};
-  for (std::string line; std::getline(in, line);)
-    if (line.starts_with("VmRSS:")) return std::strtoull(line.c_str() + 6, nullptr, 10) * 1024;
-  return 0;
+std::string proc_field(const char* file, std::string_view key) {
+  std::ifstream in{file};
+  for (std::string line; std::getline(in, line);) {
+    size_t value = line.find_first_not_of(" \t", line.find(':') + 1);
+    if (line.starts_with(key) && line.find(':') != std::string::npos && value != std::string::npos)
+      return line.substr(value);
+  }
+  return "unknown";
+}
+
+uint64_t rss_bytes() { return std::strtoull(proc_field("/proc/self/status", "VmRSS").c_str(), nullptr, 10) * 1024; }
+
+std::vector<size_t> spread(size_t n, size_t size) {
+  std::vector<size_t> out;
+  n = std::min(n, size);
+  for (size_t k = 0; k < n; ++k) out.push_back(n == 1 ? 0 : k * (size - 1) / (n - 1));
+  return out;
 }
 
 agent_config bench_agent(std::string engine_config) {
@@ -114,9 +126,8 @@ status create_bench_threads(runtime& rt, const std::string& agent_id, size_t n, 
 
 status check_thread_logs(runtime& rt, const std::vector<std::string>& ids, size_t sample,
                          const log_expectation& want) {
-  size_t n = std::min(sample, ids.size());
-  for (size_t k = 0; k < n; ++k) {
-    const std::string& id = ids[n == 1 ? 0 : k * (ids.size() - 1) / (n - 1)];
+  for (size_t k : spread(sample, ids.size())) {
+    const std::string& id = ids[k];
     manifest m;
     SKEIN_TRY(rt.get_thread(id, &m));
     std::vector<event> events;

@@ -32,14 +32,6 @@ struct recovery_open {
   double first_run_seconds = 0;
 };
 
-// `n` indices of [0, size) spread evenly, the first and last among them.
-std::vector<size_t> spread(size_t n, size_t size) {
-  std::vector<size_t> out;
-  n = std::min(n, size);
-  for (size_t k = 0; k < n; ++k) out.push_back(n == 1 ? 0 : k * (size - 1) / (n - 1));
-  return out;
-}
-
 // Opens a runtime on `path` and times the open and one run on `thread` after it;
 // the runtime stays open in *rt for the checks that follow.
 status open_and_run(const std::string& path, const std::string& thread, uint64_t first_seq, recovery_open* f,

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -130,8 +131,12 @@ status check_thread_logs(runtime& rt, const std::vector<std::string>& ids, size_
 // The event log failed and rejected no tick.
 status check_log_clean(runtime& rt);
 
+// The value of `key` in a "key : value" file such as /proc/meminfo; "unknown" when absent.
+std::string proc_field(const char* file, std::string_view key);
 // VmRSS in bytes; 0 if unreadable.
 uint64_t rss_bytes();
+// `n` indices of [0, size) spread evenly, the first and last among them.
+std::vector<size_t> spread(size_t n, size_t size);
 // The q-quantile (nearest rank) of `ns`, in microseconds; reorders `ns`. 0 when empty.
 double quantile_us(std::vector<int64_t>& ns, double q);
 double seconds_since(bench_clock::time_point from, bench_clock::time_point to);
