@@ -189,7 +189,7 @@ status run_append(const bench_options& options, result* out) {
   auto event_json = [&plan](size_t i, uint64_t seq, std::string* json) {
     return encode_event(plan.make_event(i, seq), json);
   };
-  SKEIN_TRY(run_append_baselines({plan.threads, plan.ticks, event_json}, options, &rows));
+  SKEIN_TRY(run_append_baselines(plan.threads, plan.ticks, event_json, options, &rows));
 
   std::string sample;
   SKEIN_TRY(encode_event(plan.make_event(0, 1), &sample));
