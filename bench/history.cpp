@@ -36,38 +36,61 @@ struct length_set {
   history_append appends[2];        // concurrent: every thread, one tick in flight each; sequential: one thread
 };
 
-// Through skein::runtime, before the appends; the lengths take turns, sample after
-// sample, like the appends' rounds. The first run after activation reads the log:
-// what coming back costs at this history length. It must complete as scripted,
-// right after the history. One row per length.
-status measure_cold(const std::string& path, const std::vector<length_set>& sets,
-                    std::vector<std::vector<cell>>* rows) {
-  std::unique_ptr<runtime> rt;
-  SKEIN_TRY(open_built_runtime(path, &rt));
-  std::vector<std::vector<int64_t>> activate(sets.size()), run(sets.size());
-  for (size_t s = 0; s < cold_samples; ++s) {
-    for (size_t k = 0; k < sets.size(); ++k)
-      SKEIN_TRY(time_cold(*rt, sets[k].ids[s], "first run after activation", {.first_seq = sets[k].history_events + 1},
-                          &activate[k].emplace_back(), &run[k].emplace_back()));
-  }
-  runtime_stats st;
-  SKEIN_TRY(rt->stats(&st));
-  if (st.activations != cold_samples * sets.size())
-    return status::corruption(std::to_string(st.activations) + " activations for " +
-                              std::to_string(cold_samples * sets.size()) + " cold threads");
-  for (size_t k = 0; k < sets.size(); ++k) {
-    rows->push_back({num(sets[k].history_events), num(cold_samples), num(quantile_us(activate[k], 0.50) / 1000),
-                     num(quantile_us(activate[k], 1.0) / 1000), num(quantile_us(run[k], 0.50) / 1000),
-                     num(quantile_us(run[k], 1.0) / 1000)});
-  }
-  return rt->close();
-}
+}  // namespace
 
-// One pass of each kind per length per round, the round's first length rotating
-// so that none is always first after a pause. Then every acknowledged tick must be
-// in the log, after the history, in order.
-status measure_appends(const std::string& path, size_t rounds, size_t concurrent_ticks, size_t sequential_ticks,
-                       std::vector<length_set>& sets, bool quiet) {
+status run_history(const bench_options& options, result* out) {
+  std::vector<length_set> sets;
+  for (uint64_t length : lengths_at_scale_1) {
+    // The shortest length is what a new thread has: it does not shrink with the scale.
+    uint64_t scaled = length == lengths_at_scale_1[0] ? length : scaled_count(length, options.scale);
+    sets.emplace_back().history_events = buildable_length(scaled);
+  }
+  size_t concurrent = scaled_count(1'000, options.scale);  // ticks per thread
+  size_t sequential = scaled_count(2'000, options.scale);  // on the one thread
+  size_t rounds = std::min({size_t{5}, concurrent, sequential});
+
+  const std::string path = options.dir + "/history";
+  build_stats built;
+  {
+    std::unique_ptr<event_log> log;
+    SKEIN_TRY(open_build_log(path, true, &log));
+    SKEIN_TRY(log->put_agent(bench_agent_config()));
+    for (size_t k = 0; k < sets.size(); ++k) {
+      sets[k].ids = bench_thread_ids(threads_per_length, k + 1);
+      SKEIN_TRY(build_threads(*log, bench_agent_id, sets[k].ids, sets[k].history_events, options.quiet, &built));
+    }
+  }
+  // Through skein::runtime, before the appends; the lengths take turns, sample after
+  // sample, like the appends' rounds. The first run after activation reads the log:
+  // what coming back costs at this history length. It must complete as scripted,
+  // right after the history. One row per length.
+  std::vector<std::vector<cell>> cold_rows;
+  {
+    std::unique_ptr<runtime> rt;
+    SKEIN_TRY(open_built_runtime(path, &rt));
+    std::vector<std::vector<int64_t>> activate(sets.size()), run(sets.size());
+    for (size_t s = 0; s < cold_samples; ++s) {
+      for (size_t k = 0; k < sets.size(); ++k)
+        SKEIN_TRY(time_cold(*rt, sets[k].ids[s], "first run after activation",
+                            {.first_seq = sets[k].history_events + 1}, &activate[k].emplace_back(),
+                            &run[k].emplace_back()));
+    }
+    runtime_stats st;
+    SKEIN_TRY(rt->stats(&st));
+    if (st.activations != cold_samples * sets.size())
+      return status::corruption(std::to_string(st.activations) + " activations for " +
+                                std::to_string(cold_samples * sets.size()) + " cold threads");
+    for (size_t k = 0; k < sets.size(); ++k) {
+      cold_rows.push_back({num(sets[k].history_events), num(cold_samples),
+                           num(quantile_us(activate[k], 0.50) / 1000), num(quantile_us(activate[k], 1.0) / 1000),
+                           num(quantile_us(run[k], 0.50) / 1000), num(quantile_us(run[k], 1.0) / 1000)});
+    }
+    SKEIN_TRY(rt->close());
+  }
+
+  // One pass of each kind per length per round, the round's first length rotating
+  // so that none is always first after a pause. Then every acknowledged tick must be
+  // in the log, after the history, in order.
   log_options lo;
   lo.path = path;
   lo.mode = durability::sync;
@@ -91,14 +114,15 @@ status measure_appends(const std::string& path, size_t rounds, size_t concurrent
     e.ts_ms = now_ms();
     return e;
   };
-  progress bar{"appending", rounds * sets.size(), progress_wanted(quiet)};
+  progress bar{"appending", rounds * sets.size(), progress_wanted(options.quiet)};
   SKEIN_TRY(with_journal(*log, [&](caf::actor_system& sys, const caf::actor& journal) {
     for (size_t r = 0; r < rounds; ++r) {
       for (size_t turn = 0; turn < sets.size(); ++turn) {
         length_set& set = sets[(r + turn) % sets.size()];
         for (size_t kind : {0, 1}) {
           history_append& a = set.appends[kind];
-          size_t threads = kind == 0 ? set.ids.size() : 1, ticks = kind == 0 ? concurrent_ticks : sequential_ticks;
+          size_t threads = kind == 0 ? set.ids.size() : 1;
+          size_t ticks = (kind == 0 ? concurrent : sequential) / rounds;
           uint64_t writes = log->counters().writes;
           SKEIN_TRY(drive_ticks(sys, journal, set.manifests.data(), threads, ticks, make_event, nullptr, &a.ns,
                                 &a.seconds));
@@ -132,36 +156,6 @@ status measure_appends(const std::string& path, size_t rounds, size_t concurrent
                                   " and " + std::to_string(appended));
     }
   }
-  return status::ok();
-}
-
-}  // namespace
-
-status run_history(const bench_options& options, result* out) {
-  std::vector<length_set> sets;
-  for (uint64_t length : lengths_at_scale_1) {
-    // The shortest length is what a new thread has: it does not shrink with the scale.
-    uint64_t scaled = length == lengths_at_scale_1[0] ? length : scaled_count(length, options.scale);
-    sets.emplace_back().history_events = buildable_length(scaled);
-  }
-  size_t concurrent = scaled_count(1'000, options.scale);  // ticks per thread
-  size_t sequential = scaled_count(2'000, options.scale);  // on the one thread
-  size_t rounds = std::min({size_t{5}, concurrent, sequential});
-
-  const std::string path = options.dir + "/history";
-  build_stats built;
-  {
-    std::unique_ptr<event_log> log;
-    SKEIN_TRY(open_build_log(path, true, &log));
-    SKEIN_TRY(log->put_agent(bench_agent_config()));
-    for (size_t k = 0; k < sets.size(); ++k) {
-      sets[k].ids = bench_thread_ids(threads_per_length, k + 1);
-      SKEIN_TRY(build_threads(*log, bench_agent_id, sets[k].ids, sets[k].history_events, options.quiet, &built));
-    }
-  }
-  std::vector<std::vector<cell>> cold_rows;
-  SKEIN_TRY(measure_cold(path, sets, &cold_rows));
-  SKEIN_TRY(measure_appends(path, rounds, concurrent / rounds, sequential / rounds, sets, options.quiet));
 
   table& t = add_table(
       out,
