@@ -270,10 +270,10 @@ status drive_ticks(caf::actor_system& sys, const caf::actor& journal, manifest* 
                    std::vector<int64_t>* latencies_ns, double* seconds);
 
 // Runs fn with a journal actor over `log` in an actor system of its own, then
-// closes the journal: the system is gone, and the log free, when this returns.
-status with_journal(event_log& log, const std::function<status(caf::actor_system&, const caf::actor&)>& fn);
-// The log counted `ticks` one-event commits, and no failed or rejected one.
-status check_log_counters(const event_log& log, uint64_t ticks);
+// closes the journal: the system is gone, and the log free, when this returns. The
+// log must then count `ticks` one-event commits, and no failed or rejected one.
+status with_journal(event_log& log, uint64_t ticks,
+                    const std::function<status(caf::actor_system&, const caf::actor&)>& fn);
 
 // The HTTP API over `rt` on 127.0.0.1 at an ephemeral port, without a tokens file
 // (every request is admin, as skein serve allows on loopback); `rt` must outlive it.
