@@ -88,7 +88,7 @@ status run_skein(const append_plan& plan, durability mode, std::shared_ptr<const
   std::vector<manifest> threads = plan.threads;
   std::vector<int64_t> latencies_ns;
   latencies_ns.reserve(plan.total());
-  status s = with_journal(*log, [&](caf::actor_system& sys, const caf::actor& journal) {
+  status s = with_journal(*log, plan.total(), [&](caf::actor_system& sys, const caf::actor& journal) {
     progress bar{"skein " + row->mode, plan.total(), progress_wanted(options.quiet)};
     return drive_ticks(sys, journal, threads.data(), threads.size(), plan.ticks,
                        [&plan](size_t i, uint64_t seq) { return plan.make_event(i, seq); }, &bar, &latencies_ns,
@@ -99,7 +99,6 @@ status run_skein(const append_plan& plan, durability mode, std::shared_ptr<const
   row->take_latencies(std::move(latencies_ns), options.plot);
   row->writes = log->counters().writes;
   row->commits = log->counters().commits;
-  s = check_log_counters(*log, plan.total());
   std::vector<event> events;
   for (size_t i = 0; s && i < threads.size(); ++i) {
     manifest m;
@@ -189,7 +188,7 @@ status run_append(const bench_options& options, result* out) {
   auto event_json = [&plan](size_t i, uint64_t seq, std::string* json) {
     return encode_event(plan.make_event(i, seq), json);
   };
-  SKEIN_TRY(run_append_baselines({plan.threads, plan.ticks, event_json}, options, &rows));
+  SKEIN_TRY(run_append_baselines(plan.threads, plan.ticks, event_json, options, &rows));
 
   std::string sample;
   SKEIN_TRY(encode_event(plan.make_event(0, 1), &sample));

@@ -219,7 +219,7 @@ status fanout_pass(runtime& rt, size_t subscribers, size_t runs, uint64_t buffer
   std::unique_ptr<bench_server> srv;
   SKEIN_TRY(bench_server::start(rt, limits, io_threads, &srv));
 
-  subscriber_pool pool{srv->port(), "/v1/threads/" + m.id + "/stream?from_seq=" + std::to_string(*from_seq),
+  subscriber_pool pool{srv->listener->port(), "/v1/threads/" + m.id + "/stream?from_seq=" + std::to_string(*from_seq),
                        subscribers, *from_seq};
   auto connect_start = bench_clock::now();
   SKEIN_TRY(pool.pump([&] { return pool.streaming == subscribers; }, [&] { return connect_start + timeout; },
@@ -269,7 +269,7 @@ status fanout_pass(runtime& rt, size_t subscribers, size_t runs, uint64_t buffer
     bytes += s.bytes;
     ended += s.ended;
   }
-  *disconnected = srv->http().counters().slow_clients;
+  *disconnected = srv->listener->counters().slow_clients;
   if (ended != *disconnected)
     return status::corruption(std::to_string(ended) + " streams ended early, but the server closed " +
                               std::to_string(*disconnected) + " slow clients");

@@ -36,105 +36,6 @@ struct length_set {
   history_append appends[2];        // concurrent: every thread, one tick in flight each; sequential: one thread
 };
 
-// Through skein::runtime, before the appends; the lengths take turns, sample after
-// sample, like the appends' rounds. The first run after activation reads the log:
-// what coming back costs at this history length. It must complete as scripted,
-// right after the history. One row per length.
-status measure_cold(const std::string& path, const std::vector<length_set>& sets,
-                    std::vector<std::vector<cell>>* rows) {
-  std::unique_ptr<runtime> rt;
-  SKEIN_TRY(open_built_runtime(path, &rt));
-  std::vector<std::vector<int64_t>> activate(sets.size()), run(sets.size());
-  for (size_t s = 0; s < cold_samples; ++s) {
-    for (size_t k = 0; k < sets.size(); ++k)
-      SKEIN_TRY(time_cold(*rt, sets[k].ids[s], "first run after activation", {.first_seq = sets[k].history_events + 1},
-                          &activate[k].emplace_back(), &run[k].emplace_back()));
-  }
-  runtime_stats st;
-  SKEIN_TRY(rt->stats(&st));
-  if (st.activations != cold_samples * sets.size())
-    return status::corruption(std::to_string(st.activations) + " activations for " +
-                              std::to_string(cold_samples * sets.size()) + " cold threads");
-  for (size_t k = 0; k < sets.size(); ++k) {
-    rows->push_back({num(sets[k].history_events), num(cold_samples), num(quantile_us(activate[k], 0.50) / 1000),
-                     num(quantile_us(activate[k], 1.0) / 1000), num(quantile_us(run[k], 0.50) / 1000),
-                     num(quantile_us(run[k], 1.0) / 1000)});
-  }
-  return rt->close();
-}
-
-// One pass of each kind per length per round, the round's first length rotating
-// so that none is always first after a pause. Then every acknowledged tick must be
-// in the log, after the history, in order.
-status measure_appends(const std::string& path, size_t rounds, size_t concurrent_ticks, size_t sequential_ticks,
-                       std::vector<length_set>& sets, bool quiet) {
-  log_options lo;
-  lo.path = path;
-  lo.mode = durability::sync;
-  std::unique_ptr<event_log> log;
-  SKEIN_TRY(event_log::open(lo, &log));
-  std::vector<std::vector<uint64_t>> before(sets.size());  // last_seq when the appends began
-  for (size_t k = 0; k < sets.size(); ++k) {
-    sets[k].manifests.resize(sets[k].ids.size());
-    for (size_t i = 0; i < sets[k].ids.size(); ++i) {
-      SKEIN_TRY(log->read_manifest(sets[k].ids[i], &sets[k].manifests[i]));
-      before[k].push_back(sets[k].manifests[i].last_seq);
-    }
-  }
-  // Text that differs from tick to tick, as messages do.
-  auto make_event = [](size_t, uint64_t seq) {
-    std::string text = "appended message " + std::to_string(seq) + ":";
-    while (text.size() < 200) text += " the deploy of build " + std::to_string(seq % 97);
-    text.resize(200);
-    event e = make_message(message_role::user, std::move(text));
-    e.seq = seq;
-    e.ts_ms = now_ms();
-    return e;
-  };
-  progress bar{"appending", rounds * sets.size(), progress_wanted(quiet)};
-  SKEIN_TRY(with_journal(*log, [&](caf::actor_system& sys, const caf::actor& journal) {
-    for (size_t r = 0; r < rounds; ++r) {
-      for (size_t turn = 0; turn < sets.size(); ++turn) {
-        length_set& set = sets[(r + turn) % sets.size()];
-        for (size_t kind : {0, 1}) {
-          history_append& a = set.appends[kind];
-          size_t threads = kind == 0 ? set.ids.size() : 1, ticks = kind == 0 ? concurrent_ticks : sequential_ticks;
-          uint64_t writes = log->counters().writes;
-          SKEIN_TRY(drive_ticks(sys, journal, set.manifests.data(), threads, ticks, make_event, nullptr, &a.ns,
-                                &a.seconds));
-          a.writes += log->counters().writes - writes;
-          a.events += threads * ticks;
-        }
-        bar.advance();
-      }
-    }
-    return status::ok();
-  }));
-  uint64_t ticks = 0;
-  for (const auto& set : sets) ticks += set.appends[0].events + set.appends[1].events;
-  SKEIN_TRY(check_log_counters(*log, ticks));
-  std::vector<event> events;
-  for (size_t k = 0; k < sets.size(); ++k) {
-    const length_set& set = sets[k];
-    for (size_t i = 0; i < set.ids.size(); ++i) {
-      // The sequential ticks all went to the first thread.
-      uint64_t appended = set.appends[0].events / set.ids.size() + (i == 0 ? set.appends[1].events : 0);
-      uint64_t want = before[k][i] + appended;
-      manifest m;
-      SKEIN_TRY(log->read_manifest(set.ids[i], &m));
-      SKEIN_TRY(log->read_events(set.ids[i], before[k][i] + 1, 0, &events));
-      bool in_order = set.manifests[i].last_seq == want;  // what the journal acknowledged
-      for (size_t j = 0; j < events.size(); ++j) in_order = in_order && events[j].seq == before[k][i] + 1 + j;
-      if (m.last_seq != want || events.size() != appended || !in_order)
-        return status::corruption("thread " + set.ids[i] + ": last_seq " + std::to_string(m.last_seq) + " and " +
-                                  std::to_string(events.size()) + " events after seq " +
-                                  std::to_string(before[k][i]) + ", expected last_seq " + std::to_string(want) +
-                                  " and " + std::to_string(appended));
-    }
-  }
-  return status::ok();
-}
-
 }  // namespace
 
 status run_history(const bench_options& options, result* out) {
@@ -159,9 +60,101 @@ status run_history(const bench_options& options, result* out) {
       SKEIN_TRY(build_threads(*log, bench_agent_id, sets[k].ids, sets[k].history_events, options.quiet, &built));
     }
   }
+  // Through skein::runtime, before the appends; the lengths take turns, sample after
+  // sample, like the appends' rounds. The first run after activation reads the log:
+  // what coming back costs at this history length. It must complete as scripted,
+  // right after the history. One row per length.
   std::vector<std::vector<cell>> cold_rows;
-  SKEIN_TRY(measure_cold(path, sets, &cold_rows));
-  SKEIN_TRY(measure_appends(path, rounds, concurrent / rounds, sequential / rounds, sets, options.quiet));
+  {
+    std::unique_ptr<runtime> rt;
+    SKEIN_TRY(open_built_runtime(path, &rt));
+    std::vector<std::vector<int64_t>> activate(sets.size()), run(sets.size());
+    for (size_t s = 0; s < cold_samples; ++s) {
+      for (size_t k = 0; k < sets.size(); ++k)
+        SKEIN_TRY(time_cold(*rt, sets[k].ids[s], "first run after activation",
+                            {.first_seq = sets[k].history_events + 1}, &activate[k].emplace_back(),
+                            &run[k].emplace_back()));
+    }
+    runtime_stats st;
+    SKEIN_TRY(rt->stats(&st));
+    if (st.activations != cold_samples * sets.size())
+      return status::corruption(std::to_string(st.activations) + " activations for " +
+                                std::to_string(cold_samples * sets.size()) + " cold threads");
+    for (size_t k = 0; k < sets.size(); ++k) {
+      cold_rows.push_back({num(sets[k].history_events), num(cold_samples),
+                           num(quantile_us(activate[k], 0.50) / 1000), num(quantile_us(activate[k], 1.0) / 1000),
+                           num(quantile_us(run[k], 0.50) / 1000), num(quantile_us(run[k], 1.0) / 1000)});
+    }
+    SKEIN_TRY(rt->close());
+  }
+
+  // One pass of each kind per length per round, the round's first length rotating
+  // so that none is always first after a pause. Then every acknowledged tick must be
+  // in the log, after the history, in order.
+  log_options lo;
+  lo.path = path;
+  lo.mode = durability::sync;
+  std::unique_ptr<event_log> log;
+  SKEIN_TRY(event_log::open(lo, &log));
+  std::vector<std::vector<uint64_t>> before(sets.size());  // last_seq when the appends began
+  for (size_t k = 0; k < sets.size(); ++k) {
+    sets[k].manifests.resize(sets[k].ids.size());
+    for (size_t i = 0; i < sets[k].ids.size(); ++i) {
+      SKEIN_TRY(log->read_manifest(sets[k].ids[i], &sets[k].manifests[i]));
+      before[k].push_back(sets[k].manifests[i].last_seq);
+    }
+  }
+  // Text that differs from tick to tick, as messages do.
+  auto make_event = [](size_t, uint64_t seq) {
+    std::string text = "appended message " + std::to_string(seq) + ":";
+    while (text.size() < 200) text += " the deploy of build " + std::to_string(seq % 97);
+    text.resize(200);
+    event e = make_message(message_role::user, std::move(text));
+    e.seq = seq;
+    e.ts_ms = now_ms();
+    return e;
+  };
+  progress bar{"appending", rounds * sets.size(), progress_wanted(options.quiet)};
+  uint64_t commits = 0;  // every one-event tick of the rounds
+  for (const auto& set : sets) commits += rounds * (set.ids.size() * (concurrent / rounds) + sequential / rounds);
+  SKEIN_TRY(with_journal(*log, commits, [&](caf::actor_system& sys, const caf::actor& journal) {
+    for (size_t r = 0; r < rounds; ++r) {
+      for (size_t turn = 0; turn < sets.size(); ++turn) {
+        length_set& set = sets[(r + turn) % sets.size()];
+        for (size_t kind : {0, 1}) {
+          history_append& a = set.appends[kind];
+          size_t threads = kind == 0 ? set.ids.size() : 1;
+          size_t ticks = (kind == 0 ? concurrent : sequential) / rounds;
+          uint64_t writes = log->counters().writes;
+          SKEIN_TRY(drive_ticks(sys, journal, set.manifests.data(), threads, ticks, make_event, nullptr, &a.ns,
+                                &a.seconds));
+          a.writes += log->counters().writes - writes;
+          a.events += threads * ticks;
+        }
+        bar.advance();
+      }
+    }
+    return status::ok();
+  }));
+  std::vector<event> events;
+  for (size_t k = 0; k < sets.size(); ++k) {
+    const length_set& set = sets[k];
+    for (size_t i = 0; i < set.ids.size(); ++i) {
+      // The sequential ticks all went to the first thread.
+      uint64_t appended = set.appends[0].events / set.ids.size() + (i == 0 ? set.appends[1].events : 0);
+      uint64_t want = before[k][i] + appended;
+      manifest m;
+      SKEIN_TRY(log->read_manifest(set.ids[i], &m));
+      SKEIN_TRY(log->read_events(set.ids[i], before[k][i] + 1, 0, &events));
+      bool in_order = set.manifests[i].last_seq == want;  // what the journal acknowledged
+      for (size_t j = 0; j < events.size(); ++j) in_order = in_order && events[j].seq == before[k][i] + 1 + j;
+      if (m.last_seq != want || events.size() != appended || !in_order)
+        return status::corruption("thread " + set.ids[i] + ": last_seq " + std::to_string(m.last_seq) + " and " +
+                                  std::to_string(events.size()) + " events after seq " +
+                                  std::to_string(before[k][i]) + ", expected last_seq " + std::to_string(want) +
+                                  " and " + std::to_string(appended));
+    }
+  }
 
   table& t = add_table(
       out,

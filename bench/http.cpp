@@ -16,20 +16,18 @@ namespace skein::bench {
 
 status bench_server::start(runtime& rt, const http::server_limits& limits, size_t io_threads,
                            std::unique_ptr<bench_server>* out) {
-  std::unique_ptr<bench_server> s{new bench_server};
+  auto s = std::make_unique<bench_server>();
   // No counters for /metrics: no workload reads it.
-  s->api_ = std::make_unique<server::api>(rt, server::token_store{}, server::api_options{});
+  s->api = std::make_unique<server::api>(rt, server::token_store{}, server::api_options{});
   // The service, admission included, as skein serve runs it.
-  SKEIN_TRY(http::server::start("127.0.0.1", 0, limits, s->api_->service(), io_threads, &s->http_));
+  SKEIN_TRY(http::server::start("127.0.0.1", 0, limits, s->api->service(), io_threads, &s->listener));
   *out = std::move(s);
   return status::ok();
 }
 
 bench_server::~bench_server() {
-  if (http_) http_->stop();
+  if (listener) listener->stop();
 }
-
-uint16_t bench_server::port() const { return http_->port(); }
 
 status post_run(http::client& client, const std::string& id, size_t n, run_result* out,
                 bench_clock::time_point* answered) {
@@ -91,7 +89,7 @@ status run_http(const bench_options& options, result* out) {
       // the path's own. An http::client is not thread-safe: one per client thread.
       auto client_thread = [&](const std::vector<std::string>& mine, host_outcome* mo) {
         std::optional<http::client> client;
-        if (srv) client.emplace(http::endpoint{"127.0.0.1", srv->port()});
+        if (srv) client.emplace(http::endpoint{"127.0.0.1", srv->listener->port()});
         for (size_t n = 0; n < runs_per_thread; ++n) {
           for (const auto& id : mine) {
             std::string where = "thread " + id + " run " + std::to_string(n) + ": ";

@@ -117,7 +117,8 @@ status drive_ticks(caf::actor_system& sys, const caf::actor& journal, manifest* 
   return status::ok();
 }
 
-status with_journal(event_log& log, const std::function<status(caf::actor_system&, const caf::actor&)>& fn) {
+status with_journal(event_log& log, uint64_t ticks,
+                    const std::function<status(caf::actor_system&, const caf::actor&)>& fn) {
   caf::actor_system_config cfg;
   register_skein_types(cfg);
   caf::actor_system sys{cfg};
@@ -126,13 +127,9 @@ status with_journal(event_log& log, const std::function<status(caf::actor_system
   status closed = journal_close(sys, journal);
   SKEIN_TRY(s);
   if (!closed) return status{closed.code(), "closing the journal: " + closed.message()};
-  return status::ok();
-}
-
-status check_log_counters(const event_log& log, uint64_t ticks) {
   log_counters c = log.counters();
   if (c.commits != ticks || c.events != ticks || c.failed != 0 || c.rejected != 0)
-    return status::corruption("event log counted " + std::to_string(c.commits) + " commits, " +
+    return status::corruption("lost writes: event log counted " + std::to_string(c.commits) + " commits, " +
                               std::to_string(c.events) + " events, " + std::to_string(c.failed) + " failed, " +
                               std::to_string(c.rejected) + " rejected; expected " + std::to_string(ticks) +
                               " commits and events");

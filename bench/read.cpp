@@ -145,7 +145,7 @@ status run_read(const bench_options& options, result* out) {
           std::unique_ptr<http::client> client;
           if (k == 1) {
             SKEIN_TRY(bench_server::start(*rt, http::server_limits{}, 2, &srv));
-            client = std::make_unique<http::client>(http::endpoint{"127.0.0.1", srv->port()});
+            client = std::make_unique<http::client>(http::endpoint{"127.0.0.1", srv->listener->port()});
           }
           SKEIN_TRY(timed_read(*rt, client.get(), row, &row.cold_ns[k].emplace_back(), &row.http_bytes));
           for (size_t i = 0; i < warm_reads; ++i)

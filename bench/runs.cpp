@@ -59,7 +59,7 @@ status run_runs(const bench_options& options, result* out) {
   std::vector<measured_row> rows(2);
   SKEIN_TRY(measure_runs(options, durability::sync, nullptr, &rows[0]));
   SKEIN_TRY(measure_runs(options, durability::memory, nullptr, &rows[1]));
-  SKEIN_TRY(run_runs_baselines({threads, runs_per_thread, run_hosts}, options, &rows));
+  SKEIN_TRY(run_runs_baselines(threads, runs_per_thread, run_hosts, options, &rows));
   double sync = rows[0].per_s(), memory = rows[1].per_s();
 
   table& t = add_table(out,

@@ -63,7 +63,7 @@ status run_sequential(const bench_options& options, result* out) {
     std::unique_ptr<http::client> client;  // used from this thread only
     if (path == "http") {
       SKEIN_TRY(bench_server::start(*rt, http::server_limits{}, 2, &srv));  // skein serve's default http_threads
-      client = std::make_unique<http::client>(http::endpoint{"127.0.0.1", srv->port()});
+      client = std::make_unique<http::client>(http::endpoint{"127.0.0.1", srv->listener->port()});
     }
     // Run `n` of thread `id` (its n-th, from 0), timed into *ns and checked: as
     // scripted, and as the thread's next, its events following the previous run's.

@@ -275,31 +275,21 @@ status drive_ticks(caf::actor_system& sys, const caf::actor& journal, manifest* 
                    std::vector<int64_t>* latencies_ns, double* seconds);
 
 // Runs fn with a journal actor over `log` in an actor system of its own, then
-// closes the journal: the system is gone, and the log free, when this returns.
-status with_journal(event_log& log, const std::function<status(caf::actor_system&, const caf::actor&)>& fn);
-// The log counted `ticks` one-event commits, and no failed or rejected one.
-status check_log_counters(const event_log& log, uint64_t ticks);
+// closes the journal: the system is gone, and the log free, when this returns. The
+// log must then count `ticks` one-event commits, and no failed or rejected one.
+status with_journal(event_log& log, uint64_t ticks,
+                    const std::function<status(caf::actor_system&, const caf::actor&)>& fn);
 
-// The HTTP API over a runtime, served in this process on 127.0.0.1 at an
-// ephemeral port, without a tokens file (every request is admin, as skein serve
-// allows on loopback). Stops, joining its I/O threads, when destroyed; `rt` is
-// borrowed and must outlive it. Defined in http.cpp.
-class bench_server {
- public:
+// The HTTP API over `rt` on 127.0.0.1 at an ephemeral port, without a tokens file
+// (every request is admin, as skein serve allows on loopback); `rt` must outlive it.
+// Defined in http.cpp.
+struct bench_server {
   static status start(runtime& rt, const http::server_limits& limits, size_t io_threads,
                       std::unique_ptr<bench_server>* out);
-  ~bench_server();
-  bench_server(const bench_server&) = delete;
-  bench_server& operator=(const bench_server&) = delete;
+  ~bench_server();  // stops the listener, joining its I/O threads
 
-  uint16_t port() const;
-  http::server& http() { return *http_; }
-
- private:
-  bench_server() = default;
-
-  std::unique_ptr<server::api> api_;
-  std::unique_ptr<http::server> http_;  // calls into api_: stopped before it goes
+  std::unique_ptr<server::api> api;
+  std::unique_ptr<http::server> listener;  // calls into api: stopped before it goes
 };
 
 }  // namespace skein::bench

@@ -318,16 +318,17 @@ size_t capped(double at_scale_1, double scale, size_t per_unit, size_t max) {
 
 }  // namespace
 
-status run_append_baselines(const append_baseline_input& in, const bench_options& options,
-                            std::vector<measured_row>* rows) {
+status run_append_baselines(const std::vector<manifest>& threads, size_t ticks,
+                            const std::function<status(size_t, uint64_t, std::string*)>& event_json,
+                            const bench_options& options, std::vector<measured_row>* rows) {
   size_t hosts = 2 * std::max<size_t>(1, std::thread::hardware_concurrency());
   for (const auto& spec : designs) {
-    size_t rounds = spec.capped ? capped(4000, options.scale, in.threads.size(), in.ticks) : in.ticks;
+    size_t rounds = spec.capped ? capped(4000, options.scale, threads.size(), ticks) : ticks;
     measured_row& row = rows->emplace_back();
-    SKEIN_TRY(drive_design(spec, "append", in.threads, rounds, 1, hosts, options,
+    SKEIN_TRY(drive_design(spec, "append", threads, rounds, 1, hosts, options,
                            [&](size_t i, size_t round, std::vector<std::string>* events) {
                              events->resize(1);
-                             return in.event_json(i, round + 1, &events->front());
+                             return event_json(i, round + 1, &events->front());
                            },
                            &row));
     row.note = std::string{spec.tick_note} + "; " + std::to_string(hosts) + " host threads" +
@@ -336,22 +337,21 @@ status run_append_baselines(const append_baseline_input& in, const bench_options
   return status::ok();
 }
 
-status run_runs_baselines(const runs_baseline_input& in, const bench_options& options,
+status run_runs_baselines(size_t threads, size_t runs_per_thread, size_t hosts, const bench_options& options,
                           std::vector<measured_row>* rows) {
   int64_t created_at_ms = now_ms();
   for (const auto& spec : designs) {
-    size_t n = spec.capped ? capped(2000, options.scale, in.runs_per_thread, in.threads) : in.threads;
-    std::vector<manifest> threads(n);
+    size_t n = spec.capped ? capped(2000, options.scale, runs_per_thread, threads) : threads;
+    std::vector<manifest> ms(n);
     for (size_t i = 0; i < n; ++i) {
       // An odd multiplier spreads the ids as random ones would, without repeats.
-      threads[i].id = new_thread_id(created_at_ms, (i + 1) * 0x9e3779b97f4a7c15ull);
-      threads[i].agent_id = bench_agent_id;
-      threads[i].status = thread_status::open;  // where a chat thread rests between runs
-      threads[i].created_at_ms = threads[i].updated_at_ms = created_at_ms;
+      ms[i].id = new_thread_id(created_at_ms, (i + 1) * 0x9e3779b97f4a7c15ull);
+      ms[i].agent_id = bench_agent_id;
+      ms[i].status = thread_status::open;  // where a chat thread rests between runs
+      ms[i].created_at_ms = ms[i].updated_at_ms = created_at_ms;
     }
     measured_row& row = rows->emplace_back();
-    SKEIN_TRY(drive_design(spec, "runs", threads, in.runs_per_thread, scripted_events_per_run, in.host_threads,
-                           options,
+    SKEIN_TRY(drive_design(spec, "runs", ms, runs_per_thread, scripted_events_per_run, hosts, options,
                            [](size_t, size_t round, std::vector<std::string>* out) {
                              std::string run_id = new_run_id();
                              event events[] = {make_message(message_role::user, "run " + std::to_string(round)),
@@ -369,13 +369,13 @@ status run_runs_baselines(const runs_baseline_input& in, const bench_options& op
                            },
                            &row));
     row.note = std::string{spec.run_note} + "; " +
-               (n == in.threads ? "all " + std::to_string(n) + " threads"
-                                : std::to_string(n) + " of the " + std::to_string(in.threads) + " threads (capped)") +
-               ", " + std::to_string(in.host_threads) + " host threads with one run in flight each";
+               (n == threads ? "all " + std::to_string(n) + " threads"
+                             : std::to_string(n) + " of the " + std::to_string(threads) + " threads (capped)") +
+               ", " + std::to_string(hosts) + " host threads with one run in flight each";
   }
   // kernl: every thread at once on Node's one event loop; never fails the workload.
   kernl_row k;
-  run_kernl(in.threads, in.runs_per_thread, 0, &k);
+  run_kernl(threads, runs_per_thread, 0, &k);
   measured_row& row = rows->emplace_back();
   row.system = "kernl";
   row.mode = "in-memory";

@@ -14,30 +14,20 @@
 
 namespace skein::bench {
 
-// The append workload's threads and events, as the baselines get them.
-struct append_baseline_input {
-  const std::vector<manifest>& threads;  // as skein's append drivers send them with their ticks
-  size_t ticks = 0;                      // one-event ticks per thread in the skein rows
-  // The stored JSON of event `seq` (from 1) of thread `index`; called from any thread.
-  std::function<status(size_t index, uint64_t seq, std::string* json)> event_json;
-};
-
 // Appends the rows opennova-design, lace-design FULL and lace-design NORMAL: ticks of
-// one event each from 2 x cores host threads, each owning a slice of the threads.
-status run_append_baselines(const append_baseline_input& in, const bench_options& options,
-                            std::vector<measured_row>* rows);
+// one event each to `threads` (as skein's append drivers send them), `ticks` per thread
+// at most, from 2 x cores host threads, each owning a slice of the threads.
+// event_json(index, seq, json): the stored JSON of event `seq` (from 1) of thread
+// `index`; called from any thread.
+status run_append_baselines(const std::vector<manifest>& threads, size_t ticks,
+                            const std::function<status(size_t, uint64_t, std::string*)>& event_json,
+                            const bench_options& options, std::vector<measured_row>* rows);
 
-// The runs workload's shape, as the baselines get it.
-struct runs_baseline_input {
-  size_t threads = 0;
-  size_t runs_per_thread = 0;
-  size_t host_threads = 0;  // the skein row's
-};
-
-// Appends the rows opennova-design, lace-design FULL and NORMAL, and kernl. kernl
-// never fails the workload: without Node or its installed package, or when its
-// script fails, its row says why it was skipped and how to enable it.
-status run_runs_baselines(const runs_baseline_input& in, const bench_options& options,
+// Appends the rows opennova-design, lace-design FULL and NORMAL, and kernl, for the
+// runs workload's shape (`hosts`: the skein row's host threads). kernl never fails
+// the workload: without Node or its installed package, or when its script fails, its
+// row says why it was skipped and how to enable it.
+status run_runs_baselines(size_t threads, size_t runs_per_thread, size_t hosts, const bench_options& options,
                           std::vector<measured_row>* rows);
 
 // kernl (kernl.cpp): `threads` at once on Node's one event loop, `runs_per_thread`
