@@ -89,7 +89,7 @@ status run_skein(const append_plan& plan, durability mode, std::shared_ptr<const
   std::vector<int64_t> latencies_ns;
   latencies_ns.reserve(plan.total());
   status s = with_journal(*log, plan.total(), [&](caf::actor_system& sys, const caf::actor& journal) {
-    progress bar{"skein " + row->mode, plan.total(), progress_wanted(options.quiet)};
+    progress bar{"skein " + row->mode, plan.total(), options.quiet};
     return drive_ticks(sys, journal, threads.data(), threads.size(), plan.ticks,
                        [&plan](size_t i, uint64_t seq) { return plan.make_event(i, seq); }, &bar, &latencies_ns,
                        &row->seconds);
@@ -142,7 +142,7 @@ status run_direct(const append_plan& plan, bool sync, uint64_t events, const ben
   latencies_ns.reserve(events);
   std::string value;
   {
-    progress bar{"rocksdb " + row->mode, events, progress_wanted(options.quiet)};
+    progress bar{"rocksdb " + row->mode, events, options.quiet};
     auto start = bench_clock::now();
     for (uint64_t i = 0; i < events; ++i) {
       size_t t = i % plan.threads.size();

@@ -107,7 +107,7 @@ status on_host_threads(size_t n, size_t hosts, const std::function<status(size_t
 status create_bench_threads(runtime& rt, const std::string& agent_id, size_t n, bool quiet,
                             std::vector<std::string>* ids) {
   ids->assign(n, {});
-  progress bar{"creating threads", n, progress_wanted(quiet)};
+  progress bar{"creating threads", n, quiet};
   size_t calls = (n + create_threads_max - 1) / create_threads_max;
   // Two creators: while one waits for its group's fsync, the other's creations
   // already fill the journal's next group.
@@ -249,7 +249,7 @@ status drive_runs(runtime& rt, const std::vector<std::string>& ids, size_t runs,
     run_handle handle;
     bench_clock::time_point sent;
   };
-  progress bar{label, ids.size() * runs, progress_wanted(quiet)};
+  progress bar{label, ids.size() * runs, quiet};
   auto host = [&](const std::vector<std::string>& mine, host_outcome* o) {
     std::deque<in_flight> flying;
     std::vector<size_t> sent(mine.size(), 0);
@@ -299,10 +299,8 @@ void draw(const std::string& label, uint64_t done, uint64_t total) {
 
 }  // namespace
 
-bool progress_wanted(bool quiet) { return !quiet && isatty(STDERR_FILENO) == 1; }
-
-progress::progress(std::string label, uint64_t total, bool enabled)
-    : label_(std::move(label)), total_(total), enabled_(enabled) {
+progress::progress(std::string label, uint64_t total, bool quiet)
+    : label_(std::move(label)), total_(total), enabled_(!quiet && isatty(STDERR_FILENO) == 1) {
   if (!enabled_) return;
   drawn_at_ns_.store(steady_ns(), std::memory_order_relaxed);
   draw(label_, 0, total_);

@@ -114,7 +114,7 @@ status run_history(const bench_options& options, result* out) {
     e.ts_ms = now_ms();
     return e;
   };
-  progress bar{"appending", rounds * sets.size(), progress_wanted(options.quiet)};
+  progress bar{"appending", rounds * sets.size(), options.quiet};
   uint64_t commits = 0;  // every one-event tick of the rounds
   for (const auto& set : sets) commits += rounds * (set.ids.size() * (concurrent / rounds) + sequential / rounds);
   SKEIN_TRY(with_journal(*log, commits, [&](caf::actor_system& sys, const caf::actor& journal) {

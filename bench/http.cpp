@@ -83,7 +83,7 @@ status run_http(const bench_options& options, result* out) {
     if (over_http) SKEIN_TRY(bench_server::start(*rt, http::server_limits{}, io_threads, &srv));
     status driven;
     {
-      progress bar{path, ids.size() * runs_per_thread, progress_wanted(options.quiet)};
+      progress bar{path, ids.size() * runs_per_thread, options.quiet};
       // Round by round over the client's threads, one run at a time: a thread never
       // has two runs at once, so no run waits in a thread's queue and the latency is
       // the path's own. An http::client is not thread-safe: one per client thread.

@@ -117,7 +117,7 @@ status build_threads(event_log& log, const std::string& agent_id, const std::vec
   log_counters before = log.counters();
   auto start = bench_clock::now();
   progress bar{"building " + std::to_string(events_per_thread) + "-event threads", ids.size() * events_per_thread,
-               progress_wanted(quiet)};
+               quiet};
   std::vector<tick> group;
   uint64_t in_group = 0;
   for (size_t i = 0; i < ids.size(); ++i) {

@@ -132,7 +132,7 @@ status run_read(const bench_options& options, result* out) {
     SKEIN_TRY(log->compact_all());
   }
   {
-    progress bar{"reading", rows.size() * cold_rounds * 2, progress_wanted(options.quiet)};
+    progress bar{"reading", rows.size() * cold_rounds * 2, options.quiet};
     // Round after round, the paths and lengths taking turns, so that whatever the
     // machine does meanwhile falls on all of them alike. Each turn: open, the cold
     // read, the warm ones, close.

@@ -39,7 +39,7 @@ status measure_cold(runtime& rt, const std::vector<std::string>& fresh, size_t h
   manifest source;
   SKEIN_TRY(rt.create_thread(o, &source));
   {
-    progress bar{"building history", history_runs, progress_wanted(quiet)};
+    progress bar{"building history", history_runs, quiet};
     std::vector<run_handle> window;
     for (size_t sent = 0, done = 0; done < history_runs; ++done) {
       for (; sent < history_runs && sent - done < 4; ++sent) {
@@ -126,7 +126,7 @@ status run_scale(const bench_options& options, result* out) {
   rss.mark("touching every thread");
   start = bench_clock::now();
   {
-    progress bar{"activating threads", n, progress_wanted(options.quiet)};
+    progress bar{"activating threads", n, options.quiet};
     // cancel() waits for two round trips through the actors: many callers at once
     // keep the directory busy instead of waiting on context switches.
     SKEIN_TRY(on_host_threads(n, 16, [&](size_t i) {

@@ -81,7 +81,7 @@ status run_sequential(const bench_options& options, result* out) {
     std::vector<int64_t> l, old_ns, new_ns;
     auto first = bench_clock::now();
     {
-      progress bar{"sequential " + path, runs, progress_wanted(options.quiet)};
+      progress bar{"sequential " + path, runs, options.quiet};
       for (size_t n = 0; n < runs; ++n) {
         SKEIN_TRY(one_run(long_id, n, path + " run " + std::to_string(n) + ": ", &l));
         bar.advance();

@@ -142,11 +142,11 @@ double quantile_us(std::vector<int64_t>& ns, double q);
 double seconds_since(bench_clock::time_point from, bench_clock::time_point to);
 
 // A one-line bar on stderr for a long measurement, drawn only when enabled
-// (progress_wanted) and redrawn at most every 100 ms. advance() from any thread.
-bool progress_wanted(bool quiet);  // not --quiet and stderr is a terminal
+// (not --quiet and stderr is a terminal) and redrawn at most every 100 ms.
+// advance() from any thread.
 class progress {
  public:
-  progress(std::string label, uint64_t total, bool enabled);
+  progress(std::string label, uint64_t total, bool quiet);
   ~progress();  // clears the line, so the table that follows starts clean
   progress(const progress&) = delete;
   progress& operator=(const progress&) = delete;

@@ -278,7 +278,7 @@ status drive_design(const design_spec& spec, const std::string& workload, const 
   if (status s = d.open(threads); !s) return failed(s, "");
   std::vector<std::vector<int64_t>> ns(hosts);
   std::atomic<bool> stop{false};
-  progress bar{label, threads.size() * rounds, progress_wanted(options.quiet)};
+  progress bar{label, threads.size() * rounds, options.quiet};
   auto start = bench_clock::now();
   status s = on_host_threads(hosts, hosts, [&](size_t h) {
     std::vector<std::string> events;
