@@ -122,7 +122,7 @@ class agent_actor : public caf::event_based_actor {
     if (status s = check_thread_engine_patch(spec_->config.engine, o.engine_config); !s) return to_error(s);
     auto promise = make_response_promise<manifest>();
     if (o.parent_thread_id.empty()) {
-      write(new_manifest(new_thread_id(now_ms()), *spec_, o, wall_now()), {}, promise);
+      write(new_manifest(mint_thread_id(ctx_->options, now_ms()), *spec_, o, wall_now()), {}, promise);
       return promise;
     }
     // A child's id is minted by its parent, the single writer of the parent's counter.
@@ -143,7 +143,7 @@ class agent_actor : public caf::event_based_actor {
     if (b.options.agent_id.empty()) b.options.agent_id = spec_->config.id;
     if (status s = validate_thread_options(b.options); !s) return to_error(s);
     int64_t now = wall_now();
-    manifest m = new_manifest(new_thread_id(now), *spec_, b.options, now);
+    manifest m = new_manifest(mint_thread_id(ctx_->options, now), *spec_, b.options, now);
     m.work = std::move(b.item);
     event e = make_signal("work.created", std::move(b.signal_data));
     e.seq = 1;
@@ -211,7 +211,7 @@ class agent_actor : public caf::event_based_actor {
     o.title = src.title;
     o.name = src.name;
     o.tags = src.tags;
-    manifest m = new_manifest(new_thread_id(now_ms()), *spec_, o, wall_now());
+    manifest m = new_manifest(mint_thread_id(ctx_->options, now_ms()), *spec_, o, wall_now());
     m.config = src.config;
     for (const auto& e : events) {
       if (e.type != event_type::result) continue;

@@ -53,6 +53,5 @@ namespace skein {
 agent_spec_ptr unavailable_agent_spec(const agent_config& config, const std::string& why);
 }  // namespace skein
 
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<skein::manifest>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::trigger_firing)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::delegation_child)

@@ -7,8 +7,17 @@
 #include "actors/messages.hpp"
 #include "actors/timers.hpp"
 #include "persistence/recovery.hpp"
+#include "runtime/model/ids.hpp"
 
 namespace skein {
+
+std::string mint_thread_id(const core_options& options, int64_t now_ms) {
+  // With n members about n tries: the hash spreads ids evenly over members.
+  for (;;) {
+    std::string id = new_thread_id(now_ms);
+    if (!options.owns_id || options.owns_id(id)) return id;
+  }
+}
 
 status start_core(caf::actor_system& sys, event_log& log, core_config config, core* out) {
   SKEIN_TRY(repair_interrupted(log, &out->repaired, &out->quarantined));

@@ -39,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/wire.hpp"
 #include "persistence/event_log.hpp"
 
 namespace skein {
@@ -94,7 +95,6 @@ status journal_close(caf::actor_system& sys, const caf::actor& journal);
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::tick)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<skein::schedule_row>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<skein::tick>)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::agent_config)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::journal_stats)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::effect_write)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<skein::committed_tick>)

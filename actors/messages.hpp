@@ -23,8 +23,10 @@
 //        "always" or "on_mention") or removed (false), with a house.member_added/_removed signal)
 //   (dispatch_atom, data json)          -> void              (records a dispatch.failed signal: a
 //        firing, delegation or member run concerning this thread could not be started)
-// Values are local to one node for now (CAF_ALLOW_UNSAFE_MESSAGE_TYPE): sending
-// them to another node needs `inspect` overloads, which distribution will add.
+// The model values (events, manifests, run inputs and results, thread options,
+// agents) have `inspect` overloads (actors/wire.hpp) and cross nodes; the rest
+// below are local to one node (CAF_ALLOW_UNSAFE_MESSAGE_TYPE) and stay on the
+// local side of the node edge (runtime/cluster_link.hpp).
 #pragma once
 
 #include <caf/allowed_unsafe_message_type.hpp>
@@ -38,6 +40,7 @@
 #include <optional>
 #include <vector>
 
+#include "actors/wire.hpp"
 #include "runtime/model/agent.hpp"
 #include "runtime/model/compaction.hpp"
 #include "runtime/model/embedder.hpp"
@@ -143,7 +146,13 @@ struct core_options {
   size_t reads_queued_max = 4096;
   // false: readers are scheduled actors (CAF's test coordinator drives them).
   bool detached_readers = true;
+  // A cluster node mints only the thread ids it owns (runtime/model/cluster.hpp);
+  // empty: every id is this runtime's.
+  std::function<bool(std::string_view)> owns_id;
 };
+
+// A new thread id (ids.hpp) that `options.owns_id` accepts.
+std::string mint_thread_id(const core_options& options, int64_t now_ms);
 
 // Whether a manifest describes a run nobody is driving any more, at wall time `now_ms`.
 bool run_is_stale(const manifest& m, const core_options& options, int64_t now_ms);
@@ -157,15 +166,8 @@ struct directory_stats {
 
 }  // namespace skein
 
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::run_input)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::run_result)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::manifest)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::event)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<skein::event>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::engine_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::tool_output)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::thread_options)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<skein::agent_config>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::directory_stats)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::compact_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::compact_result)

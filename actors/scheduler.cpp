@@ -338,7 +338,9 @@ class scheduler_actor : public caf::event_based_actor {
     f.scheduled_at_ms = scheduled;
     f.fired_at_ms = t;
     f.run_id = new_run_id();
-    f.thread_id = s.thread_id.empty() ? new_thread_id(t) : s.thread_id;
+    f.thread_id = s.thread_id;
+    while (f.thread_id.empty() || (s.thread_id.empty() && config_.owns_id && !config_.owns_id(f.thread_id)))
+      f.thread_id = new_thread_id(t);
     f.outcome = firing_outcome::fired;
     run_input in;
     in.text = s.input_text;

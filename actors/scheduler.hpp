@@ -54,6 +54,8 @@ struct scheduler_config {
   int64_t grace_ms = schedule_grace_ms_default;
   std::chrono::milliseconds wake_period = schedule_wake_period_default;  // 0: no periodic wake
   timer_service* timers = nullptr;  // borrowed; needed when wake_period > 0
+  // A cluster node's trigger threads get ids it owns (core_options::owns_id).
+  std::function<bool(std::string_view)> owns_id;
 };
 
 // Loads every schedule (one scan) and spawns the actor. A row that does not

@@ -20,6 +20,7 @@
 #include <optional>
 #include <type_traits>
 
+#include "persistence/event_log.hpp"
 #include "runtime/model/agent.hpp"
 #include "runtime/model/event.hpp"
 #include "runtime/model/manifest.hpp"
@@ -88,32 +89,37 @@ typename Inspector::result_type inspect(Inspector& f, work_item& x) {
 
 namespace wire_detail {
 
-// std::optional<work_item> as a flag, then the item when there is one.
+// std::optional<work_item> as a flag, then the item when there is one. Passed
+// as a temporary, like checked(): `f(..., optional_work{x.work})`.
+struct optional_work {
+  std::optional<work_item>& value;
+};
+
 template <class Inspector>
-typename Inspector::result_type optional_work(Inspector& f, std::optional<work_item>& x) {
-  bool has = x.has_value();
-  auto e = f(has);
-  if (e || !has) {
-    if constexpr (Inspector::writes_state)
-      if (!e) x.reset();
-    return e;
+typename Inspector::result_type inspect(Inspector& f, optional_work& x) {
+  bool has = x.value.has_value();
+  if constexpr (Inspector::writes_state) {
+    if (auto e = f(has)) return e;
+    if (!has) {
+      x.value.reset();
+      return {};
+    }
+    if (!x.value) x.value.emplace();
+    return f(*x.value);
+  } else {
+    return has ? f(has, *x.value) : f(has);
   }
-  if constexpr (Inspector::writes_state)
-    if (!x) x.emplace();
-  return f(*x);
 }
 
 }  // namespace wire_detail
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, manifest& x) {
-  if (auto e = f(caf::meta::type_name("skein.manifest"), x.id, x.agent_id, checked(x.parent, parent_kind::agent), x.parent_id,
-                 x.session_id, x.task_id, x.title, x.name, x.tags, x.pinned_at_ms, x.environment_id,
-                 checked(x.status, thread_status::cancelled), x.usage, x.cost_usd, x.config, x.created_at_ms,
-                 x.updated_at_ms, x.last_seq, x.children_count, x.heartbeat_at_ms, x.title_generated,
-                 x.compaction_seq, x.archived_at_ms, x.depth, x.members))
-    return e;
-  return wire_detail::optional_work(f, x.work);
+  return f(caf::meta::type_name("skein.manifest"), x.id, x.agent_id, checked(x.parent, parent_kind::agent), x.parent_id,
+           x.session_id, x.task_id, x.title, x.name, x.tags, x.pinned_at_ms, x.environment_id,
+           checked(x.status, thread_status::cancelled), x.usage, x.cost_usd, x.config, x.created_at_ms,
+           x.updated_at_ms, x.last_seq, x.children_count, x.heartbeat_at_ms, x.title_generated,
+           x.compaction_seq, x.archived_at_ms, x.depth, x.members, wire_detail::optional_work{x.work});
 }
 
 template <class Inspector>
@@ -131,19 +137,39 @@ typename Inspector::result_type inspect(Inspector& f, run_result& x) {
 namespace wire_detail {
 
 // std::optional<mid_run_policy> as 0 (none) or 1 + the policy.
+struct optional_policy {
+  std::optional<mid_run_policy>& value;
+};
+
 template <class Inspector>
-typename Inspector::result_type optional_policy(Inspector& f, std::optional<mid_run_policy>& x) {
-  uint8_t code = x ? static_cast<uint8_t>(*x) + 1 : 0;
+typename Inspector::result_type inspect(Inspector& f, optional_policy& x) {
+  uint8_t code = x.value ? static_cast<uint8_t>(*x.value) + 1 : 0;
   if constexpr (Inspector::writes_state) {
-    auto e = f(code);
-    if (e) return e;
+    if (auto e = f(code)) return e;
     if (code > static_cast<uint8_t>(mid_run_policy::interrupt) + 1)
       return caf::make_error(caf::sec::invalid_argument, "policy out of range");
-    if (code == 0) x.reset();
-    else x = static_cast<mid_run_policy>(code - 1);
-    return e;
+    if (code == 0) x.value.reset();
+    else x.value = static_cast<mid_run_policy>(code - 1);
+    return {};
   } else {
     return f(code);
+  }
+}
+
+// A size_t crossing as 64 bits.
+struct size64 {
+  size_t& value;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, size64& x) {
+  uint64_t v = x.value;
+  if constexpr (Inspector::writes_state) {
+    if (auto e = f(v)) return e;
+    x.value = static_cast<size_t>(v);
+    return {};
+  } else {
+    return f(v);
   }
 }
 
@@ -151,11 +177,8 @@ typename Inspector::result_type optional_policy(Inspector& f, std::optional<mid_
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, thread_options& x) {
-  if (auto e = f(caf::meta::type_name("skein.thread_options"), x.agent_id, x.title, x.name, x.tags,
-                 x.parent_thread_id, x.task_id))
-    return e;
-  if (auto e = wire_detail::optional_policy(f, x.policy)) return e;
-  return f(x.dm, x.members, x.engine_config);
+  return f(caf::meta::type_name("skein.thread_options"), x.agent_id, x.title, x.name, x.tags, x.parent_thread_id,
+           x.task_id, wire_detail::optional_policy{x.policy}, x.dm, x.members, x.engine_config);
 }
 
 template <class Inspector>
@@ -191,6 +214,27 @@ typename Inspector::result_type inspect(Inspector& f, agent_config& x) {
            checked(x.policy, mid_run_policy::interrupt), x.budgets, x.effects, x.compaction, x.retention, x.delegation, x.created_at_ms);
 }
 
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, raw_event& x) {
+  return f(caf::meta::type_name("skein.raw_event"), x.seq, checked(x.type, event_type::signal), x.json);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, unreadable_record& x) {
+  return f(caf::meta::type_name("skein.unreadable_record"), x.thread_id, x.key, x.reason, x.seq);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, thread_query& x) {
+  return f(caf::meta::type_name("skein.thread_query"), checked(x.index, thread_query::by::updated), x.value,
+           x.cursor, wire_detail::size64{x.limit}, checked(x.archived_filter, thread_query::archived::only));
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, thread_page& x) {
+  return f(caf::meta::type_name("skein.thread_page"), x.threads, x.next_cursor, x.unreadable);
+}
+
 // A failure here means a struct changed: see the top of this file.
 static_assert(sizeof(token_usage) == 32, "token_usage changed: update wire.hpp");
 static_assert(sizeof(event) == 328, "event changed: update wire.hpp");
@@ -206,4 +250,8 @@ static_assert(sizeof(compaction_settings) == 48, "compaction_settings changed: u
 static_assert(sizeof(retention_policy) == 8, "retention_policy changed: update wire.hpp");
 static_assert(sizeof(delegation_settings) == 32, "delegation_settings changed: update wire.hpp");
 static_assert(sizeof(agent_config) == 392, "agent_config changed: update wire.hpp");
+static_assert(sizeof(raw_event) == 48, "raw_event changed: update wire.hpp");
+static_assert(sizeof(unreadable_record) == 104, "unreadable_record changed: update wire.hpp");
+static_assert(sizeof(thread_query) == 88, "thread_query changed: update wire.hpp");
+static_assert(sizeof(thread_page) == 80, "thread_page changed: update wire.hpp");
 }  // namespace skein

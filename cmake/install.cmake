@@ -32,6 +32,7 @@ set(SKEIN_PUBLIC_HEADERS
   persistence/recovery.hpp
   runtime/model/agent.hpp
   runtime/model/cancel_token.hpp
+  runtime/model/cluster.hpp
   runtime/model/compaction.hpp
   runtime/model/effect_stats.hpp
   runtime/model/embedder.hpp

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "persistence/event_log.hpp"
+#include "persistence/keys.hpp"
 
 namespace skein::detail {
 
@@ -36,8 +37,6 @@ inline cf_id cf_of(side_cf c) {
 }
 
 status from_rocks(const rocksdb::Status& s, std::string_view what);
-std::string hex_encode(std::string_view bytes);
-bool hex_decode(std::string_view hex, std::string* out);
 // A key with its non-printable bytes as \xNN, for error messages.
 std::string printable_key(std::string_view key);
 

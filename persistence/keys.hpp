@@ -56,3 +56,10 @@ std::string schedule_history_prefix(std::string_view id);  // "h/" id 0x00
 std::string schedule_history_end(std::string_view id);     // "h/" id 0x01: exclusive upper bound
 
 }  // namespace skein::keys
+
+namespace skein::detail {
+// Listing cursors are index key suffixes in hex (event_log::list_threads; a
+// cluster merges pages by them). In event_log.cpp.
+std::string hex_encode(std::string_view bytes);
+bool hex_decode(std::string_view hex, std::string* out);
+}  // namespace skein::detail

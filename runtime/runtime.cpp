@@ -17,6 +17,8 @@
 #include "actors/published_event.hpp"
 #include "actors/scheduler.hpp"
 #include "actors/work_messages.hpp"
+#include "persistence/keys.hpp"
+#include "runtime/cluster_link.hpp"
 #include "runtime/model/hashing_embedder.hpp"
 #include "runtime/work_service.hpp"
 #include "runtime/model/conversation.hpp"
@@ -205,6 +207,59 @@ struct runtime::impl {
   std::unique_ptr<work_service> work;  // work items (work_service.hpp)
   std::mutex hashing_mu;  // guards hashing
   std::shared_ptr<embedder> hashing;  // for agents naming no embedder: the work service's
+  // This node's link to the others (runtime_options::cluster); null when alone.
+  // Declared after sys: it goes before the actor system does.
+  std::unique_ptr<cluster_link> cluster;
+
+  // The owner of thread `id` when another node owns it, else null (this node, or no cluster).
+  const std::string* remote_owner(std::string_view id) const {
+    if (!cluster) return nullptr;
+    const std::string& owner = cluster->owner_of_thread(id);
+    return owner == cluster->self() ? nullptr : &owner;
+  }
+  // Calls that are not forwarded yet: refused, never answered from the wrong node.
+  status local_only(const std::string& id, const char* what) const {
+    if (const std::string* owner = remote_owner(id))
+      return status::unavailable("thread " + id + " lives on node " + *owner + ", and " + what +
+                                 " is not forwarded between nodes yet: call node " + *owner);
+    return status::ok();
+  }
+  status put_agent_local(agent_config config, agent_config* out) {
+    agent_config created;
+    SKEIN_TRY(ask(actors.directory, &created, caf::put_atom::value, std::move(config)));
+    if (out != nullptr) *out = std::move(created);
+    return status::ok();
+  }
+  // A node that missed an agent's fan-out (it was down) fetches the coordinator's agents.
+  status sync_agents() {
+    if (!cluster || cluster->self() == cluster->coordinator()) return status::ok();
+    std::vector<agent_config> all;
+    SKEIN_TRY(cluster->call(cluster->coordinator(), [&](std::vector<agent_config>& v) { all = std::move(v); },
+                            agent_atom::value));
+    for (auto& a : all) SKEIN_TRY(put_agent_local(std::move(a), nullptr));
+    return status::ok();
+  }
+  status list_local(const thread_query& q, thread_page* out) {
+    SKEIN_TRY(check_open());
+    return log->list_threads(q, out);
+  }
+  status counts(uint64_t* threads, uint64_t* active) {
+    log_usage u;
+    SKEIN_TRY(check_open());
+    SKEIN_TRY(log->usage(core_opts.wall_clock(), &u));
+    directory_stats d;
+    SKEIN_TRY(ask(actors.directory, &d, caf::get_atom::value, stats_atom::value));
+    *threads = u.threads;
+    *active = d.active;
+    return status::ok();
+  }
+  edge_hooks hooks() {
+    edge_hooks h;
+    h.put_agent_local = [this](agent_config c, agent_config* out) { return put_agent_local(std::move(c), out); };
+    h.list_local = [this](const thread_query& q, thread_page* out) { return list_local(q, out); };
+    h.counts = [this](uint64_t* t, uint64_t* a) { return counts(t, a); };
+    return h;
+  }
 
   // Asks `dest` and waits for a T (or caf::unit when T is void-like).
   status check_open() const {
@@ -279,11 +334,26 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   }
 
   register_skein_types(p->cfg);
+  const bool clustered = !p->options.cluster.node_id.empty();
+  if (clustered) {
+    SKEIN_TRY(check_cluster(p->options.cluster));
+    prepare_cluster_config(p->cfg);
+  }
   size_t workers = p->options.worker_threads > 0 ? p->options.worker_threads
                                                  : std::max<size_t>(2, std::thread::hardware_concurrency());
   p->cfg.set("scheduler.max-threads", workers);
   p->sys = std::make_unique<caf::actor_system>(p->cfg);
   release_logger();  // this thread may not be the one that closes (actors/caller.hpp)
+  std::function<bool(std::string_view)> owns_id;
+  if (clustered) {
+    p->cluster = std::make_unique<cluster_link>(*p->sys, p->options.cluster);
+    // A copy of the ring, not the link: actors may outlive it by a message.
+    std::vector<std::string> ids;
+    for (const auto& m : p->options.cluster.members) ids.push_back(m.id);
+    owns_id = [ring = rendezvous{std::move(ids)}, self = p->options.cluster.node_id](std::string_view id) {
+      return ring.owner_id(cluster_key(id)) == self;
+    };
+  }
 
   core_config cc;
   cc.options.active_threads_max = p->options.active_threads_max;
@@ -293,6 +363,7 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   cc.options.heartbeat_interval = std::chrono::milliseconds(p->options.heartbeat_interval_ms);
   cc.options.heartbeat_stale_ms = p->options.heartbeat_stale_ms;
   cc.options.start_stale_ms = p->options.start_stale_ms;
+  cc.options.owns_id = owns_id;
   p->core_opts = cc.options;
   cc.reg.engines["scripted"] = make_scripted_engine;
   cc.reg.engines["openai"] = make_openai_engine;
@@ -341,6 +412,7 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   sc.grace_ms = p->options.schedule_grace_ms;
   sc.wake_period = std::chrono::milliseconds(p->options.schedule_wake_ms);
   sc.timers = p->actors.timers.get();
+  sc.owns_id = owns_id;
   if (status s = spawn_scheduler(*p->sys, std::move(sc), &p->scheduler); !s) {
     runtime partial{std::move(p)};  // close() stops what started
     return s;
@@ -382,13 +454,31 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
     runtime partial{std::move(p)};
     return s;
   }
-  out->reset(new runtime(std::move(p)));
+  std::unique_ptr<runtime> rt{new runtime(std::move(p))};
+  if (clustered) {
+    SKEIN_TRY(rt->impl_->cluster->start(*rt, rt->impl_->hooks()));
+    // Agents written while this node was down: best effort, creations fetch them again.
+    rt->impl_->sync_agents().ignore();
+  }
+  *out = std::move(rt);
   return status::ok();
 }
 
 status runtime::create_agent(agent_config config, agent_config* out) {
+  cluster_link* c = impl_->cluster.get();
+  if (c == nullptr) return impl_->put_agent_local(std::move(config), out);
+  if (c->self() != c->coordinator()) {
+    // The coordinator decides (same config: no-op; another: conflict) and writes to every node.
+    agent_config decided;
+    SKEIN_TRY(c->call(c->coordinator(), [&](agent_config& a) { decided = std::move(a); }, caf::put_atom::value,
+                      std::move(config)));
+    return impl_->put_agent_local(std::move(decided), out);
+  }
   agent_config created;
-  SKEIN_TRY(impl_->ask(impl_->actors.directory, &created, caf::put_atom::value, std::move(config)));
+  SKEIN_TRY(impl_->put_agent_local(std::move(config), &created));
+  // To every other member; one that is down fetches it when it comes back (sync_agents).
+  for (const auto& m : c->options().members)
+    if (m.id != c->self()) c->call(m.id, [](agent_config&) {}, caf::put_atom::value, created).ignore();
   if (out != nullptr) *out = std::move(created);
   return status::ok();
 }
@@ -403,6 +493,21 @@ status runtime::list_agents(std::vector<agent_config>* out) {
 
 status runtime::create_thread(thread_options options, manifest* out, bool* created) {
   SKEIN_TRY(validate_thread_options(options));
+  if (cluster_link* c = impl_->cluster.get()) {
+    std::string key = creation_key(options);
+    const std::string& owner = key.empty() ? c->self() : c->owner_of_key(key);
+    if (owner != c->self()) {
+      bool made = false;
+      SKEIN_TRY(c->call(owner, [&](manifest& m, bool b) {
+        *out = std::move(m);
+        made = b;
+      }, create_atom::value, std::move(options)));
+      if (created != nullptr) *created = made;
+      return status::ok();
+    }
+    agent_config a;
+    if (get_agent(options.agent_id, &a).code() == errc::not_found) SKEIN_TRY(impl_->sync_agents());
+  }
   if (options.dm) return dm_thread(options.agent_id, out, created);
   std::string task_id = options.task_id;
   if (created != nullptr) *created = false;
@@ -475,6 +580,7 @@ status runtime::create_threads(const std::vector<thread_options>& options, std::
 status runtime::add_member(const std::string& thread_id, const house_member& member, manifest* out) {
   SKEIN_TRY(validate_id(thread_id, "thread id"));
   SKEIN_TRY(validate_id(member.agent_id, "agent"));
+  SKEIN_TRY(impl_->local_only(thread_id, "adding a house member"));
   agent_config a;
   SKEIN_TRY(get_agent(member.agent_id, &a));  // a member must be an agent now
   manifest m;
@@ -487,6 +593,7 @@ status runtime::add_member(const std::string& thread_id, const house_member& mem
 status runtime::remove_member(const std::string& thread_id, const std::string& agent_id, manifest* out) {
   SKEIN_TRY(validate_id(thread_id, "thread id"));
   SKEIN_TRY(validate_id(agent_id, "agent"));
+  SKEIN_TRY(impl_->local_only(thread_id, "removing a house member"));
   manifest m;
   SKEIN_TRY(impl_->ask_thread(thread_id, &m, member_atom::value, agent_id, std::string{}, false));
   if (out != nullptr) *out = std::move(m);
@@ -495,6 +602,10 @@ status runtime::remove_member(const std::string& thread_id, const std::string& a
 
 status runtime::find_task_thread(const std::string& task_id, manifest* out) {
   SKEIN_TRY(impl_->check_open());
+  if (cluster_link* c = impl_->cluster.get()) {
+    const std::string& owner = c->owner_of_key("task/" + task_id);
+    if (owner != c->self()) return c->call(owner, [&](manifest& m) { *out = std::move(m); }, task_atom::value, task_id);
+  }
   std::string thread;
   SKEIN_TRY(impl_->log->find_claim("task", task_id, &thread));
   status s = impl_->log->read_manifest(thread, out);
@@ -506,6 +617,12 @@ status runtime::dm_thread(const std::string& agent_id, manifest* out, bool* crea
   SKEIN_TRY(impl_->check_open());
   SKEIN_TRY(validate_id(agent_id, "agent_id"));
   if (created != nullptr) *created = false;
+  if (cluster_link* c = impl_->cluster.get(); c != nullptr && c->owner_of_key("dm/" + agent_id) != c->self()) {
+    thread_options o;
+    o.agent_id = agent_id;
+    o.dm = true;
+    return create_thread(std::move(o), out, created);
+  }
   auto existing = [&]() -> status {
     std::string thread;
     SKEIN_TRY(impl_->log->find_claim("dm", agent_id, &thread));
@@ -524,15 +641,53 @@ status runtime::dm_thread(const std::string& agent_id, manifest* out, bool* crea
 
 status runtime::get_thread(const std::string& id, manifest* out) {
   SKEIN_TRY(impl_->check_open());
+  if (const std::string* owner = impl_->remote_owner(id))
+    return impl_->cluster->call(*owner, [&](manifest& m) { *out = std::move(m); }, caf::get_atom::value, id);
   return impl_->log->read_manifest(id, out);
 }
 
 status runtime::list_threads(const thread_query& query, thread_page* out) {
   SKEIN_TRY(impl_->check_open());
-  return impl_->log->list_threads(query, out);
+  cluster_link* c = impl_->cluster.get();
+  if (c == nullptr) return impl_->log->list_threads(query, out);
+  // Scatter-gather: every node's first page after the cursor, merged in index
+  // order; the page is the first `limit` of the merge, and its cursor (the index
+  // suffix of its last thread) is valid on every node.
+  std::vector<thread_page> pages;
+  for (const auto& m : c->options().members) {
+    thread_page& page = pages.emplace_back();
+    if (m.id == c->self()) SKEIN_TRY(impl_->list_local(query, &page));
+    else SKEIN_TRY(c->call(m.id, [&](thread_page& p) { page = std::move(p); }, list_atom::value, query));
+  }
+  const bool newest_first = query.index == thread_query::by::updated;
+  auto suffix = [&](const manifest& m) {
+    return newest_first ? keys::updated_value(m.updated_at_ms) + "/" + m.id : m.id;
+  };
+  std::vector<std::pair<std::string, manifest>> merged;
+  bool more = false;
+  out->threads.clear();
+  out->unreadable.clear();
+  out->next_cursor.clear();
+  for (auto& page : pages) {
+    more = more || !page.next_cursor.empty();
+    for (auto& m : page.threads) merged.emplace_back(suffix(m), std::move(m));
+    for (auto& u : page.unreadable) out->unreadable.push_back(std::move(u));
+  }
+  std::sort(merged.begin(), merged.end(), [&](const auto& a, const auto& b) {
+    return newest_first ? a.first > b.first : a.first < b.first;
+  });
+  if (merged.size() > query.limit) {
+    merged.resize(query.limit);
+    more = true;
+  }
+  if (more && !merged.empty()) out->next_cursor = detail::hex_encode(merged.back().first);
+  for (auto& [key, m] : merged) out->threads.push_back(std::move(m));
+  return status::ok();
 }
 
 status runtime::delete_thread(const std::string& id) {
+  if (const std::string* owner = impl_->remote_owner(id))
+    return impl_->cluster->call(*owner, [](bool) {}, delete_atom::value, id);
   SKEIN_TRY(impl_->tell(impl_->actors.directory, delete_atom::value, id));
   impl_->memory->index().remove_thread(id);  // after the erase: a search meanwhile skips its gone events
   if (impl_->work) impl_->work->forget(id);
@@ -558,18 +713,26 @@ status runtime::set_title(const std::string& id, const std::string& title, manif
   for (unsigned char c : title)
     if (c < 0x20 || c == 0x7f) return status::invalid_input("title: control characters (one line only)");
   manifest m;
-  SKEIN_TRY(impl_->ask_thread(id, &m, title_atom::value, title));
+  if (const std::string* owner = impl_->remote_owner(id))
+    SKEIN_TRY(impl_->cluster->call(*owner, [&](manifest& r) { m = std::move(r); }, title_atom::value, id, title));
+  else
+    SKEIN_TRY(impl_->ask_thread(id, &m, title_atom::value, title));
   if (out != nullptr) *out = std::move(m);
   return status::ok();
 }
 
 status runtime::fork(const std::string& id, uint64_t at_seq, manifest* out) {
   SKEIN_TRY(validate_id(id, "thread id"));
+  if (const std::string* owner = impl_->remote_owner(id))
+    return impl_->cluster->call(*owner, [&](manifest& m) { *out = std::move(m); }, fork_atom::value, id, at_seq);
   return impl_->ask(impl_->actors.directory, out, fork_atom::value, id, at_seq);
 }
 
 status runtime::import_thread(manifest m, std::vector<event> events, manifest* out) {
   SKEIN_TRY(validate_id(m.id, "manifest.id"));
+  if (const std::string* owner = impl_->remote_owner(m.id))
+    return impl_->cluster->call(*owner, [&](manifest& r) { *out = std::move(r); }, import_atom::value, std::move(m),
+                                std::move(events));
   m.last_seq = events.size();
   return impl_->ask(impl_->actors.directory, out, import_atom::value, std::move(m), std::move(events));
 }
@@ -585,12 +748,25 @@ status runtime::import_threads(std::vector<thread_import> threads, std::vector<m
       return status(s.code(), "thread " + std::to_string(i + 1) + " of " + std::to_string(threads.size()) +
                                   ": " + s.message());
     t.manifest.last_seq = t.events.size();
+    // All or nothing holds within one database: a batch whose threads other
+    // nodes own is refused whole (import them one by one, or on their owner).
+    if (const std::string* owner = impl_->remote_owner(t.manifest.id))
+      return status::invalid_input("thread " + std::to_string(i + 1) + " of " + std::to_string(threads.size()) +
+                                   " (" + t.manifest.id + ") is owned by node " + *owner +
+                                   ": a batch import writes one node's database; use import_thread")
+          .with_field("manifest.id");
   }
   return impl_->ask(impl_->actors.directory, out, import_atom::value, std::move(ticks));
 }
 
 status runtime::reconcile(const std::string& id, bool* reconciled) {
   SKEIN_TRY(impl_->check_open());
+  if (const std::string* owner = impl_->remote_owner(id)) {
+    bool closed = false;
+    SKEIN_TRY(impl_->cluster->call(*owner, [&](bool b) { closed = b; }, reconcile_atom::value, id));
+    if (reconciled != nullptr) *reconciled = closed;
+    return status::ok();
+  }
   manifest m;
   SKEIN_TRY(impl_->log->read_manifest(id, &m));
   bool closed = false;
@@ -616,6 +792,8 @@ status runtime::prune(std::vector<std::string>* reconciled) {
 
 status runtime::diagnose(const std::string& id, diagnosis* out) {
   SKEIN_TRY(impl_->check_open());
+  if (const std::string* owner = impl_->remote_owner(id))
+    return impl_->cluster->call(*owner, [&](diagnosis& d) { *out = std::move(d); }, diagnose_atom::value, id);
   manifest m;
   SKEIN_TRY(impl_->log->read_manifest(id, &m));
   int64_t now = impl_->core_opts.wall_clock();
@@ -668,6 +846,9 @@ run_handle runtime::send(const std::string& thread_id, run_input input) {
   if (status c = impl_->check_open(); !c) st->finish(c, {});
   else if (status s = validate_id(thread_id, "thread id"); !s) st->finish(s, {});
   else if (status v = validate_input(input); !v) st->finish(v, {});
+  else if (const std::string* owner = impl_->remote_owner(thread_id))
+    impl_->cluster->send(*owner, thread_id, std::move(input),
+                         [st](status s, run_result r) { st->finish(std::move(s), std::move(r)); });
   else {
     size_t i = impl_->next_client.fetch_add(1, std::memory_order_relaxed) % impl_->clients.size();
     caf::anon_send(impl_->clients[i], send_atom::value, thread_id, std::move(input), st);
@@ -679,13 +860,19 @@ status runtime::submit(const std::string& thread_id, run_input input, std::strin
   SKEIN_TRY(validate_id(thread_id, "thread id"));
   SKEIN_TRY(validate_input(input));
   if (input.run_id.empty()) input.run_id = new_run_id();
+  if (const std::string* owner = impl_->remote_owner(thread_id))
+    return impl_->cluster->call(*owner, [&](std::string& r) { *run_id = std::move(r); }, submit_atom::value,
+                                thread_id, std::move(input));
   return impl_->ask_thread(thread_id, run_id, submit_atom::value, std::move(input));
 }
 
 status runtime::cancel(const std::string& thread_id, bool* cancelled) {
   bool was = false;
   // High priority: the cancel overtakes inputs queued in the thread's mailbox.
-  SKEIN_TRY(impl_->ask_thread<caf::message_priority::high>(thread_id, &was, cancel_atom::value));
+  if (const std::string* owner = impl_->remote_owner(thread_id))
+    SKEIN_TRY(impl_->cluster->call(*owner, [&](bool b) { was = b; }, cancel_atom::value, thread_id));
+  else
+    SKEIN_TRY(impl_->ask_thread<caf::message_priority::high>(thread_id, &was, cancel_atom::value));
   if (cancelled != nullptr) *cancelled = was;
   return status::ok();
 }
@@ -693,6 +880,9 @@ status runtime::cancel(const std::string& thread_id, bool* cancelled) {
 status runtime::read(const std::string& thread_id, history_view view, uint64_t from_seq, size_t limit,
                      std::vector<event>* out) {
   SKEIN_TRY(impl_->check_open());
+  if (const std::string* owner = impl_->remote_owner(thread_id))
+    return impl_->cluster->call(*owner, [&](std::vector<event>& v) { *out = std::move(v); }, read_atom::value,
+                                thread_id, static_cast<uint8_t>(view), from_seq, static_cast<uint64_t>(limit));
   if (view == history_view::complete) return impl_->log->read_events(thread_id, from_seq, limit, out);
   manifest m;
   SKEIN_TRY(impl_->log->read_manifest(thread_id, &m));
@@ -726,6 +916,11 @@ status runtime::read(const std::string& thread_id, history_view view, uint64_t f
 status runtime::read_raw(const std::string& thread_id, uint64_t from_seq, size_t limit,
                          const group_filter& groups, std::vector<raw_event>* out, uint64_t* next_seq) {
   SKEIN_TRY(impl_->check_open());
+  if (const std::string* owner = impl_->remote_owner(thread_id))
+    return impl_->cluster->call(*owner, [&](std::vector<raw_event>& v, uint64_t next) {
+      *out = std::move(v);
+      *next_seq = next;
+    }, raw_atom::value, thread_id, from_seq, static_cast<uint64_t>(limit), groups.mask);
   SKEIN_TRY(impl_->log->read_events_raw(thread_id, from_seq, limit, out));
   *next_seq = from_seq;
   if (!out->empty()) *next_seq = std::max(from_seq, out->back().seq + 1);
@@ -752,12 +947,18 @@ status runtime::subscribe(const std::string& thread_id, uint64_t from_seq, const
 
 status runtime::subscribe(const std::string& thread_id, uint64_t from_seq, event_sink sink, uint64_t* id) {
   SKEIN_TRY(impl_->check_open());
-  auto actor = impl_->sys->spawn(sink_actor, std::move(sink), impl_->host_failures);
-  uint64_t next = 0;
-  status s = impl_->ask_thread(thread_id, &next, subscribe_atom::value, from_seq, actor);
-  if (!s) {
-    caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
-    return s;
+  caf::actor actor;
+  if (const std::string* owner = impl_->remote_owner(thread_id)) {
+    SKEIN_TRY(validate_id(thread_id, "thread id"));
+    SKEIN_TRY(impl_->cluster->subscribe(*owner, thread_id, from_seq, std::move(sink), impl_->host_failures, &actor));
+  } else {
+    actor = impl_->sys->spawn(sink_actor, std::move(sink), impl_->host_failures);
+    uint64_t next = 0;
+    status s = impl_->ask_thread(thread_id, &next, subscribe_atom::value, from_seq, actor);
+    if (!s) {
+      caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+      return s;
+    }
   }
   uint64_t sub = impl_->next_sub.fetch_add(1);
   {
@@ -799,6 +1000,7 @@ status runtime::apply_retention(retention_result* out) {
 }
 
 status runtime::compact(const std::string& thread_id, const compact_options& options, compact_result* out) {
+  SKEIN_TRY(impl_->local_only(thread_id, "compaction"));
   SKEIN_TRY(impl_->check_open());
   SKEIN_TRY(validate_compact_options(options));
   compact_request req;
@@ -894,6 +1096,17 @@ status runtime::stats(runtime_stats* out) {
   return status::ok();
 }
 
+status runtime::cluster_members(std::vector<cluster_member_state>* out) {
+  SKEIN_TRY(impl_->check_open());
+  if (impl_->cluster) return impl_->cluster->members(impl_->hooks(), out);
+  cluster_member_state me;
+  me.self = true;
+  me.state = "self";
+  SKEIN_TRY(impl_->counts(&me.threads, &me.active));
+  out->assign(1, std::move(me));
+  return status::ok();
+}
+
 status runtime::set_quota(const log_quota& q) {
   SKEIN_TRY(impl_->check_open());
   impl_->log->set_quota(q);
@@ -915,6 +1128,8 @@ status runtime::close() {
   std::lock_guard<std::mutex> lock{impl_->close_mu};
   if (impl_->closed) return status::ok();
   impl_->closed = true;
+  // Other nodes' calls first: the edge's workers finish the call they run and go.
+  if (impl_->cluster) impl_->cluster->stop();
   if (impl_->work) impl_->work->stop();  // its sweeps use the actors
   // The retention effect first: it stops after a sweep in progress, before the threads close.
   caf::anon_send_exit(impl_->retention, caf::exit_reason::user_shutdown);
@@ -948,6 +1163,7 @@ status runtime::close() {
   impl_->clients.clear();
   impl_->actors.directory = nullptr;
   impl_->actors.journal = nullptr;
+  impl_->cluster.reset();
   impl_->sys.reset();  // waits for every actor; they borrow the log
   // Engines and memory searches hold the timers by reference until their actors end.
   impl_->actors.timers.reset();

@@ -27,6 +27,7 @@
 #include "persistence/event_log.hpp"
 #include "persistence/recovery.hpp"
 #include "runtime/model/agent.hpp"
+#include "runtime/model/cluster.hpp"
 #include "runtime/model/compaction.hpp"
 #include "runtime/model/effect_stats.hpp"
 #include "runtime/model/embedding.hpp"
@@ -92,6 +93,13 @@ struct runtime_options {
   // threads stored, events per UTC day, approximate bytes on disk. A refusal is
   // quota_exceeded naming the limit; set_quota() changes them while open.
   log_quota quota;
+  // A node of a cluster (runtime/model/cluster.hpp; empty node_id: alone). Each
+  // node keeps its own database for the threads it owns; any call about a thread
+  // is forwarded to its owner, listings gather from every node, agents are
+  // written through the first member to all. Node-local still: schedules,
+  // work items, memory search, usage, compaction and house members of another
+  // node's thread (`unavailable` naming the owner).
+  cluster_options cluster;
 };
 
 enum class history_view { working, complete };
@@ -372,6 +380,9 @@ class runtime {
   status session_close(const work_session_close& in, work_session_closed* out);
 
   status stats(runtime_stats* out);
+  // The cluster's members and their state, asking each reachable one for its
+  // counts (one entry, this node, when the runtime is alone).
+  status cluster_members(std::vector<cluster_member_state>* out);
   // Quotas of the database (runtime_options::quota): take effect for the next
   // creation or input; a run already admitted completes.
   status set_quota(const log_quota& q);

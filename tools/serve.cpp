@@ -43,6 +43,9 @@ struct serve_config {
   uint64_t start_stale_ms = 1800000;
   uint64_t work_sweep_interval_ms = 3600000;  // the work items' sweep
   std::string work_auto_archive = "false";    // the sweep archives items dormant 30 days
+  std::string node_id;   // a cluster node: its id in the cluster file
+  std::string cluster;   // the cluster file (runtime/model/cluster.hpp): every member's id and address
+  uint64_t cluster_timeout_ms = 5000;  // a call forwarded to another node fails after this
   bool demo = false;
 };
 
@@ -58,7 +61,7 @@ setting_fields fields_of(serve_config& c) {
   f.text = {
       {"listen", &c.listen}, {"data", &c.data}, {"durability", &c.durability},
       {"tokens", &c.tokens}, {"port_file", &c.port_file}, {"work_auto_archive", &c.work_auto_archive},
-      {"key_file", &c.key_file}, {"key_env", &c.key_env}};
+      {"key_file", &c.key_file}, {"key_env", &c.key_env}, {"node_id", &c.node_id}, {"cluster", &c.cluster}};
   f.numbers = {
       {"http_threads", &c.http_threads},
       {"body_bytes_max", &c.body_bytes_max},
@@ -73,7 +76,8 @@ setting_fields fields_of(serve_config& c) {
       {"heartbeat_interval_ms", &c.heartbeat_interval_ms},
       {"heartbeat_stale_ms", &c.heartbeat_stale_ms},
       {"start_stale_ms", &c.start_stale_ms},
-      {"work_sweep_interval_ms", &c.work_sweep_interval_ms}};
+      {"work_sweep_interval_ms", &c.work_sweep_interval_ms},
+      {"cluster_timeout_ms", &c.cluster_timeout_ms}};
   return f;
 }
 
@@ -100,7 +104,8 @@ const char* setting_names[] = {"listen", "data", "durability", "tokens", "port_f
                                "body_bytes_buffered_max", "stream_buffer_bytes_max", "stream_keepalive_ms",
                                "active_threads_max", "idle_passivate_ms", "thread_queue_max",
                                "heartbeat_interval_ms", "heartbeat_stale_ms", "start_stale_ms",
-                               "work_sweep_interval_ms", "work_auto_archive", "key_file", "key_env"};
+                               "work_sweep_interval_ms", "work_auto_archive", "key_file", "key_env",
+                               "node_id", "cluster", "cluster_timeout_ms"};
 
 status load_file(serve_config& c, const std::string& path) {
   std::ifstream in{path};
@@ -289,10 +294,31 @@ int run_serve(int argc, char** argv) {
   ro.work_sweep_interval_ms = c.work_sweep_interval_ms;
   ro.work_auto_archive = c.work_auto_archive == "true";
   if (c.demo) ro.tools.push_back(weather_tool());
-  // On disk, a namespace set (runtime/namespaces.hpp): one database per
-  // namespace under the data directory. In memory there is one namespace.
+  if (c.node_id.empty() != c.cluster.empty())
+    return fail("skein serve", status::invalid_input("node_id and cluster: give both (a cluster node) or neither"), 64);
   embedded_namespace opened;
-  if (status s = open_embedded(ro, std::string(default_namespace), &opened); !s) return fail("skein serve", s, 1);
+  if (!c.node_id.empty()) {
+    // A cluster node: one database, the threads this node owns; no namespaces.
+    std::ifstream in{c.cluster};
+    if (!in) return fail("skein serve", status::not_found("cluster file " + c.cluster + ": cannot open"), 1);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (text.str().size() > cluster_file_bytes_max)
+      return fail("skein serve", status::invalid_input("cluster file: larger than cluster_file_bytes_max"), 64);
+    ro.cluster.node_id = c.node_id;
+    ro.cluster.request_timeout_ms = c.cluster_timeout_ms;
+    if (status s = parse_cluster(text.str(), &ro.cluster.members); !s) return fail("skein serve", s, 64);
+    if (status s = runtime::open(ro, &opened.single); !s) return fail("skein serve", s, 1);
+    opened.rt = std::shared_ptr<runtime>(opened.single.get(), [](runtime*) {});
+    for (const auto& m : ro.cluster.members)
+      if (m.id == c.node_id)
+        std::printf("skein serve: node %s of a cluster of %zu; node link on %s:%u (plain TCP: loopback only)\n",
+                    c.node_id.c_str(), ro.cluster.members.size(), m.host.c_str(), m.port);
+  } else {
+    // On disk, a namespace set (runtime/namespaces.hpp): one database per
+    // namespace under the data directory. In memory there is one namespace.
+    if (status s = open_embedded(ro, std::string(default_namespace), &opened); !s) return fail("skein serve", s, 1);
+  }
   runtime* rt = opened.rt.get();
   if (!rt->repaired_at_open().empty())
     std::printf("skein serve: recovery closed %zu interrupted run(s)\n", rt->repaired_at_open().size());

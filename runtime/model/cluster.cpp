@@ -154,4 +154,25 @@ size_t rendezvous::owner(std::string_view key) const {
   return best;
 }
 
+status check_cluster(const cluster_options& o) {
+  if (o.members.empty()) return status::invalid_input("cluster: no members").with_field("cluster");
+  bool found = false;
+  for (const auto& m : o.members) {
+    if (m.id == o.node_id) found = true;
+    if (m.host != "127.0.0.1" && m.host != "::1" && m.host != "localhost")
+      return status::invalid_input("cluster: member " + m.id + " at " + m.host +
+                                   ": node links are plain TCP in this build, so members must be on loopback")
+          .with_field("cluster");
+  }
+  if (!found)
+    return status::invalid_input("node id: '" + quote_input(o.node_id, 80) + "' is not a member of the cluster")
+        .with_field("node_id");
+  if (o.request_timeout_ms == 0 || o.edge_workers == 0 || o.reconnect_min_ms == 0 ||
+      o.reconnect_max_ms < o.reconnect_min_ms)
+    return status::invalid_input("cluster: timeouts and edge_workers must be positive").with_field("cluster");
+  return status::ok();
+}
+
+std::string_view cluster_key(std::string_view thread_id) { return thread_id.substr(0, thread_id.find('.')); }
+
 }  // namespace skein

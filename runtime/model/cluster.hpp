@@ -45,6 +45,41 @@ status parse_cluster(std::string_view text, std::vector<cluster_member>* out);
 // highest weight (ties, astronomically rare: the smaller id).
 uint64_t rendezvous_weight(std::string_view node_id, std::string_view key);
 
+// How a runtime joins a cluster (runtime_options::cluster). An empty node_id:
+// the runtime is alone, nothing below applies.
+struct cluster_options {
+  std::string node_id;                   // this node: one of the members
+  std::vector<cluster_member> members;   // parse_cluster(); the same list on every node
+  // A forwarded call unanswered this long is `unavailable` naming the owner (a
+  // send waits for its run instead, and fails when the owner's link drops).
+  uint64_t request_timeout_ms = 5000;
+  // After a failed connection to a member, calls for its threads fail at once
+  // for this long, doubling per failure up to the max.
+  uint64_t reconnect_min_ms = 100;
+  uint64_t reconnect_max_ms = 5000;
+  size_t edge_workers = 8;               // threads serving other nodes' calls here
+};
+
+// Checks options against this build: node_id names a member, and — node links
+// are plain TCP until TLS lands — every member's host is a loopback address.
+status check_cluster(const cluster_options& options);
+
+// The key a thread is owned by: its root id (the part before the first '.'),
+// so that a delegation's children ("parent.N") live with their parent.
+std::string_view cluster_key(std::string_view thread_id);
+
+// What GET /v1/cluster shows of one member.
+struct cluster_member_state {
+  std::string id;
+  std::string address;         // host:port of its node link
+  bool self = false;
+  std::string state;           // self | up | down | unknown (never tried)
+  std::string last_error;      // why it is down, "" otherwise
+  uint64_t threads = 0;        // threads stored on it (when up or self)
+  uint64_t active = 0;         // thread actors alive on it
+  uint64_t forwarded = 0;      // calls this node forwarded to it
+};
+
 // Ownership over a fixed member list. Cheap to copy; safe to share read-only.
 class rendezvous {
  public:

@@ -14,6 +14,7 @@ std::string_view to_string(errc code) {
     case errc::overloaded: return "overloaded";
     case errc::budget_exceeded: return "budget_exceeded";
     case errc::quota_exceeded: return "quota_exceeded";
+    case errc::unavailable: return "unavailable";
   }
   return "unknown";
 }

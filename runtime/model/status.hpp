@@ -30,6 +30,7 @@ enum class errc : uint8_t {
   overloaded = 7,
   budget_exceeded = 8,  // an agent's daily budget is spent (agent.hpp, run_budgets)
   quota_exceeded = 9,   // a database's quota is reached (event_log.hpp, log_quota)
+  unavailable = 10,     // the cluster node that owns the thread cannot be reached (cluster.hpp)
 };
 
 // "not_found", "invalid_input", ...
@@ -49,6 +50,7 @@ class [[nodiscard]] status {
   static status overloaded(std::string msg) { return {errc::overloaded, std::move(msg)}; }
   static status budget_exceeded(std::string msg) { return {errc::budget_exceeded, std::move(msg)}; }
   static status quota_exceeded(std::string msg) { return {errc::quota_exceeded, std::move(msg)}; }
+  static status unavailable(std::string msg) { return {errc::unavailable, std::move(msg)}; }
 
   status(errc code, std::string message) : code_(code), message_(std::move(message)) {}
 

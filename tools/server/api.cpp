@@ -228,6 +228,8 @@ int http_status(errc code) {
     // A namespace's quota: 429 with the limit named, so that clients back off;
     // the events of a day pass at midnight UTC, threads and bytes when freed.
     case errc::quota_exceeded: return 429;
+    // The owner node of the thread is down or unreachable: retry later, elsewhere nothing helps.
+    case errc::unavailable: return 503;
   }
   return 500;
 }
@@ -521,6 +523,37 @@ void list_threads(ctx& c, size_t limit_max) {
     if (matches(m, c.req) && c.scope.allows(m.agent_id)) w.raw(manifest_json(m));
   w.end_array();
   w.field("next_cursor", page.next_cursor);
+  w.end_object();
+  c.reply(json_response(200, body));
+}
+
+// GET /v1/cluster: the members of this node's cluster, their state and counts
+// (admin only: it names every node). Alone, one member: this node.
+void cluster_route(ctx& c) {
+  std::vector<cluster_member_state> members;
+  if (status s = c.rt().cluster_members(&members); !s) return c.fail(s);
+  std::string body;
+  json_writer w{&body};
+  w.begin_object();
+  std::string self;
+  for (const auto& m : members)
+    if (m.self) self = m.id;
+  w.field("node_id", self);
+  w.key("members");
+  w.begin_array();
+  for (const auto& m : members) {
+    w.begin_object();
+    w.field("id", m.id);
+    w.field("address", m.address);
+    w.field("state", m.state);
+    w.field_bool("self", m.self);
+    w.field_uint("threads", m.threads);
+    w.field_uint("active", m.active);
+    w.field_uint("forwarded", m.forwarded);
+    if (!m.last_error.empty()) w.field("error", m.last_error);
+    w.end_object();
+  }
+  w.end_array();
   w.end_object();
   c.reply(json_response(200, body));
 }
@@ -1267,6 +1300,7 @@ http::admission api::admit(const http::request& head) {
   if (scope->admin) return a;
   if (head.path == "/metrics") a.refuse = forbidden_response("read metrics (admin only)");
   else if (v1 && seg.size() == 2 && seg[1] == "prune") a.refuse = forbidden_response("prune (admin only)");
+  else if (v1 && seg.size() == 2 && seg[1] == "cluster") a.refuse = forbidden_response("read the cluster (admin only)");
   else if (v1 && seg.size() == 2 && seg[1] == "agents" && head.method == "POST")
     a.refuse = forbidden_response("create agents (admin only)");
   if (a.refuse) return a;
@@ -1448,6 +1482,11 @@ void api::handle(http::request& req, std::shared_ptr<http::exchange> ex) {
     return m == "GET" ? memory_search_route(c, seg[2]) : not_allowed();
   if (seg[1] == "prune" && seg.size() == 2) return m == "POST" ? prune(c) : not_allowed();
   if (seg[1] == "usage" && seg.size() == 2) return m == "GET" ? usage_route(c) : not_allowed();
+  if (seg[1] == "cluster" && seg.size() == 2) {
+    if (m != "GET") return not_allowed();
+    if (!c.scope.admin) return c.forbidden("read the cluster (admin only)");
+    return cluster_route(c);
+  }
   if (seg[1] == "import" && seg.size() == 2) return m == "POST" ? import_route(c) : not_allowed();
   if (seg[1] == "schedules") return schedules_routes(c, seg, limits, options_.list_limit_max, not_allowed);
   if (seg[1] != "threads") return c.fail(status::not_found("no route " + quote_input(req.path)));

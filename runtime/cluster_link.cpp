@@ -1,0 +1,490 @@
+#include "runtime/cluster_link.hpp"
+
+#include <caf/actor_pool.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/send.hpp>
+#include <caf/stateful_actor.hpp>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+
+#include "runtime/model/ids.hpp"
+#include "runtime/model/json_codec.hpp"
+
+namespace skein {
+namespace {
+
+using done_atom = caf::atom_constant<caf::atom("done")>;
+using steady = std::chrono::steady_clock;
+
+// A host callback must not take an actor down with it.
+template <class F>
+void guard(const std::shared_ptr<std::atomic<uint64_t>>& failures, F&& fn) {
+  try {
+    fn();
+  } catch (...) {
+    if (failures) failures->fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+// Why a call to `node` failed: the owner's own refusal as it is; anything of
+// CAF's (no answer, a lost link, a wrong reply) is the node being unavailable.
+status remote_failure(const std::string& node, const caf::error& e, std::chrono::milliseconds timeout) {
+  if (e.category() == error_category) return to_status(e);
+  if (e.category() == caf::atom("system") && static_cast<caf::sec>(e.code()) == caf::sec::request_timeout)
+    return status::unavailable("node " + node + " did not answer within " + std::to_string(timeout.count()) + " ms");
+  return status::unavailable("node " + node + ": " + to_status(e).message());
+}
+
+struct worker_state {
+  std::map<caf::actor_addr, uint64_t> subs;  // a remote sink -> its subscription here
+  std::map<uint64_t, caf::response_promise> sends;
+  uint64_t next_send = 1;
+};
+
+// One of the edge's workers: a detached actor (its own thread) that runs calls
+// from other nodes through the local runtime. Copies what it needs: it may
+// outlive the cluster_link by the call it is finishing.
+caf::behavior edge_worker(caf::stateful_actor<worker_state>* self, runtime* rt, std::string node,
+                          rendezvous ring, edge_hooks hooks) {
+  // Another node's bytes are trusted no more than a client's: ids are checked,
+  // and a thread this node does not own is refused, never served.
+  auto own = [node, ring](const std::string& id) -> status {
+    SKEIN_TRY(validate_id(id, "thread id"));
+    const std::string& owner = ring.owner_id(cluster_key(id));
+    if (owner != node)
+      return status::unavailable("node " + node + " does not own thread " + id + " (by its member list, " + owner +
+                                 " does): the nodes' cluster files differ");
+    return status::ok();
+  };
+  // Stopping (the node closes): runs forwarded here get an answer, not silence.
+  self->set_exit_handler([self, node](caf::exit_msg& m) {
+    for (auto& [k, rp] : self->state.sends)
+      rp.deliver(to_error(status::unavailable("node " + node + " is closing: the run's outcome is in its log")));
+    self->state.sends.clear();
+    self->quit(m.reason);
+  });
+  self->set_down_handler([self, rt](caf::down_msg& m) {
+    auto it = self->state.subs.find(m.source);
+    if (it == self->state.subs.end()) return;
+    rt->unsubscribe(it->second).ignore();
+    self->state.subs.erase(it);
+  });
+  return {
+      [=](create_atom, thread_options& o) -> caf::result<manifest, bool> {
+        std::string key = creation_key(o);
+        if (!key.empty() && ring.owner_id(key) != node)
+          return to_error(status::unavailable("node " + node + " does not own " + key + ": the nodes' cluster files differ"));
+        manifest m;
+        bool created = false;
+        if (status s = rt->create_thread(std::move(o), &m, &created); !s) return to_error(s);
+        return {std::move(m), created};
+      },
+      [=](caf::get_atom, std::string& id) -> caf::result<manifest> {
+        manifest m;
+        if (status s = own(id); !s) return to_error(s);
+        if (status s = rt->get_thread(id, &m); !s) return to_error(s);
+        return m;
+      },
+      [=](submit_atom, std::string& id, run_input& in) -> caf::result<std::string> {
+        std::string run;
+        if (status s = own(id); !s) return to_error(s);
+        if (status s = rt->submit(id, std::move(in), &run); !s) return to_error(s);
+        return run;
+      },
+      [=](send_atom, std::string& id, run_input& in) -> caf::result<run_result> {
+        if (status s = own(id); !s) return to_error(s);
+        auto rp = self->make_response_promise();
+        uint64_t k = self->state.next_send++;
+        self->state.sends.emplace(k, rp);
+        auto me = caf::actor_cast<caf::actor>(self);
+        rt->send(id, std::move(in)).on_done([me, k](const status& s, const run_result& r) {
+          caf::anon_send(me, done_atom::value, k, r, to_error(s));
+        });
+        return rp;
+      },
+      [=](done_atom, uint64_t k, run_result& r, caf::error& e) {
+        auto it = self->state.sends.find(k);
+        if (it == self->state.sends.end()) return;
+        if (e) it->second.deliver(std::move(e));
+        else it->second.deliver(std::move(r));
+        self->state.sends.erase(it);
+      },
+      [=](cancel_atom, std::string& id) -> caf::result<bool> {
+        bool was = false;
+        if (status s = own(id); !s) return to_error(s);
+        if (status s = rt->cancel(id, &was); !s) return to_error(s);
+        return was;
+      },
+      [=](read_atom, std::string& id, uint8_t view, uint64_t from, uint64_t limit) -> caf::result<std::vector<event>> {
+        std::vector<event> out;
+        if (status s = own(id); !s) return to_error(s);
+        if (view > static_cast<uint8_t>(history_view::complete))
+          return to_error(status::invalid_input("view: out of range").with_field("view"));
+        if (status s = rt->read(id, static_cast<history_view>(view), from, limit, &out); !s) return to_error(s);
+        return out;
+      },
+      [=](raw_atom, std::string& id, uint64_t from, uint64_t limit, uint8_t mask)
+          -> caf::result<std::vector<raw_event>, uint64_t> {
+        std::vector<raw_event> out;
+        uint64_t next = 0;
+        if (status s = own(id); !s) return to_error(s);
+        group_filter groups;
+        groups.mask = mask & groups.mask;
+        if (status s = rt->read_raw(id, from, limit, groups, &out, &next); !s) return to_error(s);
+        return {std::move(out), next};
+      },
+      [=](subscribe_atom, std::string& id, uint64_t from, caf::actor& sink) -> caf::result<uint64_t> {
+        if (status s = own(id); !s) return to_error(s);
+        if (!sink) return to_error(status::invalid_input("subscribe: no sink"));
+        event_sink es;
+        es.on_event_json = [sink, id](uint64_t seq, event_type type, const std::string& json) {
+          caf::anon_send(sink, event_atom::value, id, seq, static_cast<uint8_t>(type), json);
+        };
+        es.on_delta = [sink, id](const std::string& run, const std::string& delta) {
+          caf::anon_send(sink, delta_atom::value, id, run, delta);
+        };
+        es.on_end = [sink, id](const std::string& reason) { caf::anon_send(sink, caf::close_atom::value, id, reason); };
+        uint64_t sub = 0;
+        if (status s = rt->subscribe(id, from, std::move(es), &sub); !s) return to_error(s);
+        self->monitor(sink);
+        self->state.subs[sink.address()] = sub;
+        return sub;
+      },
+      [=](delete_atom, std::string& id) -> caf::result<bool> {
+        if (status s = own(id); !s) return to_error(s);
+        if (status s = rt->delete_thread(id); !s) return to_error(s);
+        return true;
+      },
+      [=](fork_atom, std::string& id, uint64_t at) -> caf::result<manifest> {
+        manifest m;
+        if (status s = own(id); !s) return to_error(s);
+        if (status s = rt->fork(id, at, &m); !s) return to_error(s);
+        return m;
+      },
+      [=](title_atom, std::string& id, std::string& title) -> caf::result<manifest> {
+        manifest m;
+        if (status s = own(id); !s) return to_error(s);
+        if (status s = rt->set_title(id, title, &m); !s) return to_error(s);
+        return m;
+      },
+      [=](reconcile_atom, std::string& id) -> caf::result<bool> {
+        bool done = false;
+        if (status s = own(id); !s) return to_error(s);
+        if (status s = rt->reconcile(id, &done); !s) return to_error(s);
+        return done;
+      },
+      [=](diagnose_atom, std::string& id) -> caf::result<diagnosis> {
+        diagnosis d;
+        if (status s = own(id); !s) return to_error(s);
+        if (status s = rt->diagnose(id, &d); !s) return to_error(s);
+        return d;
+      },
+      [=](import_atom, manifest& m, std::vector<event>& events) -> caf::result<manifest> {
+        manifest out;
+        if (status s = own(m.id); !s) return to_error(s);
+        if (status s = rt->import_thread(std::move(m), std::move(events), &out); !s) return to_error(s);
+        return out;
+      },
+      [=](task_atom, std::string& task) -> caf::result<manifest> {
+        manifest m;
+        if (ring.owner_id("task/" + task) != node)
+          return to_error(status::unavailable("node " + node + " does not own task " + task));
+        if (status s = rt->find_task_thread(task, &m); !s) return to_error(s);
+        return m;
+      },
+      [=](list_atom, thread_query& q) -> caf::result<thread_page> {
+        thread_page page;
+        if (status s = hooks.list_local(q, &page); !s) return to_error(s);
+        return page;
+      },
+      [=](caf::put_atom, agent_config& a) -> caf::result<agent_config> {
+        agent_config out;
+        // The coordinator decides and fans out; any other node stores what it is told.
+        status s = node == ring.ids().front() ? rt->create_agent(std::move(a), &out)
+                                              : hooks.put_agent_local(std::move(a), &out);
+        if (!s) return to_error(s);
+        return out;
+      },
+      [=](agent_atom) -> caf::result<std::vector<agent_config>> {
+        std::vector<agent_config> out;
+        if (status s = rt->list_agents(&out); !s) return to_error(s);
+        return out;
+      },
+      [=](count_atom) -> caf::result<uint64_t, uint64_t> {
+        uint64_t threads = 0, active = 0;
+        if (status s = hooks.counts(&threads, &active); !s) return to_error(s);
+        return {threads, active};
+      },
+  };
+}
+
+// Waits for one forwarded run: the owner's answer, or the owner's link dropping.
+caf::behavior send_forwarder(caf::event_based_actor* self, caf::actor edge, std::string node, std::string thread,
+                             run_input in, std::function<void(status, run_result)> done) {
+  auto finished = std::make_shared<bool>(false);
+  auto finish = [self, finished, done](status s, run_result r) {
+    if (*finished) return;
+    *finished = true;
+    done(std::move(s), std::move(r));
+    self->quit();
+  };
+  self->monitor(edge);
+  self->set_down_handler([=](caf::down_msg&) {
+    finish(status::unavailable("node " + node + " went away during the run on thread " + thread +
+                               ": its outcome is in the thread's log once the node is back"),
+           {});
+  });
+  self->request(edge, caf::infinite, send_atom::value, thread, std::move(in))
+      .then([=](run_result& r) { finish(status::ok(), std::move(r)); },
+            [=](caf::error& e) { finish(remote_failure(node, e, std::chrono::milliseconds{0}), {}); });
+  return {[](caf::ok_atom) {}};
+}
+
+// The local end of a remote subscription: calls the host's sink in order.
+caf::behavior remote_sink(caf::event_based_actor* self, event_sink sink, caf::actor edge,
+                          std::shared_ptr<std::atomic<uint64_t>> failures) {
+  auto ended = std::make_shared<bool>(false);
+  auto end = [sink, ended, failures](const std::string& reason) {
+    if (*ended) return;
+    *ended = true;
+    if (sink.on_end) guard(failures, [&] { sink.on_end(reason); });
+  };
+  self->monitor(edge);
+  self->set_down_handler([end](caf::down_msg&) { end("unavailable"); });
+  return {
+      [=](event_atom, std::string&, uint64_t seq, uint8_t type, std::string& json) {
+        if (*ended || type > static_cast<uint8_t>(event_type::signal)) return;
+        if (sink.on_event_json) {
+          guard(failures, [&] { sink.on_event_json(seq, static_cast<event_type>(type), json); });
+          return;
+        }
+        event e;
+        if (!sink.on_event || !decode_event(json, &e)) return;
+        guard(failures, [&] { sink.on_event(e); });
+      },
+      [=](delta_atom, std::string&, std::string& run, std::string& delta) {
+        if (!*ended && sink.on_delta) guard(failures, [&] { sink.on_delta(run, delta); });
+      },
+      [=](caf::close_atom, std::string&, std::string& reason) { end(reason); },
+  };
+}
+
+}  // namespace
+
+std::string creation_key(const thread_options& o) {
+  if (!o.task_id.empty()) return "task/" + o.task_id;
+  if (o.dm) return "dm/" + o.agent_id;
+  if (!o.parent_thread_id.empty()) return std::string{cluster_key(o.parent_thread_id)};
+  return {};
+}
+
+void register_wire_types(caf::actor_system_config& cfg) {
+  cfg.add_message_type<event>("skein.event");
+  cfg.add_message_type<std::vector<event>>("skein.events");
+  cfg.add_message_type<raw_event>("skein.raw_event");
+  cfg.add_message_type<std::vector<raw_event>>("skein.raw_events");
+  cfg.add_message_type<manifest>("skein.manifest");
+  cfg.add_message_type<run_input>("skein.run_input");
+  cfg.add_message_type<run_result>("skein.run_result");
+  cfg.add_message_type<thread_options>("skein.thread_options");
+  cfg.add_message_type<agent_config>("skein.agent_config");
+  cfg.add_message_type<std::vector<agent_config>>("skein.agent_configs");
+  cfg.add_message_type<thread_query>("skein.thread_query");
+  cfg.add_message_type<thread_page>("skein.thread_page");
+  cfg.add_message_type<diagnosis>("skein.diagnosis");
+}
+
+void prepare_cluster_config(caf::actor_system_config& cfg) {
+  register_wire_types(cfg);
+  cfg.load<caf::io::middleman>();
+}
+
+// Links to the other members. Shared with the functors attached to their
+// proxies, which may run after the cluster_link is gone.
+struct cluster_link::peers {
+  struct entry {
+    std::string host;
+    uint16_t port = 0;
+    caf::actor edge;          // null: not connected
+    bool connecting = false;  // one connection attempt at a time
+    bool tried = false;
+    steady::time_point retry_at{};
+    uint64_t backoff_ms = 0;
+    std::string last_error;
+    uint64_t forwarded = 0;
+  };
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<std::string, entry> members;  // guarded by mu
+
+  void lost(const std::string& node, const caf::actor_addr& dead) {
+    std::lock_guard lock{mu};
+    auto& p = members.at(node);
+    if (!p.edge || p.edge.address() != dead) return;
+    p.edge = nullptr;
+    p.last_error = "link lost";
+  }
+};
+
+cluster_link::cluster_link(caf::actor_system& sys, cluster_options options)
+    : sys_(sys), options_(std::move(options)), timeout_(options_.request_timeout_ms),
+      peers_(std::make_shared<peers>()) {
+  std::vector<std::string> ids;
+  for (const auto& m : options_.members) {
+    ids.push_back(m.id);
+    auto& e = peers_->members[m.id];
+    e.host = m.host;
+    e.port = m.port;
+  }
+  ring_ = rendezvous{std::move(ids)};
+}
+
+cluster_link::~cluster_link() { stop(); }
+
+status cluster_link::start(runtime& rt, edge_hooks hooks) {
+  for (size_t i = 0; i < options_.edge_workers; ++i)
+    workers_.push_back(sys_.spawn<caf::detached>(edge_worker, &rt, options_.node_id, ring_, hooks));
+  auto ws = workers_;
+  size_t next = 0;
+  edge_ = caf::actor_pool::make(sys_.dummy_execution_unit(), ws.size(),
+                                [ws, next]() mutable { return ws[next++ % ws.size()]; },
+                                caf::actor_pool::round_robin());
+  const auto& me = peers_->members.at(options_.node_id);
+  auto port = sys_.middleman().publish(edge_, me.port, me.host.c_str(), true);
+  if (!port) {
+    stop();
+    return status::io_error("cluster: cannot listen on " + me.host + ":" + std::to_string(me.port) + ": " +
+                            sys_.render(port.error()))
+        .with_field("cluster");
+  }
+  port_ = *port;
+  return status::ok();
+}
+
+void cluster_link::stop() {
+  if (edge_) {
+    sys_.middleman().unpublish(edge_, port_);
+    caf::anon_send_exit(edge_, caf::exit_reason::user_shutdown);
+    edge_ = nullptr;
+  }
+  for (auto& w : workers_) caf::anon_send_exit(w, caf::exit_reason::user_shutdown);
+  if (!workers_.empty()) {
+    // Each finishes the call it runs (bounded: runtime calls, or calls to other
+    // nodes under the request timeout) before the runtime closes under it.
+    caller self{sys_};
+    for (auto& w : workers_) self->wait_for(w);
+  }
+  workers_.clear();
+  std::lock_guard lock{peers_->mu};
+  for (auto& [id, p] : peers_->members) p.edge = nullptr;
+}
+
+status cluster_link::peer(const std::string& node, caf::actor* out) {
+  std::unique_lock lock{peers_->mu};
+  auto found = peers_->members.find(node);
+  if (found == peers_->members.end()) return status::unavailable("node " + node + " is not a member");
+  auto& p = found->second;
+  auto deadline = steady::now() + timeout_;
+  while (!p.edge && p.connecting)
+    if (peers_->cv.wait_until(lock, deadline) == std::cv_status::timeout)
+      return status::unavailable("node " + node + ": still connecting after " + std::to_string(timeout_.count()) + " ms");
+  if (p.edge) {
+    ++p.forwarded;
+    *out = p.edge;
+    return status::ok();
+  }
+  if (steady::now() < p.retry_at)
+    return status::unavailable("node " + node + " at " + p.host + ":" + std::to_string(p.port) + " is down (" +
+                               p.last_error + ")");
+  p.connecting = true;
+  p.tried = true;
+  std::string host = p.host;
+  uint16_t port = p.port;
+  lock.unlock();
+  auto r = sys_.middleman().remote_actor(host, port);
+  lock.lock();
+  p.connecting = false;
+  peers_->cv.notify_all();
+  if (!r) {
+    p.last_error = sys_.render(r.error());
+    p.backoff_ms = p.backoff_ms == 0 ? options_.reconnect_min_ms
+                                     : std::min(p.backoff_ms * 2, options_.reconnect_max_ms);
+    p.retry_at = steady::now() + std::chrono::milliseconds(p.backoff_ms);
+    return status::unavailable("node " + node + " at " + host + ":" + std::to_string(port) + " is down (" +
+                               p.last_error + ")");
+  }
+  p.edge = *r;
+  p.backoff_ms = 0;
+  p.last_error.clear();
+  ++p.forwarded;
+  *out = p.edge;
+  std::weak_ptr<peers> weak = peers_;
+  p.edge->attach_functor([weak, node, addr = p.edge.address()] {
+    if (auto s = weak.lock()) s->lost(node, addr);
+  });
+  return status::ok();
+}
+
+status cluster_link::failure(const std::string& node, const caf::error& e) {
+  return remote_failure(node, e, timeout_);
+}
+
+void cluster_link::send(const std::string& node, const std::string& thread, run_input input,
+                        std::function<void(status, run_result)> done) {
+  caf::actor edge;
+  if (status s = peer(node, &edge); !s) return done(std::move(s), {});
+  sys_.spawn(send_forwarder, edge, node, thread, std::move(input), std::move(done));
+}
+
+status cluster_link::subscribe(const std::string& node, const std::string& thread, uint64_t from_seq,
+                               event_sink sink, std::shared_ptr<std::atomic<uint64_t>> failures,
+                               caf::actor* sink_actor) {
+  caf::actor edge;
+  SKEIN_TRY(peer(node, &edge));
+  auto actor = sys_.spawn(remote_sink, std::move(sink), edge, std::move(failures));
+  uint64_t remote_id = 0;
+  status s = call(node, [&](uint64_t id) { remote_id = id; }, subscribe_atom::value, thread, from_seq, actor);
+  if (!s) {
+    caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+    return s;
+  }
+  *sink_actor = actor;
+  return status::ok();
+}
+
+status cluster_link::members(const edge_hooks& local, std::vector<cluster_member_state>* out) {
+  out->clear();
+  for (const auto& m : options_.members) {
+    cluster_member_state st;
+    st.id = m.id;
+    st.address = (m.host.find(':') != std::string::npos ? "[" + m.host + "]" : m.host) + ":" + std::to_string(m.port);
+    if (m.id == self()) {
+      st.self = true;
+      st.state = "self";
+      SKEIN_TRY(local.counts(&st.threads, &st.active));
+      out->push_back(std::move(st));
+      continue;
+    }
+    status s = call(m.id, [&](uint64_t threads, uint64_t active) {
+      st.threads = threads;
+      st.active = active;
+    }, count_atom::value);
+    {
+      std::lock_guard lock{peers_->mu};
+      const auto& p = peers_->members.at(m.id);
+      st.forwarded = p.forwarded;
+      if (s) st.state = "up";
+      else {
+        st.state = "down";
+        st.last_error = s.message();
+      }
+    }
+    out->push_back(std::move(st));
+  }
+  return status::ok();
+}
+
+}  // namespace skein

@@ -1,0 +1,154 @@
+// cluster_link: a runtime's place in a cluster (runtime_options::cluster), the
+// edge where calls cross nodes. Internal to the runtime (runtime.cpp); the
+// public view is runtime_options::cluster and runtime::cluster_members().
+//
+// Outbound: a call about a thread another node owns (rendezvous over
+// cluster_key, runtime/model/cluster.hpp) goes to that node's edge actor, a CAF
+// remote actor reached over the middleman. Every call is bounded by the request
+// timeout and answers `unavailable` naming the owner when it cannot be reached;
+// a send waits for its run however long it takes, but fails as soon as the
+// owner's link drops. After a failed connection a member is left alone for a
+// backoff (doubling) and calls for its threads fail at once meanwhile.
+//
+// Inbound: the edge, published on this node's member port, is a pool of
+// detached workers that run each call through the local runtime. A worker
+// refuses a thread this node does not own (the nodes' member lists differ): a
+// thread never has two writers. Callbacks and shared pointers never cross: a
+// remote subscription is a relay of (seq, type, stored JSON) messages to a sink
+// actor on the subscriber's node.
+//
+// Edge protocol (request -> reply; `id` is a thread id):
+//   (create_atom, thread_options)            -> (manifest, bool created)  task/dm/child creations
+//   (get_atom, id)                           -> manifest
+//   (submit_atom, id, run_input)             -> std::string run id
+//   (send_atom, id, run_input)               -> run_result (when the run has ended)
+//   (cancel_atom, id)                        -> bool
+//   (read_atom, id, uint8 view, uint64 from, uint64 limit)     -> std::vector<event>
+//   (raw_atom, id, uint64 from, uint64 limit, uint8 groups)    -> (std::vector<raw_event>, uint64 next)
+//   (subscribe_atom, id, uint64 from, actor sink) -> uint64; then to sink:
+//        (event_atom, id, uint64 seq, uint8 type, std::string json)
+//        (delta_atom, id, std::string run id, std::string delta)
+//        (caf::close_atom, id, std::string reason)
+//      the worker watches the sink and unsubscribes when it goes (or its node does)
+//   (delete_atom, id) -> bool · (fork_atom, id, uint64 at) -> manifest
+//   (title_atom, id, std::string) -> manifest · (reconcile_atom, id) -> bool
+//   (diagnose_atom, id) -> diagnosis · (import_atom, manifest, std::vector<event>) -> manifest
+//   (task_atom, task id) -> manifest · (list_atom, thread_query) -> thread_page (its own threads)
+//   (caf::put_atom, agent_config) -> agent_config · (agent_atom) -> std::vector<agent_config>
+//   (stats_atom) -> (uint64 threads stored, uint64 thread actors active)
+#pragma once
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/atom.hpp>
+#include <caf/meta/type_name.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/caller.hpp"
+#include "actors/error.hpp"
+#include "actors/messages.hpp"
+#include "runtime/model/cluster.hpp"
+#include "runtime/runtime.hpp"
+
+namespace skein {
+
+using read_atom = caf::atom_constant<caf::atom("read")>;
+using raw_atom = caf::atom_constant<caf::atom("readraw")>;
+using diagnose_atom = caf::atom_constant<caf::atom("diagnose")>;
+using task_atom = caf::atom_constant<caf::atom("task")>;
+using list_atom = caf::atom_constant<caf::atom("list")>;
+using count_atom = caf::atom_constant<caf::atom("counts")>;
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, diagnosis& x) {
+  return f(caf::meta::type_name("skein.diagnosis"), x.thread_id, checked(x.status, thread_status::cancelled),
+           x.stage, x.last_seq, x.heartbeat_age_ms, x.last_run_id, x.last_outcome, x.last_error,
+           x.quarantined, x.quarantine_key, x.quarantine_reason);
+}
+static_assert(sizeof(diagnosis) == 256, "diagnosis changed: update cluster_link.hpp");
+
+// Registers every type the edge protocol carries (both ends must) and loads the
+// middleman into `cfg`.
+void prepare_cluster_config(caf::actor_system_config& cfg);
+// The same types without the middleman: for tests of the wire encoding.
+void register_wire_types(caf::actor_system_config& cfg);
+
+// The key a creation is routed by: the claim it makes (one thread per task, one
+// DM thread per agent) or its parent's family; "" when any node may create it.
+std::string creation_key(const thread_options& o);
+
+// What the edge's workers need of the runtime besides its public calls: the
+// local paths of the calls that fan out in a cluster.
+struct edge_hooks {
+  std::function<status(agent_config, agent_config*)> put_agent_local;
+  std::function<status(const thread_query&, thread_page*)> list_local;
+  std::function<status(uint64_t* threads, uint64_t* active)> counts;
+};
+
+class cluster_link {
+ public:
+  cluster_link(caf::actor_system& sys, cluster_options options);
+  ~cluster_link();
+  cluster_link(const cluster_link&) = delete;
+  cluster_link& operator=(const cluster_link&) = delete;
+
+  // Spawns the edge workers over `rt` and publishes the edge on this node's
+  // member address; io_error names the address when it is taken.
+  status start(runtime& rt, edge_hooks hooks);
+  // Unpublishes the edge and stops its workers (they finish the call they run).
+  void stop();
+
+  const std::string& self() const { return options_.node_id; }
+  const std::string& coordinator() const { return options_.members.front().id; }
+  const cluster_options& options() const { return options_; }
+  // The owner of `key` (a thread id, or "task/…", "dm/…" for claims).
+  const std::string& owner_of_key(std::string_view key) const { return ring_.owner_id(key); }
+  const std::string& owner_of_thread(std::string_view id) const { return ring_.owner_id(cluster_key(id)); }
+  bool owns_thread(std::string_view id) const { return owner_of_thread(id) == self(); }
+
+  // Asks node `node`'s edge and waits, at most the request timeout: `on_value`
+  // takes the reply's values. A refusal of the owner comes back as it is; no
+  // answer, a lost link or an unreachable node is `unavailable` naming the node.
+  template <class F, class... Ts>
+  status call(const std::string& node, F&& on_value, Ts&&... xs) {
+    caf::actor edge;
+    SKEIN_TRY(peer(node, &edge));
+    caller self{sys_};
+    status result;
+    self->request(edge, timeout_, std::forward<Ts>(xs)...)
+        .receive(std::forward<F>(on_value), [&](caf::error& e) { result = failure(node, e); });
+    return result;
+  }
+
+  // A send to the owner: `done` is called once, with the run's result or why
+  // there is none (unavailable when the owner's link dropped during the run).
+  void send(const std::string& node, const std::string& thread, run_input input,
+            std::function<void(status, run_result)> done);
+  // A subscription on the owner relayed to a sink actor here (*sink: stop it to
+  // unsubscribe). The sink ends with on_end("unavailable") if the link drops.
+  status subscribe(const std::string& node, const std::string& thread, uint64_t from_seq, event_sink sink,
+                   std::shared_ptr<std::atomic<uint64_t>> failures, caf::actor* sink_actor);
+
+  // Every member as GET /v1/cluster shows it; asks each reachable one for its counts.
+  status members(const edge_hooks& local, std::vector<cluster_member_state>* out);
+
+ private:
+  struct peers;
+  status peer(const std::string& node, caf::actor* out);
+  status failure(const std::string& node, const caf::error& e);
+
+  caf::actor_system& sys_;
+  cluster_options options_;
+  rendezvous ring_;
+  std::chrono::milliseconds timeout_;
+  std::shared_ptr<peers> peers_;
+  caf::actor edge_;
+  std::vector<caf::actor> workers_;
+  uint16_t port_ = 0;
+};
+
+}  // namespace skein

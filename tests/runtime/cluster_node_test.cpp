@@ -1,0 +1,594 @@
+// Three runtimes as the nodes of one cluster, in one process (each its own CAF
+// actor system and node id, linked over loopback by the middleman): every call
+// made on any node reaches the thread's owner; a node that is gone answers
+// `unavailable` naming itself, within the timeout; back, it has everything.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <arpa/inet.h>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <netinet/in.h>
+#include <set>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "runtime/runtime.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using namespace skein;
+using namespace std::chrono_literals;
+
+namespace {
+
+// A port free on loopback now (the cluster file must name ports before the
+// nodes listen; another process could take it meanwhile, which fails the open loudly).
+uint16_t free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  socklen_t len = sizeof a;
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+struct cluster_fixture {
+  static constexpr size_t n = 3;
+  test::temp_dir dirs[n];
+  std::vector<cluster_member> members;
+  std::unique_ptr<runtime> nodes[n];
+
+  cluster_fixture() {
+    for (size_t i = 0; i < n; ++i) members.push_back({"n" + std::to_string(i + 1), "127.0.0.1", free_port()});
+    for (size_t i = 0; i < n; ++i) open(i);
+  }
+
+  runtime_options options(size_t i) {
+    runtime_options o;
+    o.data_dir = dirs[i].str();
+    o.effects.titles = false;
+    o.effects.embeddings = false;
+    o.effects.compaction = false;
+    o.worker_threads = 2;
+    o.cluster.node_id = members[i].id;
+    o.cluster.members = members;
+    o.cluster.request_timeout_ms = 2000;
+    o.cluster.reconnect_min_ms = 50;
+    o.cluster.reconnect_max_ms = 200;
+    o.cluster.edge_workers = 4;
+    return o;
+  }
+
+  void open(size_t i) {
+    status s = runtime::open(options(i), &nodes[i]);
+    INFO(s.to_string());
+    REQUIRE(s.is_ok());
+  }
+
+  // The index of the node that owns `thread`.
+  size_t owner(const std::string& thread) {
+    rendezvous ring{{members[0].id, members[1].id, members[2].id}};
+    return ring.owner(cluster_key(thread));
+  }
+
+  void agent(size_t via) {
+    agent_config a;
+    a.id = "helper";
+    a.system_prompt = "test";
+    a.engine_config = R"({"default":{"reply":"done"}})";
+    status s = nodes[via]->create_agent(a);
+    INFO(s.to_string());
+    REQUIRE(s.is_ok());
+  }
+};
+
+std::vector<uint64_t> seqs(const std::vector<event>& events) {
+  std::vector<uint64_t> out;
+  for (const auto& e : events) out.push_back(e.seq);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("cluster: any node serves any thread through its owner") {
+  cluster_fixture f;
+  f.agent(1);  // not the coordinator: written through n1 to every node
+  for (size_t i = 0; i < f.n; ++i) {
+    agent_config a;
+    status s = f.nodes[i]->get_agent("helper", &a);
+    INFO("node " << i << ": " << s.to_string());
+    CHECK(s.is_ok());
+  }
+
+  // Threads created through every node spread over every node.
+  std::vector<manifest> threads;
+  std::set<size_t> owners;
+  for (size_t k = 0; k < 24; ++k) {
+    manifest m;
+    thread_options o;
+    o.agent_id = "helper";
+    REQUIRE(f.nodes[k % f.n]->create_thread(o, &m).is_ok());
+    owners.insert(f.owner(m.id));
+    threads.push_back(m);
+  }
+  CHECK(owners.size() == f.n);
+
+  // A run sent through one node, read through each: the same gapless log.
+  for (size_t k = 0; k < threads.size(); ++k) {
+    const std::string& id = threads[k].id;
+    run_input in;
+    in.text = "question " + std::to_string(k);
+    run_result r;
+    status s = f.nodes[(k + 1) % f.n]->send(id, in).wait(&r, 30s);
+    INFO(id << ": " << s.to_string());
+    REQUIRE(s.is_ok());
+    CHECK(r.text == "done");
+    std::string run_id;
+    in.text = "again";
+    REQUIRE(f.nodes[(k + 2) % f.n]->submit(id, in, &run_id).is_ok());
+    CHECK(!run_id.empty());
+  }
+  for (const auto& t : threads) {
+    std::vector<event> first;
+    // The submitted run finishes on the owner; wait on it through a node.
+    for (auto deadline = std::chrono::steady_clock::now() + 30s; std::chrono::steady_clock::now() < deadline;) {
+      manifest m;
+      REQUIRE(f.nodes[0]->get_thread(t.id, &m).is_ok());
+      if (m.status != thread_status::running) {
+        std::vector<event> ev;
+        REQUIRE(f.nodes[0]->read(t.id, history_view::complete, 1, 0, &ev).is_ok());
+        if (!ev.empty() && ev.back().type == event_type::signal && ev.back().name == "thread.stop" &&
+            std::count_if(ev.begin(), ev.end(), [](const event& e) { return e.name == "thread.stop"; }) == 2)
+          break;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    for (size_t i = 0; i < f.n; ++i) {
+      std::vector<event> ev;
+      REQUIRE(f.nodes[i]->read(t.id, history_view::complete, 1, 0, &ev).is_ok());
+      if (i == 0) first = ev;
+      CHECK(seqs(ev) == seqs(first));
+      for (size_t j = 0; j < ev.size(); ++j) CHECK(ev[j].seq == j + 1);  // gapless from 1
+      std::vector<raw_event> raw;
+      uint64_t next = 0;
+      REQUIRE(f.nodes[i]->read_raw(t.id, 1, 0, skein::group_filter{}, &raw, &next).is_ok());
+      CHECK(raw.size() == ev.size());
+      CHECK(next == ev.size() + 1);
+      manifest m;
+      REQUIRE(f.nodes[i]->get_thread(t.id, &m).is_ok());
+      CHECK(m.last_seq == ev.size());
+    }
+    CHECK(std::count_if(first.begin(), first.end(), [](const event& e) { return e.name == "thread.stop"; }) == 2);
+  }
+
+  // Listing gathers from every node and pages over all of them, in id order.
+  for (size_t via = 0; via < f.n; ++via) {
+    std::vector<std::string> seen;
+    thread_query q;
+    q.index = thread_query::by::agent;
+    q.value = "helper";
+    q.limit = 5;
+    for (int pages = 0; pages < 20; ++pages) {
+      thread_page page;
+      REQUIRE(f.nodes[via]->list_threads(q, &page).is_ok());
+      for (const auto& m : page.threads) seen.push_back(m.id);
+      if (page.next_cursor.empty()) break;
+      q.cursor = page.next_cursor;
+    }
+    std::vector<std::string> want;
+    for (const auto& t : threads) want.push_back(t.id);
+    std::sort(want.begin(), want.end());
+    CHECK(seen == want);
+    // Newest first, paged the same way.
+    q = {};
+    q.index = thread_query::by::updated;
+    q.limit = 7;
+    std::vector<std::string> by_time;
+    for (int pages = 0; pages < 20; ++pages) {
+      thread_page page;
+      REQUIRE(f.nodes[via]->list_threads(q, &page).is_ok());
+      for (const auto& m : page.threads) by_time.push_back(m.id);
+      if (page.next_cursor.empty()) break;
+      q.cursor = page.next_cursor;
+    }
+    std::sort(by_time.begin(), by_time.end());
+    CHECK(by_time == want);
+  }
+
+  // A task's thread is one thread, whichever node is asked.
+  thread_options task;
+  task.agent_id = "helper";
+  task.task_id = "task-7";
+  manifest t1, t2, found;
+  bool created1 = false, created2 = true;
+  REQUIRE(f.nodes[0]->create_thread(task, &t1, &created1).is_ok());
+  REQUIRE(f.nodes[2]->create_thread(task, &t2, &created2).is_ok());
+  CHECK(created1);
+  CHECK(!created2);
+  CHECK(t1.id == t2.id);
+  REQUIRE(f.nodes[1]->find_task_thread("task-7", &found).is_ok());
+  CHECK(found.id == t1.id);
+
+  // Fork, title, diagnose and delete of another node's thread.
+  const std::string victim = threads[0].id;
+  size_t other = (f.owner(victim) + 1) % f.n;
+  manifest forked, titled;
+  REQUIRE(f.nodes[other]->fork(victim, 2, &forked).is_ok());
+  CHECK(forked.last_seq == 2);
+  REQUIRE(f.nodes[other]->set_title(victim, "renamed", &titled).is_ok());
+  CHECK(titled.title == "renamed");
+  diagnosis d;
+  REQUIRE(f.nodes[other]->diagnose(victim, &d).is_ok());
+  CHECK(d.stage == "idle");
+  CHECK(d.last_seq > 0);
+  REQUIRE(f.nodes[other]->delete_thread(victim).is_ok());
+  manifest gone;
+  CHECK(f.nodes[(other + 1) % f.n]->get_thread(victim, &gone).code() == errc::not_found);
+
+  // Not forwarded yet: refused naming the owner, not answered as missing.
+  compact_result cr;
+  status refused = f.nodes[other]->compact(threads[1].id, {}, &cr);
+  if (f.owner(threads[1].id) != other) {
+    CHECK(refused.code() == errc::unavailable);
+    CHECK(refused.message().find(f.members[f.owner(threads[1].id)].id) != std::string::npos);
+  }
+
+  std::vector<cluster_member_state> ms;
+  REQUIRE(f.nodes[2]->cluster_members(&ms).is_ok());
+  REQUIRE(ms.size() == 3);
+  uint64_t stored = 0;
+  for (const auto& m : ms) {
+    CHECK((m.self ? m.state == "self" : m.state == "up"));
+    stored += m.threads;
+  }
+  CHECK(stored == threads.size() - 1 + 1 + 1);  // - deleted + task thread + fork
+}
+
+TEST_CASE("cluster: a subscription through a node that does not own the thread") {
+  cluster_fixture f;
+  f.agent(0);
+  // A thread owned by n3, watched through n1, written through n2.
+  manifest m;
+  for (;;) {
+    thread_options o;
+    o.agent_id = "helper";
+    REQUIRE(f.nodes[2]->create_thread(o, &m).is_ok());
+    if (f.owner(m.id) == 2) break;
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<uint64_t> got;
+  std::string ended;
+  event_sink sink;
+  sink.on_event = [&](const event& e) {
+    std::lock_guard lock{mu};
+    got.push_back(e.seq);
+    cv.notify_all();
+  };
+  sink.on_end = [&](const std::string& why) {
+    std::lock_guard lock{mu};
+    ended = why;
+    cv.notify_all();
+  };
+  uint64_t sub = 0;
+  REQUIRE(f.nodes[0]->subscribe(m.id, 1, sink, &sub).is_ok());
+  run_input in;
+  in.text = "hello";
+  run_result r;
+  REQUIRE(f.nodes[1]->send(m.id, in).wait(&r, 30s).is_ok());
+  {
+    std::unique_lock lock{mu};
+    CHECK(cv.wait_for(lock, 30s, [&] { return got.size() >= r.last_seq; }));
+    std::vector<uint64_t> want;
+    for (uint64_t s = 1; s <= r.last_seq; ++s) want.push_back(s);
+    CHECK(got == want);
+  }
+  // Resume from a later seq (what Last-Event-ID does): only what follows.
+  std::vector<uint64_t> resumed;
+  event_sink later;
+  later.on_event = [&](const event& e) {
+    std::lock_guard lock{mu};
+    resumed.push_back(e.seq);
+    cv.notify_all();
+  };
+  uint64_t sub2 = 0;
+  REQUIRE(f.nodes[1]->subscribe(m.id, r.last_seq, later, &sub2).is_ok());
+  {
+    std::unique_lock lock{mu};
+    CHECK(cv.wait_for(lock, 30s, [&] { return !resumed.empty(); }));
+    CHECK(resumed.front() == r.last_seq);
+  }
+  // The owner goes: the subscription through n1 ends, naming why.
+  f.nodes[2]->close().ignore();
+  f.nodes[2].reset();
+  {
+    std::unique_lock lock{mu};
+    CHECK(cv.wait_for(lock, 30s, [&] { return !ended.empty(); }));
+    CHECK((ended == "unavailable" || ended == "closed"));
+  }
+  REQUIRE(f.nodes[0]->unsubscribe(sub).is_ok());
+}
+
+TEST_CASE("cluster: a node that is gone answers unavailable at once and comes back whole") {
+  cluster_fixture f;
+  f.agent(0);
+  std::vector<manifest> threads;
+  for (size_t k = 0; k < 18; ++k) {
+    manifest m;
+    thread_options o;
+    o.agent_id = "helper";
+    REQUIRE(f.nodes[k % f.n]->create_thread(o, &m).is_ok());
+    run_input in;
+    in.text = "before";
+    run_result r;
+    REQUIRE(f.nodes[0]->send(m.id, in).wait(&r, 30s).is_ok());
+    threads.push_back(m);
+  }
+  // n2 goes away.
+  f.nodes[1]->close().ignore();
+  f.nodes[1].reset();
+  size_t served = 0, refused = 0;
+  for (const auto& t : threads) {
+    size_t owner = f.owner(t.id);
+    manifest m;
+    auto start = std::chrono::steady_clock::now();
+    status s = f.nodes[owner == 0 ? 2 : 0]->get_thread(t.id, &m);
+    auto took = std::chrono::steady_clock::now() - start;
+    if (owner == 1) {
+      INFO(s.to_string());
+      CHECK(s.code() == errc::unavailable);
+      CHECK(s.message().find("n2") != std::string::npos);
+      CHECK(took < 2500ms);  // the request timeout (2 s), never a hang
+      run_input in;
+      in.text = "while down";
+      run_result r;
+      CHECK(f.nodes[0]->send(t.id, in).wait(&r, 10s).code() == errc::unavailable);
+      ++refused;
+    } else {
+      INFO(s.to_string());
+      CHECK(s.is_ok());
+      ++served;
+    }
+  }
+  CHECK(refused > 0);
+  CHECK(served > 0);
+  // A listing cannot be complete without n2: refused, not partial.
+  thread_query q;
+  q.index = thread_query::by::agent;
+  q.value = "helper";
+  thread_page page;
+  CHECK(f.nodes[0]->list_threads(q, &page).code() == errc::unavailable);
+
+  // n2 is back on the same port and data: every acknowledged event is there.
+  f.open(1);
+  for (const auto& t : threads) {
+    std::vector<event> ev;
+    status s;
+    // The others reconnect after their backoff (at most 200 ms here).
+    for (int tries = 0; tries < 100; ++tries) {
+      s = f.nodes[0]->read(t.id, history_view::complete, 1, 0, &ev);
+      if (s.code() != errc::unavailable) break;
+      std::this_thread::sleep_for(20ms);
+    }
+    INFO(t.id << ": " << s.to_string());
+    REQUIRE(s.is_ok());
+    REQUIRE(!ev.empty());
+    CHECK(ev.back().name == "thread.stop");
+    for (size_t j = 0; j < ev.size(); ++j) CHECK(ev[j].seq == j + 1);
+  }
+  REQUIRE(f.nodes[2]->list_threads(q, &page).is_ok());
+}
+
+TEST_CASE("cluster: options are checked before anything opens") {
+  test::temp_dir dir;
+  runtime_options o;
+  o.data_dir = dir.str();
+  o.cluster.node_id = "n9";
+  o.cluster.members = {{"n1", "127.0.0.1", 1}};
+  std::unique_ptr<runtime> rt;
+  status s = runtime::open(o, &rt);
+  CHECK(s.code() == errc::invalid_input);
+  CHECK(s.field() == "node_id");
+  o.cluster.members = {{"n9", "10.0.0.1", 7000}};
+  s = runtime::open(o, &rt);
+  CHECK(s.code() == errc::invalid_input);
+  CHECK(s.message().find("loopback") != std::string::npos);
+  // A port another member holds: the open fails naming it, and nothing is left running.
+  uint16_t port = free_port();
+  o.cluster.members = {{"n9", "127.0.0.1", port}};
+  std::unique_ptr<runtime> first;
+  REQUIRE(runtime::open(o, &first).is_ok());
+  test::temp_dir dir2;
+  o.data_dir = dir2.str();
+  s = runtime::open(o, &rt);
+  CHECK(s.code() == errc::io_error);
+  CHECK(s.message().find(std::to_string(port)) != std::string::npos);
+}
+
+// Every message form of the edge protocol (runtime/cluster_link.hpp) crosses
+// as bytes and back unchanged, with the types registered as a node registers them.
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/binary_deserializer.hpp>
+#include <caf/binary_serializer.hpp>
+#include <caf/message.hpp>
+
+#include "runtime/cluster_link.hpp"
+
+namespace {
+
+struct edge_wire {
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  edge_wire() {
+    register_wire_types(cfg);
+    sys = std::make_unique<caf::actor_system>(cfg);
+  }
+  caf::message round_trip(const caf::message& m) {
+    std::vector<char> buf;
+    caf::binary_serializer sink{*sys, buf};
+    REQUIRE(!sink(const_cast<caf::message&>(m)));
+    caf::message back;
+    caf::binary_deserializer source{*sys, buf};
+    auto e = source(back);
+    INFO(sys->render(e));
+    REQUIRE(!e);
+    return back;
+  }
+  // A value cut anywhere is refused, never half read. (A whole message is not
+  // checked so: CAF 0.17 reads a truncated message as a shorter one; BASP
+  // frames carry their length, so a node never sees a cut message.)
+  template <class T>
+  void refuses_cuts(T x) {
+    std::vector<char> buf;
+    caf::binary_serializer sink{*sys, buf};
+    REQUIRE(!sink(x));
+    for (size_t n = 0; n < buf.size(); n += 1 + buf.size() / 32) {
+      T partial{};
+      caf::binary_deserializer cut{*sys, buf.data(), n};
+      CHECK(cut(partial));
+    }
+  }
+};
+
+manifest some_manifest() {
+  manifest m;
+  m.id = "th_20261124_abcdefghijkl";
+  m.agent_id = "helper";
+  m.title = "a title";
+  m.tags = {"x", "y"};
+  m.last_seq = 12;
+  m.status = thread_status::running;
+  m.work = work_item{};
+  m.work->text = "an item";
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("cluster: each edge message round-trips through the wire encoding") {
+  edge_wire w;
+  auto same = [&](const caf::message& m) {
+    caf::message back = w.round_trip(m);
+    CHECK(caf::to_string(back) == caf::to_string(m));
+    return back;
+  };
+  const std::string id = "th_20261124_abcdefghijkl";
+  thread_options o;
+  o.agent_id = "helper";
+  o.task_id = "task-1";
+  o.policy = mid_run_policy::interrupt;
+  o.tags = {"a"};
+  run_input in;
+  in.text = "hello";
+  in.idempotency_key = "k1";
+  in.run_id = "run_1";
+  run_result r;
+  r.thread_id = id;
+  r.run_id = "run_1";
+  r.outcome = run_outcome::failed;
+  r.error = "boom";
+  r.last_seq = 9;
+  event e;
+  e.seq = 3;
+  e.type = event_type::tool_call;
+  e.name = "weather";
+  e.json = R"({"city":"Lisbon"})";
+  raw_event raw{4, event_type::message, R"({"seq":4})"};
+  thread_query q{thread_query::by::updated, "", "00ff", 250, thread_query::archived::include};
+  thread_page page;
+  page.threads = {some_manifest(), some_manifest()};
+  page.threads[1].id = "th_2";
+  page.next_cursor = "abcd";
+  page.unreadable = {{id, "threads key t", "bad json", 0}};
+  diagnosis d;
+  d.thread_id = id;
+  d.status = thread_status::failed;
+  d.stage = "failed";
+  d.heartbeat_age_ms = -1;
+  d.quarantined = true;
+  d.quarantine_reason = "why";
+  agent_config a;
+  a.id = "helper";
+  a.system_prompt = "Be brief.";
+  a.tools = {"weather"};
+
+  // Requests.
+  caf::message created = same(caf::make_message(create_atom::value, o));
+  CHECK(created.get_as<thread_options>(1).policy == o.policy);
+  CHECK(created.get_as<thread_options>(1).task_id == o.task_id);
+  same(caf::make_message(caf::get_atom::value, id));
+  caf::message submitted = same(caf::make_message(submit_atom::value, id, in));
+  CHECK(submitted.get_as<run_input>(2).idempotency_key == in.idempotency_key);
+  same(caf::make_message(send_atom::value, id, in));
+  same(caf::make_message(cancel_atom::value, id));
+  same(caf::make_message(read_atom::value, id, uint8_t{1}, uint64_t{5}, uint64_t{100}));
+  same(caf::make_message(raw_atom::value, id, uint64_t{5}, uint64_t{100}, uint8_t{0x3f}));
+  same(caf::make_message(delete_atom::value, id));
+  same(caf::make_message(fork_atom::value, id, uint64_t{2}));
+  same(caf::make_message(title_atom::value, id, std::string{"new"}));
+  same(caf::make_message(reconcile_atom::value, id));
+  same(caf::make_message(diagnose_atom::value, id));
+  caf::message imported = same(caf::make_message(import_atom::value, some_manifest(), std::vector<event>{e, e}));
+  CHECK(imported.get_as<manifest>(1) == some_manifest());
+  same(caf::make_message(task_atom::value, std::string{"task-1"}));
+  caf::message listed = same(caf::make_message(list_atom::value, q));
+  CHECK(listed.get_as<thread_query>(1).limit == 250);
+  CHECK(listed.get_as<thread_query>(1).archived_filter == thread_query::archived::include);
+  caf::message put = same(caf::make_message(caf::put_atom::value, a));
+  CHECK(put.get_as<agent_config>(1) == a);
+  same(caf::make_message(agent_atom::value));
+  same(caf::make_message(count_atom::value));
+  // Replies and the relay to a remote sink.
+  same(caf::make_message(some_manifest(), true));
+  caf::message result = same(caf::make_message(r));
+  CHECK(result.get_as<run_result>(0).outcome == run_outcome::failed);
+  CHECK(result.get_as<run_result>(0).error == r.error);
+  caf::message events = same(caf::make_message(std::vector<event>{e}));
+  CHECK(events.get_as<std::vector<event>>(0) == std::vector<event>{e});
+  caf::message raws = same(caf::make_message(std::vector<raw_event>{raw}, uint64_t{5}));
+  CHECK(raws.get_as<std::vector<raw_event>>(0).front().json == raw.json);
+  caf::message pages = same(caf::make_message(page));
+  CHECK(pages.get_as<thread_page>(0).threads == page.threads);
+  CHECK(pages.get_as<thread_page>(0).unreadable.front().reason == "bad json");
+  caf::message diag = same(caf::make_message(d));
+  CHECK(diag.get_as<diagnosis>(0).quarantine_reason == "why");
+  same(caf::make_message(std::vector<agent_config>{a, a}));
+  same(caf::make_message(event_atom::value, id, uint64_t{4}, uint8_t{2}, std::string{R"({"seq":4})"}));
+  same(caf::make_message(delta_atom::value, id, std::string{"run_1"}, std::string{"tok"}));
+  same(caf::make_message(caf::close_atom::value, id, std::string{"deleted"}));
+  w.refuses_cuts(raw);
+  w.refuses_cuts(q);
+  w.refuses_cuts(page);
+  w.refuses_cuts(d);
+}
+
+TEST_CASE("cluster: hostile edge bytes are refused") {
+  edge_wire w;
+  // A thread_query whose index is out of range.
+  std::vector<char> buf;
+  caf::binary_serializer sink{*w.sys, buf};
+  thread_query q;
+  REQUIRE(!sink(q));
+  REQUIRE(!buf.empty());
+  buf[0] = char(0x7f);
+  thread_query back;
+  caf::binary_deserializer source{*w.sys, buf};
+  CHECK(source(back));
+  // A raw_event whose type is out of range.
+  std::vector<char> rb;
+  caf::binary_serializer rs{*w.sys, rb};
+  raw_event re{1, event_type::message, "{}"};
+  REQUIRE(!rs(re));
+  REQUIRE(rb.size() > 8);
+  rb[8] = char(0x7f);
+  raw_event rback;
+  caf::binary_deserializer rd{*w.sys, rb};
+  CHECK(rd(rback));
+}
