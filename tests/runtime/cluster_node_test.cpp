@@ -5,38 +5,29 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <arpa/inet.h>
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/binary_deserializer.hpp>
+#include <caf/binary_serializer.hpp>
+#include <caf/message.hpp>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
-#include <netinet/in.h>
 #include <set>
-#include <sys/socket.h>
 #include <unistd.h>
 
+#include "runtime/cluster_link.hpp"
 #include "runtime/runtime.hpp"
+#include "tests/support/free_port.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace skein;
 using namespace std::chrono_literals;
+using skein::test::free_port;
 
 namespace {
 
-// A port free on loopback now (the cluster file must name ports before the
-// nodes listen; another process could take it meanwhile, which fails the open loudly).
-uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  socklen_t len = sizeof a;
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 struct cluster_fixture {
   static constexpr size_t n = 3;
@@ -413,13 +404,6 @@ TEST_CASE("cluster: options are checked before anything opens") {
 
 // Every message form of the edge protocol (runtime/cluster_link.hpp) crosses
 // as bytes and back unchanged, with the types registered as a node registers them.
-#include <caf/actor_system.hpp>
-#include <caf/actor_system_config.hpp>
-#include <caf/binary_deserializer.hpp>
-#include <caf/binary_serializer.hpp>
-#include <caf/message.hpp>
-
-#include "runtime/cluster_link.hpp"
 
 namespace {
 

@@ -6,17 +6,15 @@
 // entry is there.
 #include <catch2/catch.hpp>
 
-#include <arpa/inet.h>
 #include <csignal>
 #include <fcntl.h>
 #include <fstream>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "runtime/model/json_codec.hpp"
 #include "tests/support/runtime_fixture.hpp"
+#include "tests/support/free_port.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tools/client/http_client.hpp"
 
@@ -26,18 +24,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  socklen_t len = sizeof a;
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 struct node_process {
   pid_t pid = -1;
