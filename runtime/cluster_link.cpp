@@ -10,24 +10,14 @@
 #include <map>
 #include <mutex>
 
+#include "runtime/host_sink.hpp"
 #include "runtime/model/ids.hpp"
-#include "runtime/model/json_codec.hpp"
 
 namespace skein {
 namespace {
 
 using done_atom = caf::atom_constant<caf::atom("done")>;
 using steady = std::chrono::steady_clock;
-
-// A host callback must not take an actor down with it.
-template <class F>
-void guard(const std::shared_ptr<std::atomic<uint64_t>>& failures, F&& fn) {
-  try {
-    fn();
-  } catch (...) {
-    if (failures) failures->fetch_add(1, std::memory_order_relaxed);
-  }
-}
 
 // Why a call to `node` failed: the owner's own refusal as it is; anything of
 // CAF's (no answer, a lost link, a wrong reply) is the node being unavailable.
@@ -190,7 +180,7 @@ caf::behavior edge_worker(caf::stateful_actor<worker_state>* self, runtime* rt, 
       },
       [=](task_atom, std::string& task) -> caf::result<manifest> {
         manifest m;
-        if (ring.owner_id("task/" + task) != node)
+        if (ring.owner_id(task_key(task)) != node)
           return to_error(status::unavailable("node " + node + " does not own task " + task));
         if (status s = rt->find_task_thread(task, &m); !s) return to_error(s);
         return m;
@@ -243,40 +233,11 @@ caf::behavior send_forwarder(caf::event_based_actor* self, caf::actor edge, std:
   return {[](caf::ok_atom) {}};
 }
 
-// The local end of a remote subscription: calls the host's sink in order.
-caf::behavior remote_sink(caf::event_based_actor* self, event_sink sink, caf::actor edge,
-                          std::shared_ptr<std::atomic<uint64_t>> failures) {
-  auto ended = std::make_shared<bool>(false);
-  auto end = [sink, ended, failures](const std::string& reason) {
-    if (*ended) return;
-    *ended = true;
-    if (sink.on_end) guard(failures, [&] { sink.on_end(reason); });
-  };
-  self->monitor(edge);
-  self->set_down_handler([end](caf::down_msg&) { end("unavailable"); });
-  return {
-      [=](event_atom, std::string&, uint64_t seq, uint8_t type, std::string& json) {
-        if (*ended || type > static_cast<uint8_t>(event_type::signal)) return;
-        if (sink.on_event_json) {
-          guard(failures, [&] { sink.on_event_json(seq, static_cast<event_type>(type), json); });
-          return;
-        }
-        event e;
-        if (!sink.on_event || !decode_event(json, &e)) return;
-        guard(failures, [&] { sink.on_event(e); });
-      },
-      [=](delta_atom, std::string&, std::string& run, std::string& delta) {
-        if (!*ended && sink.on_delta) guard(failures, [&] { sink.on_delta(run, delta); });
-      },
-      [=](caf::close_atom, std::string&, std::string& reason) { end(reason); },
-  };
-}
-
 }  // namespace
 
 std::string creation_key(const thread_options& o) {
-  if (!o.task_id.empty()) return "task/" + o.task_id;
-  if (o.dm) return "dm/" + o.agent_id;
+  if (!o.task_id.empty()) return task_key(o.task_id);
+  if (o.dm) return dm_key(o.agent_id);
   if (!o.parent_thread_id.empty()) return std::string{cluster_key(o.parent_thread_id)};
   return {};
 }
@@ -444,7 +405,8 @@ status cluster_link::subscribe(const std::string& node, const std::string& threa
                                caf::actor* sink_actor) {
   caf::actor edge;
   SKEIN_TRY(peer(node, &edge));
-  auto actor = sys_.spawn(remote_sink, std::move(sink), edge, std::move(failures));
+  // The sink watches the owner's edge: the link dropping ends the subscription.
+  caf::actor actor = spawn_sink(sys_, std::move(sink), std::move(failures), edge);
   uint64_t remote_id = 0;
   status s = call(node, [&](uint64_t id) { remote_id = id; }, subscribe_atom::value, thread, from_seq, actor);
   if (!s) {

@@ -77,6 +77,11 @@ void prepare_cluster_config(caf::actor_system_config& cfg);
 // The same types without the middleman: for tests of the wire encoding.
 void register_wire_types(caf::actor_system_config& cfg);
 
+// The keys of the claims a thread makes (one thread per task, one DM thread per
+// agent): owned like thread ids, so that one node decides each claim.
+inline std::string task_key(std::string_view task_id) { return "task/" + std::string{task_id}; }
+inline std::string dm_key(std::string_view agent_id) { return "dm/" + std::string{agent_id}; }
+
 // The key a creation is routed by: the claim it makes (one thread per task, one
 // DM thread per agent) or its parent's family; "" when any node may create it.
 std::string creation_key(const thread_options& o);
@@ -109,6 +114,11 @@ class cluster_link {
   const std::string& owner_of_key(std::string_view key) const { return ring_.owner_id(key); }
   const std::string& owner_of_thread(std::string_view id) const { return ring_.owner_id(cluster_key(id)); }
   bool owns_thread(std::string_view id) const { return owner_of_thread(id) == self(); }
+  // owns_thread() as a value that keeps no reference to the link (actors may
+  // outlive it by a message): core_options::owns_id.
+  std::function<bool(std::string_view)> id_filter() const {
+    return [ring = ring_, self = self()](std::string_view id) { return ring.owner_id(cluster_key(id)) == self; };
+  }
 
   // Asks node `node`'s edge and waits, at most the request timeout: `on_value`
   // takes the reply's values. A refusal of the owner comes back as it is; no
@@ -128,8 +138,8 @@ class cluster_link {
   // there is none (unavailable when the owner's link dropped during the run).
   void send(const std::string& node, const std::string& thread, run_input input,
             std::function<void(status, run_result)> done);
-  // A subscription on the owner relayed to a sink actor here (*sink: stop it to
-  // unsubscribe). The sink ends with on_end("unavailable") if the link drops.
+  // A subscription on the owner relayed to a sink actor here (host_sink.hpp;
+  // *sink_actor: stop it to unsubscribe). It ends "unavailable" if the link drops.
   status subscribe(const std::string& node, const std::string& thread, uint64_t from_seq, event_sink sink,
                    std::shared_ptr<std::atomic<uint64_t>> failures, caf::actor* sink_actor);
 

@@ -18,7 +18,8 @@
 #include "actors/scheduler.hpp"
 #include "actors/work_messages.hpp"
 #include "persistence/keys.hpp"
-#include "runtime/cluster_link.hpp"
+#include "runtime/host_sink.hpp"
+#include "runtime/runtime_impl.hpp"
 #include "runtime/model/hashing_embedder.hpp"
 #include "runtime/work_service.hpp"
 #include "runtime/model/conversation.hpp"
@@ -32,25 +33,6 @@
 #include "runtime/scripted_engine.hpp"
 
 namespace skein {
-namespace {
-
-// Host code (callbacks given to the runtime) runs on the runtime's threads: an
-// exception from it is caught here, counted and reported, never let into an
-// actor where it would end the actor and leave later requests hanging.
-template <class F>
-void guard_host_call(const std::shared_ptr<std::atomic<uint64_t>>& failures, const char* what, F&& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    if (failures) failures->fetch_add(1, std::memory_order_relaxed);
-    std::fprintf(stderr, "skein: %s threw: %.200s\n", what, e.what());
-  } catch (...) {
-    if (failures) failures->fetch_add(1, std::memory_order_relaxed);
-    std::fprintf(stderr, "skein: %s threw a non-standard exception\n", what);
-  }
-}
-
-}  // namespace
 
 struct run_handle::state {
   std::string run_id;
@@ -86,11 +68,6 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<skein::run_handle::state>)
 namespace skein {
 namespace {
 
-bool receiver_down(const caf::error& e) {
-  return e.category() == caf::atom("system") &&
-         e.code() == static_cast<uint8_t>(caf::sec::request_receiver_down);
-}
-
 // Resolves the thread and sends the input; a thread that passivated between the
 // two is resolved again (its mailbox never saw the input).
 void deliver_send(caf::event_based_actor* self, caf::actor directory, std::string thread,
@@ -112,41 +89,6 @@ caf::behavior client_actor(caf::event_based_actor* self, caf::actor directory) {
   return {
       [=](send_atom, std::string& thread, run_input& in, std::shared_ptr<run_handle::state>& st) {
         deliver_send(self, directory, std::move(thread), std::move(in), std::move(st), 0);
-      },
-  };
-}
-
-caf::behavior sink_actor(caf::event_based_actor*, event_sink sink,
-                         std::shared_ptr<std::atomic<uint64_t>> failures) {
-  auto ended = std::make_shared<bool>(false);  // on_end was called: nothing more goes out
-  return {
-      [sink, failures, ended](event_atom, std::string&, published_ptr& p) {
-        if (*ended) return;
-        if (sink.on_event_json) {
-          guard_host_call(failures, "a subscriber's on_event_json",
-                          [&] { sink.on_event_json(p->seq(), p->type(), p->json()); });
-          return;
-        }
-        if (!sink.on_event) return;
-        const event* e = p->decoded();
-        if (e == nullptr) {
-          // A stored event of the backlog does not decode: the subscription ends
-          // saying so, rather than skip it.
-          *ended = true;
-          if (sink.on_end) guard_host_call(failures, "a subscriber's on_end", [&] { sink.on_end("unreadable"); });
-          return;
-        }
-        guard_host_call(failures, "a subscriber's on_event", [&] { sink.on_event(*e); });
-      },
-      [sink, failures, ended](delta_atom, std::string&, std::string& run_id, std::string& delta) {
-        if (sink.on_delta && !*ended)
-          guard_host_call(failures, "a subscriber's on_delta", [&] { sink.on_delta(run_id, delta); });
-      },
-      // The thread ended the subscription (it was deleted).
-      [sink, ended](caf::close_atom, std::string&, std::string& reason) {
-        if (*ended) return;
-        *ended = true;
-        if (sink.on_end) sink.on_end(reason);
       },
   };
 }
@@ -183,129 +125,6 @@ void run_handle::on_done(std::function<void(const status&, const run_result&)> f
   }
   fn(state_->result, state_->value);
 }
-
-struct runtime::impl {
-  runtime_options options;
-  std::unique_ptr<event_log> log;
-  caf::actor_system_config cfg;
-  std::unique_ptr<caf::actor_system> sys;
-  core actors;
-  caf::actor retention;  // the retention effect (actors/effects/retention.hpp)
-  caf::actor scheduler;  // actors/scheduler.hpp
-  std::vector<caf::actor> clients;
-  std::atomic<size_t> next_client{0};
-  std::mutex subs_mu;  // guards subs
-  std::map<uint64_t, caf::actor> subs;
-  std::atomic<uint64_t> next_sub{1};
-  // Exceptions thrown by host callbacks, caught and counted (runtime_stats).
-  std::shared_ptr<std::atomic<uint64_t>> host_failures = std::make_shared<std::atomic<uint64_t>>(0);
-  std::mutex close_mu;  // guards closed
-  bool closed = false;
-  core_options core_opts;
-  std::shared_ptr<memory_service> memory;  // shared with the memory_search tool
-  std::unique_ptr<actor_timer_service> memory_timers;  // for the embedders memory search builds
-  std::unique_ptr<work_service> work;  // work items (work_service.hpp)
-  std::mutex hashing_mu;  // guards hashing
-  std::shared_ptr<embedder> hashing;  // for agents naming no embedder: the work service's
-  // This node's link to the others (runtime_options::cluster); null when alone.
-  // Declared after sys: it goes before the actor system does.
-  std::unique_ptr<cluster_link> cluster;
-
-  // The owner of thread `id` when another node owns it, else null (this node, or no cluster).
-  const std::string* remote_owner(std::string_view id) const {
-    if (!cluster) return nullptr;
-    const std::string& owner = cluster->owner_of_thread(id);
-    return owner == cluster->self() ? nullptr : &owner;
-  }
-  // Calls that are not forwarded yet: refused, never answered from the wrong node.
-  status local_only(const std::string& id, const char* what) const {
-    if (const std::string* owner = remote_owner(id))
-      return status::unavailable("thread " + id + " lives on node " + *owner + ", and " + what +
-                                 " is not forwarded between nodes yet: call node " + *owner);
-    return status::ok();
-  }
-  status put_agent_local(agent_config config, agent_config* out) {
-    agent_config created;
-    SKEIN_TRY(ask(actors.directory, &created, caf::put_atom::value, std::move(config)));
-    if (out != nullptr) *out = std::move(created);
-    return status::ok();
-  }
-  // A node that missed an agent's fan-out (it was down) fetches the coordinator's agents.
-  status sync_agents() {
-    if (!cluster || cluster->self() == cluster->coordinator()) return status::ok();
-    std::vector<agent_config> all;
-    SKEIN_TRY(cluster->call(cluster->coordinator(), [&](std::vector<agent_config>& v) { all = std::move(v); },
-                            agent_atom::value));
-    for (auto& a : all) SKEIN_TRY(put_agent_local(std::move(a), nullptr));
-    return status::ok();
-  }
-  status list_local(const thread_query& q, thread_page* out) {
-    SKEIN_TRY(check_open());
-    return log->list_threads(q, out);
-  }
-  status counts(uint64_t* threads, uint64_t* active) {
-    log_usage u;
-    SKEIN_TRY(check_open());
-    SKEIN_TRY(log->usage(core_opts.wall_clock(), &u));
-    directory_stats d;
-    SKEIN_TRY(ask(actors.directory, &d, caf::get_atom::value, stats_atom::value));
-    *threads = u.threads;
-    *active = d.active;
-    return status::ok();
-  }
-  edge_hooks hooks() {
-    edge_hooks h;
-    h.put_agent_local = [this](agent_config c, agent_config* out) { return put_agent_local(std::move(c), out); };
-    h.list_local = [this](const thread_query& q, thread_page* out) { return list_local(q, out); };
-    h.counts = [this](uint64_t* t, uint64_t* a) { return counts(t, a); };
-    return h;
-  }
-
-  // Asks `dest` and waits for a T (or caf::unit when T is void-like).
-  status check_open() const {
-    if (!sys) return status::io_error("the runtime is closed");
-    return status::ok();
-  }
-
-  template <class T, class... Ts>
-  status ask(const caf::actor& dest, T* out, Ts&&... xs) {
-    SKEIN_TRY(check_open());
-    caller self{*sys};
-    status result;
-    self->request(dest, caf::infinite, std::forward<Ts>(xs)...)
-        .receive([&](T& v) { *out = std::move(v); }, [&](caf::error& e) { result = to_status(e); });
-    return result;
-  }
-
-  template <class... Ts>
-  status tell(const caf::actor& dest, Ts&&... xs) {
-    SKEIN_TRY(check_open());
-    caller self{*sys};
-    status result;
-    self->request(dest, caf::infinite, std::forward<Ts>(xs)...)
-        .receive([] {}, [&](caf::error& e) { result = to_status(e); });
-    return result;
-  }
-
-  // Asks the thread actor of `thread`, activating it; retries if it passivated meanwhile.
-  template <caf::message_priority P = caf::message_priority::normal, class T, class... Ts>
-  status ask_thread(const std::string& thread, T* out, Ts... xs) {
-    for (int attempt = 0;; ++attempt) {
-      caf::actor target;
-      SKEIN_TRY(ask(actors.directory, &target, resolve_atom::value, thread));
-      caller self{*sys};
-      status result;
-      bool down = false;
-      self->request<P>(target, caf::infinite, xs...)
-          .receive([&](T& v) { *out = std::move(v); },
-                   [&](caf::error& e) {
-                     down = receiver_down(e);
-                     result = to_status(e);
-                   });
-      if (!down || attempt == 8) return result;
-    }
-  }
-};
 
 runtime::runtime(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 
@@ -347,12 +166,7 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   std::function<bool(std::string_view)> owns_id;
   if (clustered) {
     p->cluster = std::make_unique<cluster_link>(*p->sys, p->options.cluster);
-    // A copy of the ring, not the link: actors may outlive it by a message.
-    std::vector<std::string> ids;
-    for (const auto& m : p->options.cluster.members) ids.push_back(m.id);
-    owns_id = [ring = rendezvous{std::move(ids)}, self = p->options.cluster.node_id](std::string_view id) {
-      return ring.owner_id(cluster_key(id)) == self;
-    };
+    owns_id = p->cluster->id_filter();
   }
 
   core_config cc;
@@ -464,25 +278,6 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   return status::ok();
 }
 
-status runtime::create_agent(agent_config config, agent_config* out) {
-  cluster_link* c = impl_->cluster.get();
-  if (c == nullptr) return impl_->put_agent_local(std::move(config), out);
-  if (c->self() != c->coordinator()) {
-    // The coordinator decides (same config: no-op; another: conflict) and writes to every node.
-    agent_config decided;
-    SKEIN_TRY(c->call(c->coordinator(), [&](agent_config& a) { decided = std::move(a); }, caf::put_atom::value,
-                      std::move(config)));
-    return impl_->put_agent_local(std::move(decided), out);
-  }
-  agent_config created;
-  SKEIN_TRY(impl_->put_agent_local(std::move(config), &created));
-  // To every other member; one that is down fetches it when it comes back (sync_agents).
-  for (const auto& m : c->options().members)
-    if (m.id != c->self()) c->call(m.id, [](agent_config&) {}, caf::put_atom::value, created).ignore();
-  if (out != nullptr) *out = std::move(created);
-  return status::ok();
-}
-
 status runtime::get_agent(const std::string& id, agent_config* out) {
   return impl_->ask(impl_->actors.directory, out, agent_atom::value, id);
 }
@@ -493,7 +288,8 @@ status runtime::list_agents(std::vector<agent_config>* out) {
 
 status runtime::create_thread(thread_options options, manifest* out, bool* created) {
   SKEIN_TRY(validate_thread_options(options));
-  if (cluster_link* c = impl_->cluster.get()) {
+  cluster_link* c = impl_->cluster.get();
+  if (c != nullptr) {
     std::string key = creation_key(options);
     const std::string& owner = key.empty() ? c->self() : c->owner_of_key(key);
     if (owner != c->self()) {
@@ -505,17 +301,23 @@ status runtime::create_thread(thread_options options, manifest* out, bool* creat
       if (created != nullptr) *created = made;
       return status::ok();
     }
-    agent_config a;
-    if (get_agent(options.agent_id, &a).code() == errc::not_found) SKEIN_TRY(impl_->sync_agents());
   }
-  if (options.dm) return dm_thread(options.agent_id, out, created);
-  std::string task_id = options.task_id;
-  if (created != nullptr) *created = false;
-  status s = impl_->ask(impl_->actors.directory, out, create_atom::value, std::move(options));
-  // The log refused the task's claim (keys.cpp): the thread that holds it answers.
-  if (s.code() == errc::conflict && !task_id.empty() && find_task_thread(task_id, out).is_ok())
-    return status::ok();
-  if (s && created != nullptr) *created = true;
+  auto here = [&](thread_options o) -> status {
+    if (o.dm) return dm_thread(o.agent_id, out, created);
+    std::string task_id = o.task_id;
+    if (created != nullptr) *created = false;
+    status s = impl_->ask(impl_->actors.directory, out, create_atom::value, std::move(o));
+    // The log refused the task's claim (keys.cpp): the thread that holds it answers.
+    if (s.code() == errc::conflict && !task_id.empty() && find_task_thread(task_id, out).is_ok())
+      return status::ok();
+    if (s && created != nullptr) *created = true;
+    return s;
+  };
+  if (c == nullptr || c->self() == c->coordinator()) return here(std::move(options));
+  // An agent this node missed (it was down when the agent was written) is
+  // fetched from the coordinator, and the creation tried once more.
+  status s = here(options);
+  if (s.code() == errc::not_found && impl_->sync_agents().is_ok()) s = here(std::move(options));
   return s;
 }
 
@@ -603,7 +405,7 @@ status runtime::remove_member(const std::string& thread_id, const std::string& a
 status runtime::find_task_thread(const std::string& task_id, manifest* out) {
   SKEIN_TRY(impl_->check_open());
   if (cluster_link* c = impl_->cluster.get()) {
-    const std::string& owner = c->owner_of_key("task/" + task_id);
+    const std::string& owner = c->owner_of_key(task_key(task_id));
     if (owner != c->self()) return c->call(owner, [&](manifest& m) { *out = std::move(m); }, task_atom::value, task_id);
   }
   std::string thread;
@@ -617,7 +419,7 @@ status runtime::dm_thread(const std::string& agent_id, manifest* out, bool* crea
   SKEIN_TRY(impl_->check_open());
   SKEIN_TRY(validate_id(agent_id, "agent_id"));
   if (created != nullptr) *created = false;
-  if (cluster_link* c = impl_->cluster.get(); c != nullptr && c->owner_of_key("dm/" + agent_id) != c->self()) {
+  if (cluster_link* c = impl_->cluster.get(); c != nullptr && c->owner_of_key(dm_key(agent_id)) != c->self()) {
     thread_options o;
     o.agent_id = agent_id;
     o.dm = true;
@@ -644,45 +446,6 @@ status runtime::get_thread(const std::string& id, manifest* out) {
   if (const std::string* owner = impl_->remote_owner(id))
     return impl_->cluster->call(*owner, [&](manifest& m) { *out = std::move(m); }, caf::get_atom::value, id);
   return impl_->log->read_manifest(id, out);
-}
-
-status runtime::list_threads(const thread_query& query, thread_page* out) {
-  SKEIN_TRY(impl_->check_open());
-  cluster_link* c = impl_->cluster.get();
-  if (c == nullptr) return impl_->log->list_threads(query, out);
-  // Scatter-gather: every node's first page after the cursor, merged in index
-  // order; the page is the first `limit` of the merge, and its cursor (the index
-  // suffix of its last thread) is valid on every node.
-  std::vector<thread_page> pages;
-  for (const auto& m : c->options().members) {
-    thread_page& page = pages.emplace_back();
-    if (m.id == c->self()) SKEIN_TRY(impl_->list_local(query, &page));
-    else SKEIN_TRY(c->call(m.id, [&](thread_page& p) { page = std::move(p); }, list_atom::value, query));
-  }
-  const bool newest_first = query.index == thread_query::by::updated;
-  auto suffix = [&](const manifest& m) {
-    return newest_first ? keys::updated_value(m.updated_at_ms) + "/" + m.id : m.id;
-  };
-  std::vector<std::pair<std::string, manifest>> merged;
-  bool more = false;
-  out->threads.clear();
-  out->unreadable.clear();
-  out->next_cursor.clear();
-  for (auto& page : pages) {
-    more = more || !page.next_cursor.empty();
-    for (auto& m : page.threads) merged.emplace_back(suffix(m), std::move(m));
-    for (auto& u : page.unreadable) out->unreadable.push_back(std::move(u));
-  }
-  std::sort(merged.begin(), merged.end(), [&](const auto& a, const auto& b) {
-    return newest_first ? a.first > b.first : a.first < b.first;
-  });
-  if (merged.size() > query.limit) {
-    merged.resize(query.limit);
-    more = true;
-  }
-  if (more && !merged.empty()) out->next_cursor = detail::hex_encode(merged.back().first);
-  for (auto& [key, m] : merged) out->threads.push_back(std::move(m));
-  return status::ok();
 }
 
 status runtime::delete_thread(const std::string& id) {
@@ -757,84 +520,6 @@ status runtime::import_threads(std::vector<thread_import> threads, std::vector<m
           .with_field("manifest.id");
   }
   return impl_->ask(impl_->actors.directory, out, import_atom::value, std::move(ticks));
-}
-
-status runtime::reconcile(const std::string& id, bool* reconciled) {
-  SKEIN_TRY(impl_->check_open());
-  if (const std::string* owner = impl_->remote_owner(id)) {
-    bool closed = false;
-    SKEIN_TRY(impl_->cluster->call(*owner, [&](bool b) { closed = b; }, reconcile_atom::value, id));
-    if (reconciled != nullptr) *reconciled = closed;
-    return status::ok();
-  }
-  manifest m;
-  SKEIN_TRY(impl_->log->read_manifest(id, &m));
-  bool closed = false;
-  // Most reads find nothing stale: only then does the thread actor get involved.
-  if (run_is_stale(m, impl_->core_opts, impl_->core_opts.wall_clock()))
-    SKEIN_TRY(impl_->ask_thread(id, &closed, reconcile_atom::value));
-  if (reconciled != nullptr) *reconciled = closed;
-  return status::ok();
-}
-
-status runtime::prune(std::vector<std::string>* reconciled) {
-  SKEIN_TRY(impl_->check_open());
-  reconciled->clear();
-  std::vector<std::string> running;
-  SKEIN_TRY(impl_->log->list_running(&running));
-  for (const auto& id : running) {
-    bool closed = false;
-    SKEIN_TRY(reconcile(id, &closed));
-    if (closed) reconciled->push_back(id);
-  }
-  return status::ok();
-}
-
-status runtime::diagnose(const std::string& id, diagnosis* out) {
-  SKEIN_TRY(impl_->check_open());
-  if (const std::string* owner = impl_->remote_owner(id))
-    return impl_->cluster->call(*owner, [&](diagnosis& d) { *out = std::move(d); }, diagnose_atom::value, id);
-  manifest m;
-  SKEIN_TRY(impl_->log->read_manifest(id, &m));
-  int64_t now = impl_->core_opts.wall_clock();
-  diagnosis d;
-  d.thread_id = id;
-  d.status = m.status;
-  d.last_seq = m.last_seq;
-  d.heartbeat_age_ms = m.heartbeat_at_ms == 0 ? -1 : now - m.heartbeat_at_ms;
-  std::vector<event> tail;  // the last run's stop is near the end of the log
-  std::vector<unreadable_record> unreadable;  // a quarantined thread's bad records
-  SKEIN_TRY(impl_->log->read_events_lenient(id, m.last_seq > 64 ? m.last_seq - 63 : 1, 0, &tail, &unreadable));
-  for (auto it = tail.rbegin(); it != tail.rend(); ++it) {
-    if (it->type == event_type::signal && it->name == "thread.quarantined" && !d.quarantined) {
-      json::document data;
-      json::object_reader r;
-      d.quarantined = true;
-      if (json::parse(it->json, {}, "thread.quarantined data", &data).is_ok() &&
-          json::object_reader::open(data.root(), "data", &r).is_ok()) {
-        r.string("key", &d.quarantine_key, false).ignore();
-        r.string("reason", &d.quarantine_reason, false).ignore();
-      }
-    }
-  }
-  for (auto it = tail.rbegin(); it != tail.rend(); ++it) {
-    if (it->type == event_type::signal && it->name == "thread.start" && d.last_run_id.empty()) d.last_run_id = it->run_id;
-    if (it->type != event_type::signal || it->name != "thread.stop") continue;
-    run_result r;
-    std::vector<event> one{*it};
-    if (result_from_log(id, it->run_id, one, &r).is_ok()) {
-      d.last_outcome = std::string{to_string(r.outcome)};
-      d.last_error = r.error;
-      if (d.last_run_id.empty()) d.last_run_id = it->run_id;
-    }
-    break;
-  }
-  if (m.status == thread_status::running) d.stage = run_is_stale(m, impl_->core_opts, now) ? "stalled" : "running";
-  else if (m.status == thread_status::failed || d.last_outcome == "failed") d.stage = "failed";
-  else if (m.status == thread_status::cancelled) d.stage = "cancelled";
-  else d.stage = "idle";
-  *out = std::move(d);
-  return status::ok();
 }
 
 run_handle runtime::send(const std::string& thread_id, run_input input) {
@@ -952,7 +637,7 @@ status runtime::subscribe(const std::string& thread_id, uint64_t from_seq, event
     SKEIN_TRY(validate_id(thread_id, "thread id"));
     SKEIN_TRY(impl_->cluster->subscribe(*owner, thread_id, from_seq, std::move(sink), impl_->host_failures, &actor));
   } else {
-    actor = impl_->sys->spawn(sink_actor, std::move(sink), impl_->host_failures);
+    actor = spawn_sink(*impl_->sys, std::move(sink), impl_->host_failures);
     uint64_t next = 0;
     status s = impl_->ask_thread(thread_id, &next, subscribe_atom::value, from_seq, actor);
     if (!s) {
@@ -1093,17 +778,6 @@ status runtime::stats(runtime_stats* out) {
     SKEIN_TRY(impl_->ask(fx, &es, caf::get_atom::value, stats_atom::value));
     out->effects.push_back(std::move(es));
   }
-  return status::ok();
-}
-
-status runtime::cluster_members(std::vector<cluster_member_state>* out) {
-  SKEIN_TRY(impl_->check_open());
-  if (impl_->cluster) return impl_->cluster->members(impl_->hooks(), out);
-  cluster_member_state me;
-  me.self = true;
-  me.state = "self";
-  SKEIN_TRY(impl_->counts(&me.threads, &me.active));
-  out->assign(1, std::move(me));
   return status::ok();
 }
 

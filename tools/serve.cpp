@@ -301,13 +301,13 @@ int run_serve(int argc, char** argv) {
     // A cluster node: one database, the threads this node owns; no namespaces.
     std::ifstream in{c.cluster};
     if (!in) return fail("skein serve", status::not_found("cluster file " + c.cluster + ": cannot open"), 1);
-    std::stringstream text;
-    text << in.rdbuf();
-    if (text.str().size() > cluster_file_bytes_max)
-      return fail("skein serve", status::invalid_input("cluster file: larger than cluster_file_bytes_max"), 64);
+    // One byte past the limit is enough for parse_cluster to refuse a larger file.
+    std::string text(cluster_file_bytes_max + 1, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<size_t>(in.gcount()));
     ro.cluster.node_id = c.node_id;
     ro.cluster.request_timeout_ms = c.cluster_timeout_ms;
-    if (status s = parse_cluster(text.str(), &ro.cluster.members); !s) return fail("skein serve", s, 64);
+    if (status s = parse_cluster(text, &ro.cluster.members); !s) return fail("skein serve", s, 64);
     if (status s = runtime::open(ro, &opened.single); !s) return fail("skein serve", s, 1);
     opened.rt = std::shared_ptr<runtime>(opened.single.get(), [](runtime*) {});
     for (const auto& m : ro.cluster.members)

@@ -6,14 +6,12 @@
 // entry is there.
 #include <catch2/catch.hpp>
 
-#include <csignal>
-#include <fcntl.h>
 #include <fstream>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "runtime/model/json_codec.hpp"
+#include "runtime/model/json_reader.hpp"
 #include "tests/support/runtime_fixture.hpp"
+#include "tests/support/child_process.hpp"
 #include "tests/support/free_port.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tools/client/http_client.hpp"
@@ -24,54 +22,33 @@ using namespace std::chrono_literals;
 
 namespace {
 
-
-struct node_process {
-  pid_t pid = -1;
-  uint16_t port = 0;  // HTTP
-
-  node_process(const std::string& id, const std::string& cluster, const std::string& data,
-               const std::string& port_file) {
-    ::unlink(port_file.c_str());
-    pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-      int null = ::open("/dev/null", O_WRONLY);
-      ::dup2(null, 1);
-      ::execl(SKEIN_BINARY, SKEIN_BINARY, "serve", "--listen", "127.0.0.1:0", "--data", data.c_str(), "--port-file",
-              port_file.c_str(), "--durability", "sync", "--node-id", id.c_str(), "--cluster", cluster.c_str(),
-              "--cluster-timeout-ms", "2000", nullptr);
-      std::_Exit(127);
-    }
-    REQUIRE(runtime_fixture::eventually(
-        [&] {
-          std::ifstream in{port_file};
-          unsigned p = 0;
-          if (in >> p) port = static_cast<uint16_t>(p);
-          return port != 0;
-        },
-        60s));
-  }
-  void kill() {
-    ::kill(pid, SIGKILL);
-    int st = 0;
-    ::waitpid(pid, &st, 0);
-    pid = -1;
-  }
-  ~node_process() {
-    if (pid > 0) kill();
-  }
-};
-
-std::string field(const std::string& body, const std::string& name) {
-  auto p = body.find("\"" + name + "\":\"");
-  if (p == std::string::npos) return "";
-  p += name.size() + 4;
-  return body.substr(p, body.find('"', p) - p);
+// A node: skein serve with its id and the cluster file.
+std::unique_ptr<serve_process> start_node(const std::string& id, const std::string& cluster, const std::string& data) {
+  return std::make_unique<serve_process>(SKEIN_BINARY, data, "sync", 60s,
+                                         std::vector<std::string>{"--node-id", id, "--cluster", cluster,
+                                                                  "--cluster-timeout-ms", "2000"});
 }
 
-uint64_t number(const std::string& body, const std::string& name) {
-  auto p = body.find("\"" + name + "\":");
-  return p == std::string::npos ? 0 : std::stoull(body.substr(p + name.size() + 3));
+// The last_seq of a waited entry's answer, {"run":{..., "last_seq":N}}.
+uint64_t last_seq_of(const std::string& body) {
+  json::document doc;
+  json::object_reader answer, run;
+  json::dom::element el;
+  uint64_t seq = 0;
+  INFO(body);
+  REQUIRE(json::parse(body, {}, "answer", &doc).is_ok());
+  REQUIRE(json::object_reader::open(doc.root(), "answer", &answer).is_ok());
+  REQUIRE(answer.element("run", &el).is_ok());
+  REQUIRE(json::object_reader::open(el, "run", &run).is_ok());
+  REQUIRE(run.uint("last_seq", &seq).is_ok());
+  return seq;
+}
+
+manifest manifest_of(const std::string& body) {
+  manifest m;
+  INFO(body);
+  REQUIRE(decode_manifest(body, &m).is_ok());
+  return m;
 }
 
 }  // namespace
@@ -91,10 +68,9 @@ TEST_CASE("cluster serve: three processes and one SIGKILL") {
     }
   }
   auto data = [&](size_t i) { return dir.str(ids[i]); };
-  auto port_file = [&](size_t i) { return dir.str(ids[i] + ".port"); };
-  std::unique_ptr<node_process> nodes[n];
-  for (size_t i = 0; i < n; ++i) nodes[i] = std::make_unique<node_process>(ids[i], file, data(i), port_file(i));
-  auto client = [&](size_t i) { return std::make_unique<http::client>(http::endpoint{"127.0.0.1", nodes[i]->port}, "", 20s); };
+  std::unique_ptr<serve_process> nodes[n];
+  for (size_t i = 0; i < n; ++i) nodes[i] = start_node(ids[i], file, data(i));
+  auto client = [&](size_t i) { return std::make_unique<http::client>(http::endpoint{"127.0.0.1", nodes[i]->port()}, "", 20s); };
 
   http::response r;
   REQUIRE(client(2)->call("POST", "/v1/agents", R"({"id":"a","engine_config":{"default":{"reply":"ok"}}})", &r).is_ok());
@@ -110,12 +86,12 @@ TEST_CASE("cluster serve: three processes and one SIGKILL") {
     REQUIRE(client(k % n)->call("POST", "/v1/threads", R"({"agent_id":"a"})", &r).is_ok());
     INFO(r.body);
     REQUIRE(r.status == 201);
-    std::string id = field(r.body, "id");
+    std::string id = manifest_of(r.body).id;
     REQUIRE(!id.empty());
     REQUIRE(client((k + 1) % n)->call("POST", "/v1/threads/" + id + "/entries", R"({"text":"hi","wait":true})", &r).is_ok());
     INFO(r.body);
     REQUIRE(r.status == 200);
-    acks.push_back({id, number(r.body, "last_seq")});
+    acks.push_back({id, last_seq_of(r.body)});
     CHECK(acks.back().last_seq > 0);
   }
 
@@ -161,7 +137,7 @@ TEST_CASE("cluster serve: three processes and one SIGKILL") {
       ++unavailable;
     } else {
       CHECK(r.status == 200);
-      CHECK(number(r.body, "last_seq") == a.last_seq);
+      CHECK(manifest_of(r.body).last_seq == a.last_seq);
       ++served;
     }
   }
@@ -171,12 +147,12 @@ TEST_CASE("cluster serve: three processes and one SIGKILL") {
   CHECK(r.body.find(R"("state":"down")") != std::string::npos);
 
   // n2 again, same data and link port: every acknowledged entry is there.
-  nodes[1] = std::make_unique<node_process>(ids[1], file, data(1), port_file(1));
+  nodes[1] = start_node(ids[1], file, data(1));
   for (const auto& a : acks) {
     bool ok = runtime_fixture::eventually(
         [&] { return client(2)->call("GET", "/v1/threads/" + a.thread, "", &r).is_ok() && r.status == 200; }, 30s);
     INFO(a.thread << ": " << r.status << " " << r.body);
     REQUIRE(ok);
-    CHECK(number(r.body, "last_seq") == a.last_seq);
+    CHECK(manifest_of(r.body).last_seq == a.last_seq);
   }
 }

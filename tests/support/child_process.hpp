@@ -87,15 +87,14 @@ class child_process {
   std::string output_;
 };
 
-// `skein serve` as a child on a data directory and an ephemeral loopback port.
-// It is ready once it prints that it listens; the time from the start until then
-// is its start-up time, recovery included.
+// `skein serve` as a child on a data directory and an ephemeral loopback port,
+// with `extra` flags after those. It is ready once it prints that it listens;
+// the time from the start until then is its start-up time, recovery included.
 class serve_process {
  public:
   serve_process(const std::string& binary, const std::string& data, const std::string& durability = "sync",
-                std::chrono::milliseconds limit = std::chrono::seconds(60))
-      : started_(std::chrono::steady_clock::now()),
-        child_({binary, "serve", "--listen", "127.0.0.1:0", "--data", data, "--durability", durability}) {
+                std::chrono::milliseconds limit = std::chrono::seconds(60), const std::vector<std::string>& extra = {})
+      : started_(std::chrono::steady_clock::now()), child_(serve_argv(binary, data, durability, extra)) {
     static const std::string marker = "listening on http://127.0.0.1:";
     const std::string& out = child_.read_until(limit, [](const std::string& o) {
       auto p = o.find(marker);
@@ -115,6 +114,13 @@ class serve_process {
   child_process& child() { return child_; }
 
  private:
+  static std::vector<std::string> serve_argv(const std::string& binary, const std::string& data,
+                                             const std::string& durability, const std::vector<std::string>& extra) {
+    std::vector<std::string> argv{binary, "serve", "--listen", "127.0.0.1:0", "--data", data, "--durability", durability};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return argv;
+  }
+
   std::chrono::steady_clock::time_point started_;
   child_process child_;
   uint16_t port_ = 0;

@@ -1,0 +1,134 @@
+// skein::runtime as a cluster node (runtime_options::cluster): the local side
+// of the calls the edge serves, agents written through the coordinator,
+// listings gathered from every node, and the members' view. The forwarding of
+// each thread call sits in that call (runtime.cpp): one test of remote_owner().
+#include <algorithm>
+
+#include "persistence/keys.hpp"
+#include "runtime/runtime_impl.hpp"
+
+namespace skein {
+
+const std::string* runtime::impl::remote_owner(std::string_view id) const {
+  if (!cluster) return nullptr;
+  const std::string& owner = cluster->owner_of_thread(id);
+  return owner == cluster->self() ? nullptr : &owner;
+}
+
+status runtime::impl::local_only(const std::string& id, const char* what) const {
+  if (const std::string* owner = remote_owner(id))
+    return status::unavailable("thread " + id + " lives on node " + *owner + ", and " + what +
+                               " is not forwarded between nodes yet: call node " + *owner);
+  return status::ok();
+}
+
+status runtime::impl::put_agent_local(agent_config config, agent_config* out) {
+  agent_config created;
+  SKEIN_TRY(ask(actors.directory, &created, caf::put_atom::value, std::move(config)));
+  if (out != nullptr) *out = std::move(created);
+  return status::ok();
+}
+
+status runtime::impl::sync_agents() {
+  if (!cluster || cluster->self() == cluster->coordinator()) return status::ok();
+  std::vector<agent_config> all;
+  SKEIN_TRY(cluster->call(cluster->coordinator(), [&](std::vector<agent_config>& v) { all = std::move(v); },
+                          agent_atom::value));
+  for (auto& a : all) SKEIN_TRY(put_agent_local(std::move(a), nullptr));
+  return status::ok();
+}
+
+status runtime::impl::list_local(const thread_query& q, thread_page* out) {
+  SKEIN_TRY(check_open());
+  return log->list_threads(q, out);
+}
+
+status runtime::impl::counts(uint64_t* threads, uint64_t* active) {
+  log_usage u;
+  SKEIN_TRY(check_open());
+  SKEIN_TRY(log->usage(core_opts.wall_clock(), &u));
+  directory_stats d;
+  SKEIN_TRY(ask(actors.directory, &d, caf::get_atom::value, stats_atom::value));
+  *threads = u.threads;
+  *active = d.active;
+  return status::ok();
+}
+
+edge_hooks runtime::impl::hooks() {
+  edge_hooks h;
+  h.put_agent_local = [this](agent_config c, agent_config* out) { return put_agent_local(std::move(c), out); };
+  h.list_local = [this](const thread_query& q, thread_page* out) { return list_local(q, out); };
+  h.counts = [this](uint64_t* t, uint64_t* a) { return counts(t, a); };
+  return h;
+}
+
+status runtime::create_agent(agent_config config, agent_config* out) {
+  cluster_link* c = impl_->cluster.get();
+  if (c == nullptr) return impl_->put_agent_local(std::move(config), out);
+  if (c->self() != c->coordinator()) {
+    // The coordinator decides (same config: no-op; another: conflict) and writes to every node.
+    agent_config decided;
+    SKEIN_TRY(c->call(c->coordinator(), [&](agent_config& a) { decided = std::move(a); }, caf::put_atom::value,
+                      std::move(config)));
+    return impl_->put_agent_local(std::move(decided), out);
+  }
+  agent_config created;
+  SKEIN_TRY(impl_->put_agent_local(std::move(config), &created));
+  // To every other member; one that is down fetches it when it comes back (sync_agents).
+  for (const auto& m : c->options().members)
+    if (m.id != c->self()) c->call(m.id, [](agent_config&) {}, caf::put_atom::value, created).ignore();
+  if (out != nullptr) *out = std::move(created);
+  return status::ok();
+}
+
+status runtime::list_threads(const thread_query& query, thread_page* out) {
+  SKEIN_TRY(impl_->check_open());
+  cluster_link* c = impl_->cluster.get();
+  if (c == nullptr) return impl_->log->list_threads(query, out);
+  // Scatter-gather: every node's first page after the cursor, merged in index
+  // order; the page is the first `limit` of the merge, and its cursor (the index
+  // suffix of its last thread) is valid on every node.
+  std::vector<thread_page> pages;
+  for (const auto& m : c->options().members) {
+    thread_page& page = pages.emplace_back();
+    if (m.id == c->self()) SKEIN_TRY(impl_->list_local(query, &page));
+    else SKEIN_TRY(c->call(m.id, [&](thread_page& p) { page = std::move(p); }, list_atom::value, query));
+  }
+  const bool newest_first = query.index == thread_query::by::updated;
+  auto suffix = [&](const manifest& m) {
+    return newest_first ? keys::updated_value(m.updated_at_ms) + "/" + m.id : m.id;
+  };
+  std::vector<std::pair<std::string, manifest>> merged;
+  bool more = false;
+  out->threads.clear();
+  out->unreadable.clear();
+  out->next_cursor.clear();
+  for (auto& page : pages) {
+    more = more || !page.next_cursor.empty();
+    for (auto& m : page.threads) merged.emplace_back(suffix(m), std::move(m));
+    for (auto& u : page.unreadable) out->unreadable.push_back(std::move(u));
+  }
+  std::sort(merged.begin(), merged.end(), [&](const auto& a, const auto& b) {
+    return newest_first ? a.first > b.first : a.first < b.first;
+  });
+  if (merged.size() > query.limit) {
+    merged.resize(query.limit);
+    more = true;
+  }
+  if (more && !merged.empty()) out->next_cursor = detail::hex_encode(merged.back().first);
+  for (auto& [key, m] : merged) out->threads.push_back(std::move(m));
+  return status::ok();
+}
+
+status runtime::cluster_members(std::vector<cluster_member_state>* out) {
+  SKEIN_TRY(impl_->check_open());
+  if (impl_->cluster) return impl_->cluster->members(impl_->hooks(), out);
+  cluster_member_state me;
+  me.self = true;
+  me.state = "self";
+  SKEIN_TRY(impl_->counts(&me.threads, &me.active));
+  out->assign(1, std::move(me));
+  return status::ok();
+}
+
+}  // namespace skein

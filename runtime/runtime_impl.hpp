@@ -1,0 +1,119 @@
+// runtime::impl: what a runtime holds, shared by the files that implement
+// skein::runtime (runtime.cpp, runtime_cluster.cpp, runtime_health.cpp).
+// Internal: includes CAF.
+#pragma once
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/sec.hpp>
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "actors/caller.hpp"
+#include "actors/core.hpp"
+#include "actors/error.hpp"
+#include "actors/messages.hpp"
+#include "actors/timers.hpp"
+#include "runtime/cluster_link.hpp"
+#include "runtime/memory_service.hpp"
+#include "runtime/runtime.hpp"
+#include "runtime/work_service.hpp"
+
+namespace skein {
+
+// The target of a request quit before it answered (a thread actor that
+// passivated between its resolve and the request): worth one more resolve.
+inline bool receiver_down(const caf::error& e) {
+  return e.category() == caf::atom("system") &&
+         e.code() == static_cast<uint8_t>(caf::sec::request_receiver_down);
+}
+
+struct runtime::impl {
+  runtime_options options;
+  std::unique_ptr<event_log> log;
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  core actors;
+  caf::actor retention;  // the retention effect (actors/effects/retention.hpp)
+  caf::actor scheduler;  // actors/scheduler.hpp
+  std::vector<caf::actor> clients;
+  std::atomic<size_t> next_client{0};
+  std::mutex subs_mu;  // guards subs
+  std::map<uint64_t, caf::actor> subs;
+  std::atomic<uint64_t> next_sub{1};
+  // Exceptions thrown by host callbacks, caught and counted (runtime_stats).
+  std::shared_ptr<std::atomic<uint64_t>> host_failures = std::make_shared<std::atomic<uint64_t>>(0);
+  std::mutex close_mu;  // guards closed
+  bool closed = false;
+  core_options core_opts;
+  std::shared_ptr<memory_service> memory;  // shared with the memory_search tool
+  std::unique_ptr<actor_timer_service> memory_timers;  // for the embedders memory search builds
+  std::unique_ptr<work_service> work;  // work items (work_service.hpp)
+  std::mutex hashing_mu;  // guards hashing
+  std::shared_ptr<embedder> hashing;  // for agents naming no embedder: the work service's
+  // This node's link to the others (runtime_options::cluster); null when alone.
+  // Declared after sys: it goes before the actor system does.
+  std::unique_ptr<cluster_link> cluster;
+
+  // The cluster's side of the runtime (runtime_cluster.cpp).
+  // The owner of thread `id` when another node owns it, else null (this node, or no cluster).
+  const std::string* remote_owner(std::string_view id) const;
+  // Calls that are not forwarded yet: refused, never answered from the wrong node.
+  status local_only(const std::string& id, const char* what) const;
+  status put_agent_local(agent_config config, agent_config* out);
+  // A node that missed an agent's fan-out (it was down) fetches the coordinator's agents.
+  status sync_agents();
+  status list_local(const thread_query& q, thread_page* out);
+  status counts(uint64_t* threads, uint64_t* active);
+  edge_hooks hooks();
+
+  status check_open() const {
+    if (!sys) return status::io_error("the runtime is closed");
+    return status::ok();
+  }
+
+  // Asks `dest` and waits for a T (or caf::unit when T is void-like).
+  template <class T, class... Ts>
+  status ask(const caf::actor& dest, T* out, Ts&&... xs) {
+    SKEIN_TRY(check_open());
+    caller self{*sys};
+    status result;
+    self->request(dest, caf::infinite, std::forward<Ts>(xs)...)
+        .receive([&](T& v) { *out = std::move(v); }, [&](caf::error& e) { result = to_status(e); });
+    return result;
+  }
+
+  template <class... Ts>
+  status tell(const caf::actor& dest, Ts&&... xs) {
+    SKEIN_TRY(check_open());
+    caller self{*sys};
+    status result;
+    self->request(dest, caf::infinite, std::forward<Ts>(xs)...)
+        .receive([] {}, [&](caf::error& e) { result = to_status(e); });
+    return result;
+  }
+
+  // Asks the thread actor of `thread`, activating it; retries if it passivated meanwhile.
+  template <caf::message_priority P = caf::message_priority::normal, class T, class... Ts>
+  status ask_thread(const std::string& thread, T* out, Ts... xs) {
+    for (int attempt = 0;; ++attempt) {
+      caf::actor target;
+      SKEIN_TRY(ask(actors.directory, &target, resolve_atom::value, thread));
+      caller self{*sys};
+      status result;
+      bool down = false;
+      self->request<P>(target, caf::infinite, xs...)
+          .receive([&](T& v) { *out = std::move(v); },
+                   [&](caf::error& e) {
+                     down = receiver_down(e);
+                     result = to_status(e);
+                   });
+      if (!down || attempt == 8) return result;
+    }
+  }
+};
+
+}  // namespace skein
