@@ -4,11 +4,13 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/io/middleman.hpp>
+#include <caf/io/middleman_actor.hpp>
 #include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "runtime/host_sink.hpp"
 #include "runtime/model/ids.hpp"
@@ -365,19 +367,35 @@ status cluster_link::peer(const std::string& node, caf::actor* out) {
   std::string host = p.host;
   uint16_t port = p.port;
   lock.unlock();
-  auto r = sys_.middleman().remote_actor(host, port);
+  // The middleman's connect, asked with the request timeout: its blocking
+  // remote_actor() waits forever on a peer that accepts TCP but never answers
+  // the handshake (a stopped process). A late answer goes nowhere.
+  caf::actor edge;
+  caf::error failed;
+  {
+    caller self{sys_};
+    self->request(sys_.middleman().actor_handle(), timeout_, caf::connect_atom::value, host, port)
+        .receive(
+            [&](caf::node_id&, caf::strong_actor_ptr& ptr, std::set<std::string>&) {
+              edge = caf::actor_cast<caf::actor>(ptr);
+              if (!edge) failed = caf::make_error(caf::sec::no_actor_published_at_port);
+            },
+            [&](caf::error& e) { failed = std::move(e); });
+  }
   lock.lock();
   p.connecting = false;
   peers_->cv.notify_all();
-  if (!r) {
-    p.last_error = sys_.render(r.error());
+  if (failed) {
+    p.last_error = failed == caf::sec::request_timeout
+                       ? "no handshake within " + std::to_string(timeout_.count()) + " ms"
+                       : sys_.render(failed);
     p.backoff_ms = p.backoff_ms == 0 ? options_.reconnect_min_ms
                                      : std::min(p.backoff_ms * 2, options_.reconnect_max_ms);
     p.retry_at = steady::now() + std::chrono::milliseconds(p.backoff_ms);
     return status::unavailable("node " + node + " at " + host + ":" + std::to_string(port) + " is down (" +
                                p.last_error + ")");
   }
-  p.edge = *r;
+  p.edge = edge;
   p.backoff_ms = 0;
   p.last_error.clear();
   ++p.forwarded;

@@ -576,3 +576,102 @@ TEST_CASE("cluster: hostile edge bytes are refused") {
   caf::binary_deserializer rd{*w.sys, rb};
   CHECK(rd(rback));
 }
+
+TEST_CASE("cluster: a node refuses a thread its member list gives to another node") {
+  // n1 believes in two members, n2 in three: some ids n1 sends to n2 are, by
+  // n2's list, n3's (rendezvous moves only a member's own keys, so the lists
+  // must differ by a member the receiver knows). n2 refuses them instead of
+  // serving or creating them.
+  test::temp_dir d1, d2;
+  std::vector<cluster_member> three = {{"n1", "127.0.0.1", free_port()}, {"n2", "127.0.0.1", free_port()},
+                                       {"n3", "127.0.0.1", free_port()}};
+  std::vector<cluster_member> two = {three[0], three[1]};
+  auto open = [](const test::temp_dir& d, const std::string& id, std::vector<cluster_member> members,
+                 std::unique_ptr<runtime>* out) {
+    runtime_options o;
+    o.data_dir = d.str();
+    o.effects.titles = o.effects.embeddings = o.effects.compaction = false;
+    o.cluster.node_id = id;
+    o.cluster.members = std::move(members);
+    o.cluster.request_timeout_ms = 2000;
+    status s = runtime::open(o, out);
+    INFO(s.to_string());
+    REQUIRE(s.is_ok());
+  };
+  std::unique_ptr<runtime> n1, n2;
+  open(d1, "n1", two, &n1);
+  open(d2, "n2", three, &n2);
+  rendezvous by3{{"n1", "n2", "n3"}}, by2{{"n1", "n2"}};
+  std::string id, task;
+  for (int i = 0; i < 10000 && (id.empty() || task.empty()); ++i) {
+    std::string t = "th_20261124_" + std::to_string(100000 + i);
+    if (id.empty() && by2.owner_id(t) == "n2" && by3.owner_id(t) == "n3") id = t;
+    std::string k = "task-" + std::to_string(i);
+    if (task.empty() && by2.owner_id("task/" + k) == "n2" && by3.owner_id("task/" + k) == "n3") task = k;
+  }
+  REQUIRE(!id.empty());
+  REQUIRE(!task.empty());
+  manifest m;
+  status s = n1->get_thread(id, &m);
+  INFO(s.to_string());
+  CHECK(s.code() == errc::unavailable);
+  CHECK(s.message().find("cluster files differ") != std::string::npos);
+  run_input in;
+  in.text = "x";
+  std::string run;
+  CHECK(n1->submit(id, in, &run).code() == errc::unavailable);
+
+  agent_config a;
+  a.id = "helper";
+  a.engine_config = R"({"default":{"reply":"done"}})";
+  REQUIRE(n1->create_agent(a).is_ok());
+  thread_options o;
+  o.agent_id = "helper";
+  o.task_id = task;
+  s = n1->create_thread(o, &m);
+  CHECK(s.code() == errc::unavailable);
+  // Nothing was written on n2 (its own count: its listing would need n3).
+  std::vector<cluster_member_state> ms;
+  REQUIRE(n2->cluster_members(&ms).is_ok());
+  for (const auto& member : ms)
+    if (member.self) CHECK(member.threads == 0);
+}
+
+TEST_CASE("cluster: an agent written while a node was down reaches it") {
+  cluster_fixture f;
+  // n3 is down when the agent is written: it fetches it at its next open.
+  f.nodes[2]->close().ignore();
+  f.nodes[2].reset();
+  f.agent(0);
+  f.open(2);
+  agent_config a;
+  CHECK(f.nodes[2]->get_agent("helper", &a).is_ok());
+
+  // n3 down again for agent "later", and the coordinator (n1) down when n3
+  // opens: n3 fetches the agent when a creation needs it.
+  f.nodes[2]->close().ignore();
+  f.nodes[2].reset();
+  a = {};
+  a.id = "later";
+  a.engine_config = R"({"default":{"reply":"done"}})";
+  REQUIRE(f.nodes[1]->create_agent(a).is_ok());
+  f.nodes[0]->close().ignore();
+  f.nodes[0].reset();
+  f.open(2);
+  CHECK(f.nodes[2]->get_agent("later", &a).code() == errc::not_found);
+  f.open(0);
+  thread_options o;
+  o.agent_id = "later";
+  manifest m;
+  status s;
+  // n3 left n1 alone for a backoff after its failed fetch at open (at most 200 ms here).
+  for (int tries = 0; tries < 100; ++tries) {
+    s = f.nodes[2]->create_thread(o, &m);
+    if (s.code() != errc::unavailable) break;
+    std::this_thread::sleep_for(20ms);
+  }
+  INFO(s.to_string());
+  REQUIRE(s.is_ok());
+  CHECK(m.agent_id == "later");
+  CHECK(f.nodes[2]->get_agent("later", &a).is_ok());
+}

@@ -3,11 +3,14 @@
 // resumes from Last-Event-ID; SIGKILL of one node right after acknowledgements:
 // the others keep serving theirs, the dead node's threads answer 503
 // `unavailable` within the timeout, and after its restart every acknowledged
-// entry is there.
+// entry is there, an input acknowledged just before the kill included; a
+// stopped peer (SIGSTOP) answers 503 within the timeout, never a hang.
 #include <catch2/catch.hpp>
 
+#include <csignal>
 #include <fstream>
 
+#include "runtime/model/cluster.hpp"
 #include "runtime/model/json_codec.hpp"
 #include "runtime/model/json_reader.hpp"
 #include "tests/support/runtime_fixture.hpp"
@@ -42,6 +45,17 @@ uint64_t last_seq_of(const std::string& body) {
   REQUIRE(json::object_reader::open(el, "run", &run).is_ok());
   REQUIRE(run.uint("last_seq", &seq).is_ok());
   return seq;
+}
+
+std::string string_of(const std::string& body, const char* field) {
+  json::document doc;
+  json::object_reader o;
+  std::string value;
+  INFO(body);
+  REQUIRE(json::parse(body, {}, "answer", &doc).is_ok());
+  REQUIRE(json::object_reader::open(doc.root(), "answer", &o).is_ok());
+  REQUIRE(o.string(field, &value).is_ok());
+  return value;
 }
 
 manifest manifest_of(const std::string& body) {
@@ -155,4 +169,57 @@ TEST_CASE("cluster serve: three processes and one SIGKILL") {
     REQUIRE(ok);
     CHECK(manifest_of(r.body).last_seq == a.last_seq);
   }
+
+  rendezvous ring{{ids[0], ids[1], ids[2]}};
+  auto first_owned_by = [&](size_t i) {
+    for (const auto& a : acks)
+      if (ring.owner_id(cluster_key(a.thread)) == ids[i]) return a;
+    FAIL("no thread of " << ids[i]);
+    return ack{};
+  };
+  auto get = [&](size_t via, const std::string& thread) {
+    REQUIRE(client(via)->call("GET", "/v1/threads/" + thread, "", &r).is_ok());
+    return r.status;
+  };
+
+  // An input acknowledged (202) through n1 for a thread of n2, n2 SIGKILLed at
+  // once: it was durable in n2's inbox, so it runs once n2 is back.
+  const ack queued = first_owned_by(1);
+  REQUIRE(client(0)->call("POST", "/v1/threads/" + queued.thread + "/entries", R"({"text":"after"})", &r).is_ok());
+  INFO(r.body);
+  REQUIRE(r.status == 202);
+  const std::string run_id = string_of(r.body, "run_id");
+  nodes[1]->kill();
+  nodes[1] = start_node(ids[1], file, data(1));
+  CHECK(runtime_fixture::eventually(
+      [&] {
+        if (get(0, queued.thread) != 200) return false;
+        manifest m = manifest_of(r.body);
+        return m.status != thread_status::running && m.last_seq > queued.last_seq;
+      },
+      30s));
+  REQUIRE(client(2)->call("GET", "/v1/threads/" + queued.thread + "/entries", "", &r).is_ok());
+  CHECK(r.body.find(run_id) != std::string::npos);
+
+  // A peer that stops answering (SIGSTOP): its threads answer 503 within the
+  // timeout over the link that exists, and over a fresh one (n1 restarted,
+  // where the handshake itself gets no answer), never a hang; the others serve.
+  const ack slow = first_owned_by(2);
+  auto timed_status = [&](size_t via, const std::string& thread) {
+    auto start = std::chrono::steady_clock::now();
+    int status = get(via, thread);
+    CHECK(std::chrono::steady_clock::now() - start < 3s);
+    return status;
+  };
+  REQUIRE(::kill(nodes[2]->child().pid(), SIGSTOP) == 0);
+  CHECK(timed_status(0, slow.thread) == 503);
+  CHECK(r.body.find("n3") != std::string::npos);
+  nodes[0]->kill();
+  nodes[0] = start_node(ids[0], file, data(0));
+  CHECK(timed_status(0, slow.thread) == 503);
+  CHECK(r.body.find("n3") != std::string::npos);
+  CHECK(timed_status(0, first_owned_by(1).thread) == 200);
+  REQUIRE(::kill(nodes[2]->child().pid(), SIGCONT) == 0);
+  CHECK(runtime_fixture::eventually([&] { return get(0, slow.thread) == 200; }, 30s));
+  CHECK(manifest_of(r.body).last_seq == slow.last_seq);
 }

@@ -539,7 +539,7 @@ TEST_CASE("every route takes the longest, deepest and most malformed input and a
       {"POST", "/v1/schedules/{}/resume"}, {"GET", "/v1/schedules/{}/history?before={}&limit={}"},
       {"GET", "/v1/schedules/{}/preview?n={}"}, {"POST", "/v1/agents/{}/dm"}, {"GET", "/v1/tasks/{}"},
       {"POST", "/v1/threads/{}/members"}, {"DELETE", "/v1/threads/{}/members/{}"},
-      {"GET", "/v1/threads/{}/entries?group={}"}};
+      {"GET", "/v1/threads/{}/entries?group={}"}, {"GET", "/v1/cluster"}};
   size_t calls = 0;
   for (const auto& [method, pattern] : routes)
     for (const auto& id : ids) {
@@ -575,6 +575,20 @@ TEST_CASE("every route takes the longest, deepest and most malformed input and a
   CHECK_FALSE(bs.paused);
   CHECK(f.call("GET", "/healthz").status == 200);
   CHECK(f.srv->counters().body_bytes_buffered == 0);
+}
+
+TEST_CASE("GET /v1/cluster: admin only and one member when the server is alone") {
+  server_fixture f{{}, {}, tokens_file};
+  http::response r = f.call("GET", "/v1/cluster", "", alpha);
+  CHECK(r.status == 403);
+  CHECK(error_code(r.body) == "forbidden");
+  r = f.call("GET", "/v1/cluster", "", admin);
+  INFO(r.body);
+  CHECK(r.status == 200);
+  CHECK(r.body.find(R"("members":[{)") != std::string::npos);
+  CHECK(r.body.find(R"("state":"self")") != std::string::npos);
+  CHECK(r.body.find(R"("state":"up")") == std::string::npos);
+  CHECK(f.call("POST", "/v1/cluster", "{}", admin).status == 405);
 }
 
 TEST_CASE("POST entries: the handler trusts admission's check of its own thread only") {
