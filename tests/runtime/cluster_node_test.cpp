@@ -68,6 +68,17 @@ struct cluster_fixture {
     return ring.owner(cluster_key(thread));
   }
 
+  // A thread of agent "helper" created through node `via`.
+  manifest thread(size_t via) {
+    thread_options o;
+    o.agent_id = "helper";
+    manifest m;
+    status s = nodes[via]->create_thread(o, &m);
+    INFO(s.to_string());
+    REQUIRE(s.is_ok());
+    return m;
+  }
+
   void agent(size_t via) {
     agent_config a;
     a.id = "helper";
@@ -101,10 +112,7 @@ TEST_CASE("cluster: any node serves any thread through its owner") {
   std::vector<manifest> threads;
   std::set<size_t> owners;
   for (size_t k = 0; k < 24; ++k) {
-    manifest m;
-    thread_options o;
-    o.agent_id = "helper";
-    REQUIRE(f.nodes[k % f.n]->create_thread(o, &m).is_ok());
+    manifest m = f.thread(k % f.n);
     owners.insert(f.owner(m.id));
     threads.push_back(m);
   }
@@ -245,13 +253,8 @@ TEST_CASE("cluster: a subscription through a node that does not own the thread")
   cluster_fixture f;
   f.agent(0);
   // A thread owned by n3, watched through n1, written through n2.
-  manifest m;
-  for (;;) {
-    thread_options o;
-    o.agent_id = "helper";
-    REQUIRE(f.nodes[2]->create_thread(o, &m).is_ok());
-    if (f.owner(m.id) == 2) break;
-  }
+  manifest m = f.thread(2);
+  REQUIRE(f.owner(m.id) == 2);  // a plain creation is the creating node's
   std::mutex mu;
   std::condition_variable cv;
   std::vector<uint64_t> got;
@@ -311,10 +314,7 @@ TEST_CASE("cluster: a node that is gone answers unavailable at once and comes ba
   f.agent(0);
   std::vector<manifest> threads;
   for (size_t k = 0; k < 18; ++k) {
-    manifest m;
-    thread_options o;
-    o.agent_id = "helper";
-    REQUIRE(f.nodes[k % f.n]->create_thread(o, &m).is_ok());
+    manifest m = f.thread(k % f.n);
     run_input in;
     in.text = "before";
     run_result r;
