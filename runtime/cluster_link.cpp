@@ -37,8 +37,8 @@ struct worker_state {
 };
 
 // One of the edge's workers: a detached actor (its own thread) that runs calls
-// from other nodes through the local runtime. Copies what it needs: it may
-// outlive the cluster_link by the call it is finishing.
+// from other nodes through the local runtime. cluster_link::stop() waits for
+// it before the runtime closes, so `rt` and the hooks outlive it.
 caf::behavior edge_worker(caf::stateful_actor<worker_state>* self, runtime* rt, std::string node,
                           rendezvous ring, edge_hooks hooks) {
   // Another node's bytes are trusted no more than a client's: ids are checked,
