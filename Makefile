@@ -4,7 +4,7 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: setup configure build run test bench clean test-asan test-tsan fuzz fuzz-build fuzz-ci fuzz-regressions
+.PHONY: setup configure build run test bench clean san-configure test-asan test-tsan fuzz fuzz-build fuzz-ci fuzz-regressions
 
 setup:
 	@scripts/setup.sh
@@ -55,21 +55,30 @@ bench: configure bench-deps
 	@mkdir -p bench/results
 	$(BUILD_DIR)/bench/skein-bench --json bench/results/report.json --plot bench/results
 
-# Sanitizers: g++ builds in their own directories, the whole suite under ASan +
-# UBSan (except the benchmark's smoke test, so skein-bench is not built there: its scale workload reads RSS and
-# expects to touch 5000 thread actors within idle_passivate_ms, which ASan's
-# shadow memory and slowdown make false; tests that SIGKILL a child stretch their
-# windows under SKEIN_UNDER_SANITIZER); the actor and runtime tests under TSan (CAF's own internals suppressed in
-# tests/tsan.supp, each entry saying why). The ASan build keeps assert() on (no
-# NDEBUG): the invariants the code asserts are checked on every test.
+# Sanitizers. ASan + UBSan and the libFuzzer targets share one clang 14 build in
+# build-san: the whole suite runs there (except the benchmark's smoke test, so
+# skein-bench is not built: its scale workload reads RSS and expects to touch 5000
+# thread actors within idle_passivate_ms, which ASan's shadow memory and slowdown
+# make false; tests that SIGKILL a child stretch their windows under
+# SKEIN_UNDER_SANITIZER), and `make fuzz` runs its fuzz targets. One build, not a
+# g++ one for the suite and a clang one for the fuzzers: clang compiles the
+# sanitized code in ~0.55x g++'s time, and CI pays for the library once. The
+# coverage instrumentation libFuzzer needs (fuzzer-no-link) is on for every
+# object; the suite's executables carry it unused. UBSan's `function` check is
+# left out: clang 14 cannot emit its prologue data for some Asio code ("Cannot
+# represent a difference across sections"). assert() stays on (no NDEBUG): the
+# invariants the code asserts are checked on every test. The actor and runtime
+# tests also run under TSan (g++, CAF's own internals suppressed in
+# tests/tsan.supp, each entry saying why).
 # -g1 (line tables, no locals): full stack traces at a fraction of -g's compile
 # and link time and binary size (each of the ~300 processes the CLI test starts
 # maps the binary). TSan keeps -g: its suppressions name inlined std:: frames.
-# -no-pie for the ASan executables: a PIE binary of that size (~190 MB of data,
-# mostly sanitizer metadata) spent most of each start in the dynamic loader
+# -no-pie for the sanitized executables: a PIE binary of that size (~190 MB of
+# data, mostly sanitizer metadata) spent most of each start in the dynamic loader
 # applying relative relocations, page by page — about 2.5x the start of the same
 # binary linked at a fixed address, paid by each of the suite's ~500 test
 # processes and the CLI test's ~300 children.
+SAN_DIR := build-san
 SAN_FLAGS := -fno-omit-frame-pointer -g1
 UBSAN_ENV := UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:suppressions=$(CURDIR)/tests/ubsan.supp
 SAN_ENV := $(UBSAN_ENV) \
@@ -77,14 +86,17 @@ SAN_ENV := $(UBSAN_ENV) \
 TSAN_ENV := TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:history_size=7:suppressions=$(CURDIR)/tests/tsan.supp"
 TSAN_TESTS ?= actors_test|runtime_test
 
-test-asan: setup
-	@$(SAN_ENV) cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined $(SAN_FLAGS)" \
+san-configure: setup
+	@cmake -S . -B $(SAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSKEIN_FUZZ=ON \
+	  -DCMAKE_CXX_COMPILER=clang++-14 \
+	  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize=function $(SAN_FLAGS)" \
 	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_EXE_LINKER_FLAGS="-no-pie" \
 	  -DSKEIN_BUILD_BENCH=OFF >/dev/null
-	@$(SAN_ENV) cmake --build build-asan -j $(JOBS)
-	@scripts/check-registered.sh build-asan
-	@cd build-asan && $(SAN_ENV) SKEIN_UNDER_SANITIZER=asan ctest --output-on-failure -j $(JOBS) -E '^bench: '
+
+test-asan: san-configure
+	@$(SAN_ENV) cmake --build $(SAN_DIR) -j $(JOBS)
+	@scripts/check-registered.sh $(SAN_DIR)
+	@cd $(SAN_DIR) && $(SAN_ENV) SKEIN_UNDER_SANITIZER=asan ctest --output-on-failure -j $(JOBS) -E '^bench: '
 
 CAF_TSAN := $(CURDIR)/build-caf-tsan/inst
 test-tsan: setup
@@ -96,18 +108,14 @@ test-tsan: setup
 	@scripts/check-registered.sh build-tsan $(subst |, ,$(TSAN_TESTS))
 	@cd build-tsan && $(TSAN_ENV) SKEIN_UNDER_SANITIZER=tsan ctest --output-on-failure -j $(JOBS) -R '^($(TSAN_TESTS)):'
 
-# libFuzzer targets (tests/fuzz): clang 14 in build-fuzz. UBSan's `function`
-# check is left out: clang 14 cannot emit its prologue data for some Asio code
-# ("Cannot represent a difference across sections"). `make fuzz` runs each
-# target for FUZZ_RUNS executions; `make fuzz-ci` runs each for FUZZ_SECONDS.
+# libFuzzer targets (tests/fuzz), built in the sanitizer build above. `make fuzz`
+# runs each target for FUZZ_RUNS executions; `make fuzz-ci` runs each for
+# FUZZ_SECONDS, two targets at a time (one per core: libFuzzer runs one thread).
 FUZZ_RUNS ?= 1000000
 FUZZ_SECONDS ?= 60
-FUZZ_DIR := build-fuzz
+FUZZ_DIR := $(SAN_DIR)
 
-fuzz-build: setup
-	@cmake -S . -B $(FUZZ_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSKEIN_FUZZ=ON \
-	  -DCMAKE_CXX_COMPILER=clang++-14 \
-	  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize=function $(SAN_FLAGS)" >/dev/null
+fuzz-build: san-configure
 	@cmake --build $(FUZZ_DIR) -j $(JOBS) --target skein_fuzz
 
 fuzz: fuzz-build
@@ -120,4 +128,4 @@ fuzz-regressions: fuzz-build
 	@cd $(FUZZ_DIR) && ctest --output-on-failure -R '^fuzz:'
 
 clean:
-	rm -rf $(BUILD_DIR) build-asan build-tsan $(FUZZ_DIR)
+	rm -rf $(BUILD_DIR) $(SAN_DIR) build-tsan

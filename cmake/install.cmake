@@ -64,8 +64,13 @@ set_target_properties(skein_shared PROPERTIES
 target_sources(skein_shared PRIVATE $<TARGET_OBJECTS:skein_runtime> $<TARGET_OBJECTS:skein_actors>
   $<TARGET_OBJECTS:skein_persistence> $<TARGET_OBJECTS:skein_model>)
 target_link_libraries(skein_shared PRIVATE skein_runtime)
-target_link_options(skein_shared PRIVATE
-  "LINKER:--version-script=${SKEIN_GENERATED_DIR}/skein.map" "LINKER:--no-undefined")
+target_link_options(skein_shared PRIVATE "LINKER:--version-script=${SKEIN_GENERATED_DIR}/skein.map")
+# Every symbol resolved at link time — except in clang's sanitizer build, where
+# the sanitizer runtime is linked into executables only and a shared library
+# leaves its symbols to the executable that loads it.
+if(NOT (CMAKE_CXX_COMPILER_ID STREQUAL "Clang" AND CMAKE_CXX_FLAGS MATCHES "-fsanitize="))
+  target_link_options(skein_shared PRIVATE "LINKER:--no-undefined")
+endif()
 target_include_directories(skein_shared INTERFACE
   "$<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/skein>"
   "$<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>")

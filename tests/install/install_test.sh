@@ -31,7 +31,9 @@ $cxx -std=c++20 -fsyntax-only -H -I"$prefix/include/skein" -I"$prefix/include" "
 if grep -E '/(caf|rocksdb|boost|simdjson)[/.]' "$work/opened.txt"; then
   fail "<skein/skein.hpp> opens a dependency's header (above)"
 fi
-if grep -vE '^\.+ (/usr/include/c\+\+/|/usr/include/|/usr/lib/gcc/|'"$prefix"'/include/)' "$work/opened.txt" |
+# The system's: libstdc++ and libc, and the compiler's own (g++'s, or clang's
+# resource directory; clang names libstdc++'s through /usr/bin/../lib/gcc).
+if grep -vE '^\.+ (/usr/include/c\+\+/|/usr/include/|/usr/lib/gcc/|/usr/bin/\.\./lib/gcc/|/usr/lib/llvm-[0-9]+/lib/clang/|'"$prefix"'/include/)' "$work/opened.txt" |
    grep -E '^\.+ '; then
   fail "<skein/skein.hpp> opens a header from outside the prefix and the system (above)"
 fi
