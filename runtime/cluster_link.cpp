@@ -1,6 +1,8 @@
 #include "runtime/cluster_link.hpp"
 
 #include <caf/actor_pool.hpp>
+#include <caf/others.hpp>
+#include <caf/scoped_actor.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/io/middleman.hpp>
@@ -8,6 +10,7 @@
 #include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
 #include <condition_variable>
+#include <future>
 #include <map>
 #include <mutex>
 #include <set>
@@ -36,11 +39,14 @@ struct worker_state {
   uint64_t next_send = 1;
 };
 
-// One of the edge's workers: a detached actor (its own thread) that runs calls
-// from other nodes through the local runtime. cluster_link::stop() waits for
-// it before the runtime closes, so `rt` and the hooks outlive it.
-caf::behavior edge_worker(caf::stateful_actor<worker_state>* self, runtime* rt, std::string node,
-                          rendezvous ring, edge_hooks hooks) {
+// One of the edge's workers: a blocking actor on a thread of its own (the
+// edge's, cluster_link::start) that runs calls from other nodes through the
+// local runtime, until stop_atom (or the pool's exit). Not a CAF detached actor:
+// ~actor_system waits for a detached actor's object to be destroyed, and a reply
+// it sent to a node that was closing can stay referenced by the middleman until
+// after that wait — the system's close then never ended. cluster_link::stop()
+// joins the thread before the runtime closes, so `rt` and the hooks outlive it.
+void edge_worker(caf::blocking_actor* self, runtime* rt, std::string node, rendezvous ring, edge_hooks hooks) {
   // Another node's bytes are trusted no more than a client's: ids are checked,
   // and a thread this node does not own is refused, never served.
   auto own = [node, ring](const std::string& id) -> status {
@@ -51,21 +57,25 @@ caf::behavior edge_worker(caf::stateful_actor<worker_state>* self, runtime* rt, 
                                  " does): the nodes' cluster files differ");
     return status::ok();
   };
+  worker_state st;
+  bool running = true;
   // Stopping (the node closes): runs forwarded here get an answer, not silence.
-  self->set_exit_handler([self, node](caf::exit_msg& m) {
-    for (auto& [k, rp] : self->state.sends)
+  auto finish = [&] {
+    for (auto& [k, rp] : st.sends)
       rp.deliver(to_error(status::unavailable("node " + node + " is closing: the run's outcome is in its log")));
-    self->state.sends.clear();
-    self->quit(m.reason);
-  });
-  self->set_down_handler([self, rt](caf::down_msg& m) {
-    auto it = self->state.subs.find(m.source);
-    if (it == self->state.subs.end()) return;
-    rt->unsubscribe(it->second).ignore();
-    self->state.subs.erase(it);
-  });
-  return {
-      [=](create_atom, thread_options& o) -> caf::result<manifest, bool> {
+    st.sends.clear();
+    running = false;
+  };
+  self->receive_while(running)(
+      [&](stop_atom) { finish(); },
+      [&](caf::exit_msg&) { finish(); },
+      [&](caf::down_msg& m) {
+        auto it = st.subs.find(m.source);
+        if (it == st.subs.end()) return;
+        rt->unsubscribe(it->second).ignore();
+        st.subs.erase(it);
+      },
+      [&](create_atom, thread_options& o) -> caf::result<manifest, bool> {
         std::string key = creation_key(o);
         if (!key.empty() && ring.owner_id(key) != node)
           return to_error(status::unavailable("node " + node + " does not own " + key + ": the nodes' cluster files differ"));
@@ -74,43 +84,43 @@ caf::behavior edge_worker(caf::stateful_actor<worker_state>* self, runtime* rt, 
         if (status s = rt->create_thread(std::move(o), &m, &created); !s) return to_error(s);
         return {std::move(m), created};
       },
-      [=](caf::get_atom, std::string& id) -> caf::result<manifest> {
+      [&](caf::get_atom, std::string& id) -> caf::result<manifest> {
         manifest m;
         if (status s = own(id); !s) return to_error(s);
         if (status s = rt->get_thread(id, &m); !s) return to_error(s);
         return m;
       },
-      [=](submit_atom, std::string& id, run_input& in) -> caf::result<std::string> {
+      [&](submit_atom, std::string& id, run_input& in) -> caf::result<std::string> {
         std::string run;
         if (status s = own(id); !s) return to_error(s);
         if (status s = rt->submit(id, std::move(in), &run); !s) return to_error(s);
         return run;
       },
-      [=](send_atom, std::string& id, run_input& in) -> caf::result<run_result> {
+      [&](send_atom, std::string& id, run_input& in) -> caf::result<run_result> {
         if (status s = own(id); !s) return to_error(s);
         auto rp = self->make_response_promise();
-        uint64_t k = self->state.next_send++;
-        self->state.sends.emplace(k, rp);
+        uint64_t k = st.next_send++;
+        st.sends.emplace(k, rp);
         auto me = caf::actor_cast<caf::actor>(self);
         rt->send(id, std::move(in)).on_done([me, k](const status& s, const run_result& r) {
           caf::anon_send(me, done_atom::value, k, r, to_error(s));
         });
         return rp;
       },
-      [=](done_atom, uint64_t k, run_result& r, caf::error& e) {
-        auto it = self->state.sends.find(k);
-        if (it == self->state.sends.end()) return;
+      [&](done_atom, uint64_t k, run_result& r, caf::error& e) {
+        auto it = st.sends.find(k);
+        if (it == st.sends.end()) return;
         if (e) it->second.deliver(std::move(e));
         else it->second.deliver(std::move(r));
-        self->state.sends.erase(it);
+        st.sends.erase(it);
       },
-      [=](cancel_atom, std::string& id) -> caf::result<bool> {
+      [&](cancel_atom, std::string& id) -> caf::result<bool> {
         bool was = false;
         if (status s = own(id); !s) return to_error(s);
         if (status s = rt->cancel(id, &was); !s) return to_error(s);
         return was;
       },
-      [=](read_atom, std::string& id, uint8_t view, uint64_t from, uint64_t limit) -> caf::result<std::vector<event>> {
+      [&](read_atom, std::string& id, uint8_t view, uint64_t from, uint64_t limit) -> caf::result<std::vector<event>> {
         std::vector<event> out;
         if (status s = own(id); !s) return to_error(s);
         if (view > static_cast<uint8_t>(history_view::complete))
@@ -118,7 +128,7 @@ caf::behavior edge_worker(caf::stateful_actor<worker_state>* self, runtime* rt, 
         if (status s = rt->read(id, static_cast<history_view>(view), from, limit, &out); !s) return to_error(s);
         return out;
       },
-      [=](raw_atom, std::string& id, uint64_t from, uint64_t limit, uint8_t mask)
+      [&](raw_atom, std::string& id, uint64_t from, uint64_t limit, uint8_t mask)
           -> caf::result<std::vector<raw_event>, uint64_t> {
         std::vector<raw_event> out;
         uint64_t next = 0;
@@ -128,7 +138,7 @@ caf::behavior edge_worker(caf::stateful_actor<worker_state>* self, runtime* rt, 
         if (status s = rt->read_raw(id, from, limit, groups, &out, &next); !s) return to_error(s);
         return {std::move(out), next};
       },
-      [=](subscribe_atom, std::string& id, uint64_t from, caf::actor& sink) -> caf::result<uint64_t> {
+      [&](subscribe_atom, std::string& id, uint64_t from, caf::actor& sink) -> caf::result<uint64_t> {
         if (status s = own(id); !s) return to_error(s);
         if (!sink) return to_error(status::invalid_input("subscribe: no sink"));
         event_sink es;
@@ -142,57 +152,57 @@ caf::behavior edge_worker(caf::stateful_actor<worker_state>* self, runtime* rt, 
         uint64_t sub = 0;
         if (status s = rt->subscribe(id, from, std::move(es), &sub); !s) return to_error(s);
         self->monitor(sink);
-        self->state.subs[sink.address()] = sub;
+        st.subs[sink.address()] = sub;
         return sub;
       },
-      [=](delete_atom, std::string& id) -> caf::result<bool> {
+      [&](delete_atom, std::string& id) -> caf::result<bool> {
         if (status s = own(id); !s) return to_error(s);
         if (status s = rt->delete_thread(id); !s) return to_error(s);
         return true;
       },
-      [=](fork_atom, std::string& id, uint64_t at) -> caf::result<manifest> {
+      [&](fork_atom, std::string& id, uint64_t at) -> caf::result<manifest> {
         manifest m;
         if (status s = own(id); !s) return to_error(s);
         if (status s = rt->fork(id, at, &m); !s) return to_error(s);
         return m;
       },
-      [=](title_atom, std::string& id, std::string& title) -> caf::result<manifest> {
+      [&](title_atom, std::string& id, std::string& title) -> caf::result<manifest> {
         manifest m;
         if (status s = own(id); !s) return to_error(s);
         if (status s = rt->set_title(id, title, &m); !s) return to_error(s);
         return m;
       },
-      [=](reconcile_atom, std::string& id) -> caf::result<bool> {
+      [&](reconcile_atom, std::string& id) -> caf::result<bool> {
         bool done = false;
         if (status s = own(id); !s) return to_error(s);
         if (status s = rt->reconcile(id, &done); !s) return to_error(s);
         return done;
       },
-      [=](diagnose_atom, std::string& id) -> caf::result<diagnosis> {
+      [&](diagnose_atom, std::string& id) -> caf::result<diagnosis> {
         diagnosis d;
         if (status s = own(id); !s) return to_error(s);
         if (status s = rt->diagnose(id, &d); !s) return to_error(s);
         return d;
       },
-      [=](import_atom, manifest& m, std::vector<event>& events) -> caf::result<manifest> {
+      [&](import_atom, manifest& m, std::vector<event>& events) -> caf::result<manifest> {
         manifest out;
         if (status s = own(m.id); !s) return to_error(s);
         if (status s = rt->import_thread(std::move(m), std::move(events), &out); !s) return to_error(s);
         return out;
       },
-      [=](task_atom, std::string& task) -> caf::result<manifest> {
+      [&](task_atom, std::string& task) -> caf::result<manifest> {
         manifest m;
         if (ring.owner_id(task_key(task)) != node)
           return to_error(status::unavailable("node " + node + " does not own task " + task));
         if (status s = rt->find_task_thread(task, &m); !s) return to_error(s);
         return m;
       },
-      [=](list_atom, thread_query& q) -> caf::result<thread_page> {
+      [&](list_atom, thread_query& q) -> caf::result<thread_page> {
         thread_page page;
         if (status s = hooks.list_local(q, &page); !s) return to_error(s);
         return page;
       },
-      [=](caf::put_atom, agent_config& a) -> caf::result<agent_config> {
+      [&](caf::put_atom, agent_config& a) -> caf::result<agent_config> {
         agent_config out;
         // The coordinator decides and fans out; any other node stores what it is told.
         status s = node == ring.ids().front() ? rt->create_agent(std::move(a), &out)
@@ -200,17 +210,21 @@ caf::behavior edge_worker(caf::stateful_actor<worker_state>* self, runtime* rt, 
         if (!s) return to_error(s);
         return out;
       },
-      [=](agent_atom) -> caf::result<std::vector<agent_config>> {
+      [&](agent_atom) -> caf::result<std::vector<agent_config>> {
         std::vector<agent_config> out;
         if (status s = rt->list_agents(&out); !s) return to_error(s);
         return out;
       },
-      [=](count_atom) -> caf::result<uint64_t, uint64_t> {
+      [&](count_atom) -> caf::result<uint64_t, uint64_t> {
         uint64_t threads = 0, active = 0;
         if (status s = hooks.counts(&threads, &active); !s) return to_error(s);
         return {threads, active};
       },
-  };
+      // Anything else: refused, not left in the mailbox (a blocking receive skips
+      // what it does not match).
+      caf::others >> [&](caf::message_view&) -> caf::result<caf::message> {
+        return to_error(status::invalid_input("edge: not a message of the edge protocol"));
+      });
 }
 
 // Waits for one forwarded run: the owner's answer, or the owner's link dropping.
@@ -308,8 +322,19 @@ cluster_link::cluster_link(caf::actor_system& sys, cluster_options options)
 cluster_link::~cluster_link() { stop(); }
 
 status cluster_link::start(runtime& rt, edge_hooks hooks) {
-  for (size_t i = 0; i < options_.edge_workers; ++i)
-    workers_.push_back(sys_.spawn<caf::detached>(edge_worker, &rt, options_.node_id, ring_, hooks));
+  for (size_t i = 0; i < options_.edge_workers; ++i) {
+    std::promise<caf::actor> made;
+    auto handle = made.get_future();
+    worker_threads_.emplace_back([this, &rt, hooks, made = std::move(made)]() mutable {
+      {
+        caf::scoped_actor self{sys_, true};  // hidden: no actor the system waits for
+        made.set_value(caf::actor_cast<caf::actor>(self.ptr()));
+        edge_worker(self.ptr(), &rt, options_.node_id, ring_, hooks);
+      }
+      release_logger();  // as a caller does (actors/caller.hpp)
+    });
+    workers_.push_back(handle.get());
+  }
   auto ws = workers_;
   size_t next = 0;
   edge_ = caf::actor_pool::make(sys_.dummy_execution_unit(), ws.size(),
@@ -333,13 +358,11 @@ void cluster_link::stop() {
     caf::anon_send_exit(edge_, caf::exit_reason::user_shutdown);
     edge_ = nullptr;
   }
-  for (auto& w : workers_) caf::anon_send_exit(w, caf::exit_reason::user_shutdown);
-  if (!workers_.empty()) {
-    // Each finishes the call it runs (bounded: runtime calls, or calls to other
-    // nodes under the request timeout) before the runtime closes under it.
-    caller self{sys_};
-    for (auto& w : workers_) self->wait_for(w);
-  }
+  for (auto& w : workers_) caf::anon_send(w, stop_atom::value);
+  // Each finishes the call it runs (bounded: runtime calls, or calls to other
+  // nodes under the request timeout) before the runtime closes under it.
+  for (auto& t : worker_threads_) t.join();
+  worker_threads_.clear();
   workers_.clear();
   std::lock_guard lock{peers_->mu};
   for (auto& [id, p] : peers_->members) p.edge = nullptr;

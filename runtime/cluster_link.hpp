@@ -11,11 +11,11 @@
 // backoff (doubling) and calls for its threads fail at once meanwhile.
 //
 // Inbound: the edge, published on this node's member port, is a pool of
-// detached workers that run each call through the local runtime. A worker
-// refuses a thread this node does not own (the nodes' member lists differ): a
-// thread never has two writers. Callbacks and shared pointers never cross: a
-// remote subscription is a relay of (seq, type, stored JSON) messages to a sink
-// actor on the subscriber's node.
+// workers (blocking actors, a thread each) that run each call through the local
+// runtime. A worker refuses a thread this node does not own (the nodes' member
+// lists differ): a thread never has two writers. Callbacks and shared pointers
+// never cross: a remote subscription is a relay of (seq, type, stored JSON)
+// messages to a sink actor on the subscriber's node.
 //
 // Edge protocol (request -> reply; `id` is a thread id):
 //   (create_atom, thread_options)            -> (manifest, bool created)  task/dm/child creations
@@ -46,6 +46,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "actors/caller.hpp"
@@ -157,7 +158,8 @@ class cluster_link {
   std::chrono::milliseconds timeout_;
   std::shared_ptr<peers> peers_;
   caf::actor edge_;
-  std::vector<caf::actor> workers_;
+  std::vector<caf::actor> workers_;        // blocking actors, one per thread below
+  std::vector<std::thread> worker_threads_;
   uint16_t port_ = 0;
 };
 
