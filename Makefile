@@ -62,7 +62,7 @@ bench: configure bench-deps
 # make false; tests that SIGKILL a child stretch their windows under
 # SKEIN_UNDER_SANITIZER), and `make fuzz` runs its fuzz targets. One build, not a
 # g++ one for the suite and a clang one for the fuzzers: clang compiles the
-# sanitized code in ~0.55x g++'s time, and CI pays for the library once. The
+# sanitized code in ~0.42x g++'s time, and CI pays for the library once. The
 # coverage instrumentation libFuzzer needs (fuzzer-no-link) is on for every
 # object; the suite's executables carry it unused. UBSan's `function` check is
 # left out: clang 14 cannot emit its prologue data for some Asio code ("Cannot

@@ -8,7 +8,6 @@
 #include <caf/io/middleman.hpp>
 #include <caf/io/middleman_actor.hpp>
 #include <caf/send.hpp>
-#include <caf/stateful_actor.hpp>
 #include <condition_variable>
 #include <future>
 #include <map>

@@ -9,6 +9,8 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/binary_deserializer.hpp>
 #include <caf/binary_serializer.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/scoped_actor.hpp>
 #include <caf/message.hpp>
 #include <atomic>
 #include <chrono>
@@ -674,4 +676,35 @@ TEST_CASE("cluster: an agent written while a node was down reaches it") {
   REQUIRE(s.is_ok());
   CHECK(m.agent_id == "later");
   CHECK(f.nodes[2]->get_agent("later", &a).is_ok());
+}
+
+// A peer that speaks outside the edge protocol (an unknown message, a known atom
+// with the wrong arguments) gets an error at once, not silence, and the node
+// serves on.
+TEST_CASE("cluster: a message outside the edge protocol is answered with an error") {
+  cluster_fixture f;
+  f.agent(0);
+  manifest m = f.thread(1);
+  caf::actor_system_config cfg;
+  prepare_cluster_config(cfg);
+  caf::actor_system sys{cfg};
+  auto edge = sys.middleman().remote_actor("127.0.0.1", f.members[1].port);
+  REQUIRE(edge);
+  caf::scoped_actor self{sys};
+  auto refused = [&](caf::message msg) {
+    status s;
+    auto start = std::chrono::steady_clock::now();
+    self->request(*edge, std::chrono::seconds(5), std::move(msg))
+        .receive([&](caf::message&) { s = status::ok(); }, [&](caf::error& e) { s = to_status(e); });
+    INFO(s.to_string());
+    CHECK(s.code() == errc::invalid_input);
+    CHECK(s.message().find("edge protocol") != std::string::npos);
+    CHECK(std::chrono::steady_clock::now() - start < 2s);
+  };
+  refused(caf::make_message(caf::ok_atom::value, std::string{"hello"}));
+  refused(caf::make_message(caf::get_atom::value, uint64_t{7}));
+  refused(caf::make_message(std::string{"no atom at all"}));
+  manifest back;
+  REQUIRE(f.nodes[f.owner(m.id) == 0 ? 1 : 0]->get_thread(m.id, &back).is_ok());
+  CHECK(back.id == m.id);
 }
