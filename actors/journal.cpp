@@ -39,12 +39,18 @@ struct erase_request {
   caf::response_promise promise;
 };
 
+struct write_request {
+  journal_write write;
+  caf::response_promise promise;
+};
+
 struct agent_request {
   agent_config agent;
   caf::response_promise promise;
 };
 
-using request = std::variant<commit_request, erase_request, agent_request, commit_all_request, effect_request>;
+using request =
+    std::variant<commit_request, erase_request, agent_request, commit_all_request, effect_request, write_request>;
 
 int64_t wall_now(const journal_options& o) { return o.wall_clock ? o.wall_clock() : now_ms(); }
 
@@ -99,6 +105,9 @@ class journal_loop {
     auto on_agent = [&](caf::put_atom, agent_config& a) {
       queue_.push_back(agent_request{std::move(a), self_->make_response_promise()});
     };
+    auto on_write = [&](write_atom, journal_write& w) {
+      queue_.push_back(write_request{std::move(w), self_->make_response_promise()});
+    };
     auto on_close = [&](caf::close_atom) {
       closing_ = true;
       close_promise_ = self_->make_response_promise();
@@ -107,12 +116,13 @@ class journal_loop {
     auto on_exit = [&](caf::exit_msg&) { closing_ = true; };
     bool drained = false;
     while (!closing_) {
-      self_->receive(on_commit, on_commit_all, on_erase, on_agent, on_close, on_stats, on_exit, on_effect, on_listen);  // block for work
+      self_->receive(on_commit, on_commit_all, on_erase, on_agent, on_close, on_stats, on_exit, on_effect, on_listen,
+                     on_write);  // block for work
       // Take everything that queued up while the previous write was in flight.
       drained = false;
       while (!drained && !closing_ && queue_.size() < options_.group_ticks_max) {
         self_->receive(on_commit, on_commit_all, on_erase, on_agent, on_close, on_stats, on_exit, on_effect, on_listen,
-                       caf::after(std::chrono::seconds(0)) >> [&] { drained = true; });
+                       on_write, caf::after(std::chrono::seconds(0)) >> [&] { drained = true; });
       }
       flush();
     }
@@ -144,6 +154,11 @@ class journal_loop {
         continue;
       }
 
+      if (auto* w = std::get_if<write_request>(&queue_[i])) {
+        answer(w->promise, w->write.fn(*log_));
+        ++i;
+        continue;
+      }
       if (auto* a = std::get_if<agent_request>(&queue_[i])) {
         answer(a->promise, log_->put_agent(a->agent));
         ++i;
@@ -281,6 +296,10 @@ caf::behavior inline_journal(caf::event_based_actor* self, event_log* log, journ
         if (status s = log->put_agent(a); !s) return to_error(s);
         return caf::unit;
       },
+      [=](write_atom, journal_write& w) -> caf::result<void> {
+        if (status s = w.fn(*log); !s) return to_error(s);
+        return caf::unit;
+      },
       [=](caf::close_atom) {
         self->quit();
         return caf::unit;
@@ -334,6 +353,10 @@ status journal_commit_effect(caf::actor_system& sys, const caf::actor& journal, 
 
 status journal_erase(caf::actor_system& sys, const caf::actor& journal, const std::string& id) {
   return blocking_request(sys, journal, erase_atom::value, id);
+}
+
+status journal_run(caf::actor_system& sys, const caf::actor& journal, std::function<status(event_log&)> fn) {
+  return blocking_request(sys, journal, write_atom::value, journal_write{std::move(fn)});
 }
 
 status journal_close(caf::actor_system& sys, const caf::actor& journal) {

@@ -14,6 +14,9 @@
 //   (erase_atom, std::string)  -> caf::unit              | error
 //   (listen_atom, caf::actor)  -> caf::unit  registers a listener of the committed feed
 //   (put_atom, agent_config)   -> caf::unit              | error
+//   (write_atom, journal_write) -> caf::unit             | error
+//        a write of the log's write side that is no tick (a cluster handoff
+//        adopting another node's thread): run alone, in queue order
 //   (close_atom)               -> caf::unit  after everything queued before it is written
 //   (get_atom, stats_atom)     -> journal_stats
 // Every commit queued while a write is in flight is merged into the next batch:
@@ -51,6 +54,13 @@ using commit_all_atom = caf::atom_constant<caf::atom("commitall")>;
 using effect_atom = caf::atom_constant<caf::atom("effect")>;
 using committed_atom = caf::atom_constant<caf::atom("committed")>;
 using listen_atom = caf::atom_constant<caf::atom("listen")>;
+using write_atom = caf::atom_constant<caf::atom("logwrite")>;
+
+// A write-side call of the event_log that is no tick, run on the journal's
+// thread (nothing else may write meanwhile). Local only.
+struct journal_write {
+  std::function<status(event_log&)> fn;
+};
 
 // One entry of the committed feed.
 struct committed_tick {
@@ -87,6 +97,8 @@ status journal_commit_all(caf::actor_system& sys, const caf::actor& journal,
                           std::vector<tick>& ticks);
 status journal_commit_effect(caf::actor_system& sys, const caf::actor& journal, effect_write& w);
 status journal_erase(caf::actor_system& sys, const caf::actor& journal, const std::string& id);
+// Runs `fn` on the journal's thread, after what is queued before it.
+status journal_run(caf::actor_system& sys, const caf::actor& journal, std::function<status(event_log&)> fn);
 // Writes everything queued, then stops the journal.
 status journal_close(caf::actor_system& sys, const caf::actor& journal);
 
@@ -97,4 +109,5 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<skein::schedule_row>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<skein::tick>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::journal_stats)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::effect_write)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::journal_write)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<skein::committed_tick>)

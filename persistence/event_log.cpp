@@ -794,7 +794,7 @@ void event_log::commit_group(std::span<tick* const> ticks, std::span<status> res
   counters_.manifests.fetch_add(rows, std::memory_order_relaxed);
 }
 
-status event_log::erase_thread(std::string_view thread_id) {
+status event_log::erase_thread(std::string_view thread_id, bool keep_claims) {
   SKEIN_TRY(validate_id(thread_id, "thread id"));
   if (!writable()) return refusal();
   std::string id{thread_id};
@@ -811,6 +811,7 @@ status event_log::erase_thread(std::string_view thread_id) {
   for (const auto& k : p.index_keys) batch.Delete(impl_->cf(cf_index), k);
   // Claims (keys.cpp) free with their thread; one that names another thread stays.
   for (const auto& k : p.claim_keys) {
+    if (keep_claims) break;
     std::string holder;
     auto c = db->Get(rocksdb::ReadOptions(), impl_->cf(cf_index), k, &holder);
     if (c.IsNotFound()) continue;
@@ -845,12 +846,15 @@ status event_log::erase_thread(std::string_view thread_id) {
   SKEIN_TRY(erase_work_rows(id, p.index_keys, &batch));
   uint64_t threads = threads_.load(std::memory_order_relaxed);
   if (stored && threads > 0) --threads;
-  std::map<int64_t, uint64_t> days;
-  put_quota_rows(threads, {}, &batch, &days);
+  return write_whole_thread(&batch, threads, id);
+}
 
-  SKEIN_TRY(write(&batch, 0));
+status event_log::write_whole_thread(rocksdb::WriteBatch* batch, uint64_t threads, const std::string& thread_id) {
+  std::map<int64_t, uint64_t> days;
+  put_quota_rows(threads, {}, batch, &days);
+  SKEIN_TRY(write(batch, 0));
   adopt_quota_rows(threads, std::move(days));
-  cache_.erase(id);
+  cache_.erase(thread_id);
   return status::ok();
 }
 

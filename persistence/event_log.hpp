@@ -286,6 +286,16 @@ struct log_counters {
   uint64_t group_max = 0;    // most ticks in one write
 };
 
+// One stored key of a thread as it is in its column family: what a cluster
+// node hands to another when the thread changes owner (runtime/cluster_handoff.cpp).
+struct log_row {
+  uint8_t family = 0;  // the column family, by its number (event_log_internal.hpp)
+  std::string key;
+  std::string value;
+};
+// The family of a thread's accepted inputs not yet run (its inbox).
+inline constexpr uint8_t log_row_inbox_family = 10;
+
 class event_log {
  public:
   // Opens (or creates) the database. Refuses one written with a newer schema.
@@ -316,7 +326,8 @@ class event_log {
   // Removes every key of the thread from every column family, by ranges and point
   // deletes: it reads no event. A thread whose manifest cannot be read is erased
   // too; its index entries are then found by a scan of the index. Idempotent.
-  status erase_thread(std::string_view thread_id);
+  // keep_claims: its claims stay (a cluster handoff moved the thread, not them).
+  status erase_thread(std::string_view thread_id, bool keep_claims = false);
   // Writes one effect's output and cursor in one batch. not_found if the thread
   // does not exist (erased: its rows must not come back); conflict if `cursor`
   // is below the stored one or a row's seq is outside (stored cursor, cursor];
@@ -328,6 +339,17 @@ class event_log {
   void commit_effects(std::span<effect_write* const> writes, std::span<status> results);
   // Stores an agent's configuration (agents column family); replaces one with the same id.
   status put_agent(const agent_config& agent);
+  // Writes another node's copy of a thread (thread_rows() there) in one batch,
+  // counted as one more thread. Each row must be one of the thread's own (its
+  // threads row, which must decode, events, inbox, usage, embeddings, index
+  // entries, idempotency keys, effect cursors); invalid_input names the first
+  // that is not, and nothing is written. *adopted is false, and nothing is
+  // written, when the thread is stored here already.
+  status adopt_thread(std::string_view thread_id, const std::vector<log_row>& rows, bool* adopted);
+  // Claims handed over by another node ("c/<kind>/<id>" -> thread id): each is
+  // written unless it is here already; conflict if one here names another thread.
+  status put_claims(const std::vector<log_row>& rows);
+  status erase_claims(const std::vector<std::string>& keys);
   // Flushes every memtable and compacts every column family into its last
   // level, WAL records included: what is on disk is then SST files alone. A
   // maintenance and test aid (the encryption tests read every byte written);
@@ -363,6 +385,17 @@ class event_log {
   // thread whose manifest cannot be read (erase, quarantine). O(size of the index).
   status find_index_keys(std::string_view thread_id, std::vector<std::string>* out) const;
   status list_threads(const thread_query& query, thread_page* out) const;
+  // Every stored row of the thread but its claims, from one snapshot: what
+  // adopt_thread() writes on another node. not_found if it is not stored.
+  status thread_rows(std::string_view thread_id, std::vector<log_row>* out) const;
+  // Every claim stored here (index rows "c/<kind>/<id>" -> thread id).
+  status claim_rows(std::vector<log_row>* out) const;
+  // A cluster node's own rows in the meta family, under "node/" (its
+  // membership, its handoff marks). Keys outside "node/" are refused. The
+  // write is durable in the log's mode; any thread may call these.
+  status read_node_rows(std::string_view prefix, std::vector<std::pair<std::string, std::string>>* out) const;
+  status write_node_rows(const std::vector<std::pair<std::string, std::string>>& puts,
+                         const std::vector<std::string>& deletes);
   status read_agent(std::string_view agent_id, agent_config* out) const;
   status list_agents(std::vector<agent_config>* out) const;
   // The run that first used `key` on the thread; not_found if none did.
@@ -515,6 +548,9 @@ class event_log {
                       rocksdb::WriteBatch* batch, std::map<int64_t, uint64_t>* next_days) const;
   // Once the batch is written: the counts it recorded become the log's.
   void adopt_quota_rows(uint64_t threads, std::map<int64_t, uint64_t> next_days);
+  // Writes a batch that stores or removes one whole thread (erase, adopt): the
+  // thread count becomes `threads`, and its cached projection is forgotten.
+  status write_whole_thread(rocksdb::WriteBatch* batch, uint64_t threads, const std::string& thread_id);
   // At open: the thread count (counted when absent or `recount`, then recorded
   // with the schema version in one batch) and the day rows.
   status load_quota_rows(bool recount);

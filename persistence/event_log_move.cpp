@@ -1,0 +1,209 @@
+// The event log's side of moving a thread between cluster nodes: every row of a
+// thread read from one snapshot, the same rows written on another node in one
+// batch, the claims handed over beside them, and a node's own meta rows.
+#include <algorithm>
+#include <rocksdb/write_batch.h>
+
+#include "persistence/event_log_internal.hpp"
+#include "runtime/model/ids.hpp"
+
+namespace skein {
+
+using namespace detail;
+
+namespace {
+
+static_assert(log_row_inbox_family == cf_inbox, "event_log.hpp names the inbox family by its number");
+
+constexpr std::string_view node_prefix = "node/";
+
+// The families whose keys for a thread are "thread 0x00 …" (event_key's shape).
+constexpr cf_id ranged[] = {cf_events, cf_inbox, cf_usage, cf_embeddings};
+
+bool is_ranged(uint8_t family) {
+  return std::find(std::begin(ranged), std::end(ranged), static_cast<cf_id>(family)) != std::end(ranged);
+}
+
+// "effect 0x00 thread" with a non-empty effect name.
+bool is_effect_key_of(std::string_view key, std::string_view thread) {
+  size_t zero = key.find('\0');
+  return zero != std::string_view::npos && zero > 0 && key.substr(zero + 1) == thread;
+}
+
+}  // namespace
+
+status event_log::thread_rows(std::string_view thread_id, std::vector<log_row>* out) const {
+  SKEIN_TRY(validate_id(thread_id, "thread id"));
+  out->clear();
+  snapshot_guard snap{impl_->db.get()};
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snap.get();
+  std::string id{thread_id};
+  std::string row;
+  auto s = impl_->db->Get(ro, impl_->cf(cf_threads), id, &row);
+  if (s.IsNotFound()) return status::not_found("thread " + id + " is not stored here");
+  SKEIN_TRY(from_rocks(s, "read manifest of " + id));
+  manifest m;
+  if (status d = decode_manifest(row, &m, options_.limits); !d)
+    return status::corruption("threads key " + id + ": " + d.message());
+  out->push_back({static_cast<uint8_t>(cf_threads), id, std::move(row)});
+
+  auto scan = [&](cf_id family, const std::string& begin, const std::string& end) -> status {
+    rocksdb::Slice upper{end};
+    rocksdb::ReadOptions r = ro;
+    r.iterate_upper_bound = &upper;
+    r.total_order_seek = family == cf_index;
+    std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(r, impl_->cf(family))};
+    for (it->Seek(begin); it->Valid(); it->Next())
+      out->push_back({static_cast<uint8_t>(family), it->key().ToString(), it->value().ToString()});
+    return from_rocks(it->status(), std::string{"read "} + cf_names[family] + " of " + id);
+  };
+  for (cf_id family : ranged) SKEIN_TRY(scan(family, keys::event_prefix(id), keys::event_prefix_end(id)));
+  std::string idem = keys::idempotency_prefix(id), idem_end = idem;
+  idem_end.back() = static_cast<char>(idem_end.back() + 1);
+  SKEIN_TRY(scan(cf_index, idem, idem_end));
+  for (const auto& k : index_keys_of(m)) {
+    std::string value;
+    auto g = impl_->db->Get(ro, impl_->cf(cf_index), k, &value);
+    if (g.IsNotFound()) continue;  // updated_at entries of a row behind its log
+    SKEIN_TRY(from_rocks(g, "read index of " + id));
+    out->push_back({static_cast<uint8_t>(cf_index), k, std::move(value)});
+  }
+  // Effect cursors lead with the effect's name: visit each name once.
+  std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(ro, impl_->cf(cf_effects))};
+  for (it->SeekToFirst(); it->Valid();) {
+    std::string effect{it->key().ToStringView().substr(0, it->key().ToStringView().find('\0'))};
+    std::string target = keys::effect_key(effect, id);
+    it->Seek(target);
+    if (it->Valid() && it->key().ToStringView() == target)
+      out->push_back({static_cast<uint8_t>(cf_effects), target, it->value().ToString()});
+    effect.push_back('\1');
+    it->Seek(effect);
+  }
+  return from_rocks(it->status(), "read effects of " + id);
+}
+
+status event_log::adopt_thread(std::string_view thread_id, const std::vector<log_row>& rows, bool* adopted) {
+  SKEIN_TRY(validate_id(thread_id, "thread id"));
+  if (!writable()) return refusal();
+  *adopted = false;
+  std::string id{thread_id};
+  // Another node's bytes are checked like a client's: every row must be the thread's own.
+  auto row_error = [&](size_t i, const std::string& why) {
+    return status::invalid_input("handoff of thread " + id + ": row " + std::to_string(i + 1) + " of " +
+                                 std::to_string(rows.size()) + " " + why)
+        .with_field("rows");
+  };
+  manifest m;
+  size_t manifests = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].family != cf_threads) continue;
+    if (rows[i].key != id) return row_error(i, "is the threads row of another thread");
+    if (status d = decode_manifest(rows[i].value, &m, options_.limits); !d)
+      return row_error(i, "does not decode as a manifest: " + d.message());
+    if (m.id != id) return row_error(i, "holds the manifest of thread " + m.id);
+    ++manifests;
+  }
+  if (manifests != 1) return status::invalid_input("handoff of thread " + id + ": " + std::to_string(manifests) +
+                                                   " threads rows (one expected)").with_field("rows");
+  std::vector<std::string> index = index_keys_of(m);
+  const std::string prefix = keys::event_prefix(id), idem = keys::idempotency_prefix(id);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const log_row& r = rows[i];
+    std::string_view seq_of;
+    uint64_t seq = 0;
+    bool ok = false;
+    if (r.family == cf_threads) ok = true;
+    else if (is_ranged(r.family)) ok = keys::parse_event_key(r.key, &seq_of, &seq) && seq_of == id;
+    else if (r.family == cf_index)
+      ok = r.key.starts_with(idem) || std::find(index.begin(), index.end(), r.key) != index.end();
+    else if (r.family == cf_effects) ok = is_effect_key_of(r.key, id);
+    if (!ok) return row_error(i, "is no row of the thread (family " + std::to_string(r.family) + ", key " +
+                                     printable_key(r.key) + ")");
+  }
+
+  std::string existing;
+  auto g = impl_->db->Get(rocksdb::ReadOptions(), impl_->cf(cf_threads), id, &existing);
+  if (g.ok()) return status::ok();  // stored here already: an earlier handoff got through
+  if (!g.IsNotFound()) return from_rocks(g, "read manifest of " + id);
+
+  rocksdb::WriteBatch batch;
+  for (const auto& r : rows) batch.Put(impl_->cf(static_cast<cf_id>(r.family)), r.key, r.value);
+  SKEIN_TRY(write_whole_thread(&batch, threads_.load(std::memory_order_relaxed) + 1, id));
+  *adopted = true;
+  return status::ok();
+}
+
+status event_log::claim_rows(std::vector<log_row>* out) const {
+  out->clear();
+  std::string begin = "c/", end = "c0";  // '0' follows '/'
+  rocksdb::Slice upper{end};
+  rocksdb::ReadOptions ro;
+  ro.iterate_upper_bound = &upper;
+  ro.total_order_seek = true;
+  std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(ro, impl_->cf(cf_index))};
+  for (it->Seek(begin); it->Valid(); it->Next())
+    out->push_back({static_cast<uint8_t>(cf_index), it->key().ToString(), it->value().ToString()});
+  return from_rocks(it->status(), "read claims");
+}
+
+status event_log::put_claims(const std::vector<log_row>& rows) {
+  if (!writable()) return refusal();
+  rocksdb::WriteBatch batch;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const log_row& r = rows[i];
+    if (r.family != cf_index || !r.key.starts_with("c/") || !validate_id(r.value, "thread id").is_ok())
+      return status::invalid_input("claim " + std::to_string(i + 1) + " of " + std::to_string(rows.size()) +
+                                   ": not a claim row (" + printable_key(r.key) + ")")
+          .with_field("claims");
+    std::string holder;
+    auto g = impl_->db->Get(rocksdb::ReadOptions(), impl_->cf(cf_index), r.key, &holder);
+    if (g.ok()) {
+      if (holder != r.value)
+        return status::conflict("claim " + printable_key(r.key) + " names thread " + holder + " here, not " + r.value);
+      continue;
+    }
+    if (!g.IsNotFound()) return from_rocks(g, "read claim");
+    batch.Put(impl_->cf(cf_index), r.key, r.value);
+  }
+  if (batch.Count() == 0) return status::ok();
+  return write(&batch, 0);
+}
+
+status event_log::erase_claims(const std::vector<std::string>& keys) {
+  if (!writable()) return refusal();
+  rocksdb::WriteBatch batch;
+  for (const auto& k : keys) {
+    if (!k.starts_with("c/")) return status::invalid_input("not a claim key: " + printable_key(k));
+    batch.Delete(impl_->cf(cf_index), k);
+  }
+  if (batch.Count() == 0) return status::ok();
+  return write(&batch, 0);
+}
+
+status event_log::read_node_rows(std::string_view prefix, std::vector<std::pair<std::string, std::string>>* out) const {
+  out->clear();
+  if (!prefix.starts_with(node_prefix)) return status::invalid_input("node rows live under \"node/\"");
+  std::string begin{prefix};
+  std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->cf(cf_meta))};
+  for (it->Seek(begin); it->Valid() && it->key().ToStringView().starts_with(begin); it->Next())
+    out->emplace_back(it->key().ToString(), it->value().ToString());
+  return from_rocks(it->status(), "read node rows");
+}
+
+status event_log::write_node_rows(const std::vector<std::pair<std::string, std::string>>& puts,
+                                  const std::vector<std::string>& deletes) {
+  if (!writable()) return refusal();
+  rocksdb::WriteBatch batch;
+  for (const auto& [k, v] : puts) {
+    if (!std::string_view{k}.starts_with(node_prefix)) return status::invalid_input("node rows live under \"node/\"");
+    batch.Put(impl_->cf(cf_meta), k, v);
+  }
+  for (const auto& k : deletes) {
+    if (!std::string_view{k}.starts_with(node_prefix)) return status::invalid_input("node rows live under \"node/\"");
+    batch.Delete(impl_->cf(cf_meta), k);
+  }
+  return write(&batch, 0);
+}
+
+}  // namespace skein
