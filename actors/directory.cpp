@@ -2,6 +2,7 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
+#include <limits>
 #include <list>
 #include <malloc.h>
 #include <set>
@@ -140,6 +141,7 @@ class directory_actor : public caf::event_based_actor {
           return caf::delegated<std::vector<manifest>>{};
         },
         [this](delete_atom, std::string& id) -> caf::result<void> { return erase(id); },
+        [this](freeze_atom, std::string& id, bool on) -> caf::result<bool> { return freeze(id, on); },
         [this](retire_atom, std::string& id, int64_t before_ms) -> caf::result<bool> { return retire(id, before_ms); },
         [this](caf::get_atom, stats_atom) { return stats(); },
         [this](caf::close_atom) -> caf::result<void> { return close(); },
@@ -178,6 +180,7 @@ class directory_actor : public caf::event_based_actor {
       return it->second.actor;
     }
     if (deleting_.count(id)) return to_error(status::not_found("thread " + id + " is being deleted"));
+    if (frozen_.count(id)) return to_error(status::unavailable("thread " + id + " is moving to another node: retry shortly"));
     // The manifest is read here, not on the reader pool: measured, the round
     // trip to a reader made serial cold activations slower (skein-bench scale)
     // and concurrent ones no faster, a manifest being one point read.
@@ -296,6 +299,7 @@ class directory_actor : public caf::event_based_actor {
           .then(
               [this, id, done]() mutable {
                 deleting_.erase(id);
+                frozen_.erase(id);
                 done(caf::error{});
               },
               [this, id, done](caf::error& e) mutable {
@@ -315,6 +319,53 @@ class directory_actor : public caf::event_based_actor {
     request(actor, caf::infinite, stop_atom::value, false)
         .then([erase_log]() mutable { erase_log(); },
               [erase_log](caf::error&) mutable { erase_log(); });
+  }
+
+  // A cluster handoff's freeze (runtime/cluster_handoff.cpp): like retire,
+  // the thread decides atomically with its runs whether it is idle; then its
+  // actor stops and nothing activates it again until it is erased or unfrozen.
+  caf::result<bool> freeze(const std::string& id, bool on) {
+    if (status s = validate_id(id, "thread id"); !s) return to_error(s);
+    if (!on) {
+      frozen_.erase(id);
+      return true;
+    }
+    if (deleting_.count(id) || closing_) return false;
+    if (!frozen_.insert(id).second) return true;
+    auto it = threads_.find(id);
+    if (it == threads_.end()) {
+      manifest m;
+      status s = config_.log->read_manifest(id, &m);
+      if (!s || m.status == thread_status::running) {
+        frozen_.erase(id);
+        if (!s) return to_error(s);
+        return false;
+      }
+      return true;
+    }
+    caf::actor actor = it->second.actor;
+    auto promise = make_response_promise<bool>();
+    request(actor, caf::infinite, retire_atom::value, std::numeric_limits<int64_t>::max())
+        .then(
+            [this, id, actor, promise](bool idle) mutable {
+              auto now = threads_.find(id);
+              if (!idle || now == threads_.end() || now->second.actor != actor) {
+                // Busy, or passivated meanwhile (not frozen then: try again).
+                frozen_.erase(id);
+                promise.deliver(false);
+                return;
+              }
+              demonitor(actor);
+              remove(now);
+              request(actor, caf::infinite, stop_atom::value, false, std::string{"moved"})
+                  .then([promise]() mutable { promise.deliver(true); },
+                        [promise](caf::error&) mutable { promise.deliver(true); });
+            },
+            [this, id, promise](caf::error& e) mutable {
+              frozen_.erase(id);
+              promise.deliver(e);
+            });
+    return promise;
   }
 
   // Retention's erase: only a thread that is idle and untouched since before
@@ -401,6 +452,7 @@ class directory_actor : public caf::event_based_actor {
   std::map<std::string, agent_entry> agents_;
   std::set<std::string> creating_;
   std::set<std::string> deleting_;
+  std::set<std::string> frozen_;  // handed (or being handed) to another node: never activated
   bool closing_ = false;
   uint64_t activations_ = 0;
   uint64_t passivations_ = 0;

@@ -16,6 +16,10 @@
 //   (delete_atom, thread id)            -> caf::unit      stops the actor, erases the log
 //   (retire_atom, thread id, before_ms) -> bool           erases it only if idle and untouched since
 //                                                         before_ms (retention); false: left as it is
+//   (freeze_atom, thread id, bool on)   -> bool           a cluster handoff: on, the thread is
+//        frozen only if idle (no run, input or commit pending: the actor decides, as for retire)
+//        and its actor stops; until deleted or unfrozen no call reaches it (unavailable).
+//        false: busy, left as it is
 //   (caf::get_atom, stats_atom)         -> directory_stats
 #pragma once
 
@@ -25,6 +29,8 @@
 #include "actors/messages.hpp"
 
 namespace skein {
+
+using freeze_atom = caf::atom_constant<caf::atom("freeze")>;
 
 struct directory_config {
   event_log* log = nullptr;         // borrowed: outlives the directory

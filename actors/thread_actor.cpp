@@ -73,6 +73,9 @@ caf::behavior thread_actor::make_behavior() {
         if (idle()) passivate();
       },
       [this](stop_atom, bool graceful) -> caf::result<void> { return stop(graceful); },
+      [this](stop_atom, bool graceful, std::string& reason) -> caf::result<void> {
+        return stop(graceful, std::move(reason));
+      },
       [this](engine_done_atom, uint64_t gen, engine_reply& r) { on_engine_done(gen, std::move(r)); },
       [this](delta_atom, uint64_t gen, std::string& text) { on_delta(gen, std::move(text)); },
       [this](tool_done_atom, uint64_t gen, std::string& call_id, tool_output& out) {
@@ -520,7 +523,7 @@ void thread_actor::passivate() {
   quit();
 }
 
-caf::result<void> thread_actor::stop(bool graceful) {
+caf::result<void> thread_actor::stop(bool graceful, std::string reason) {
   stopping_ = true;
   stop_promise_ = make_response_promise();
   if (graceful) {
@@ -533,11 +536,13 @@ caf::result<void> thread_actor::stop(bool graceful) {
     if (commits_.empty()) finish_stop();
     return stop_promise_;
   }
-  auto gone = to_error(status::not_found("thread " + manifest_.id + " was deleted"));
+  auto gone = to_error(reason == "moved" ? status::unavailable("thread " + manifest_.id +
+                                                                " moved to another node: ask again")
+                                         : status::not_found("thread " + manifest_.id + " was deleted"));
   // Subscribers hear the end now; a commit still in flight has nobody left to tell.
   end_backlogs(gone);
   for (const auto& sub : subscribers_) {
-    send(sub.sink, caf::close_atom::value, manifest_.id, std::string{"deleted"});
+    send(sub.sink, caf::close_atom::value, manifest_.id, reason);
     demonitor(sub.sink);
   }
   subscribers_.clear();

@@ -390,7 +390,10 @@ class thread_actor : public caf::event_based_actor {
 
   // graceful (runtime closing): the run ends as cancelled and every queued commit
   // is written. Otherwise (the thread is being deleted): nothing more is written.
-  caf::result<void> stop(bool graceful);
+  // graceful: the runtime closes (runs end as cancelled). Else the thread goes
+  // away — `reason` "deleted", or "moved" (a cluster handoff: callers are told
+  // to ask again) — and what is queued is refused.
+  caf::result<void> stop(bool graceful, std::string reason = "deleted");
 
   void finish_stop();
 
