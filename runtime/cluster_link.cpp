@@ -45,16 +45,32 @@ struct worker_state {
 // it sent to a node that was closing can stay referenced by the middleman until
 // after that wait — the system's close then never ended. cluster_link::stop()
 // joins the thread before the runtime closes, so `rt` and the hooks outlive it.
-void edge_worker(caf::blocking_actor* self, runtime* rt, std::string node, rendezvous ring, edge_hooks hooks) {
+thread_local bool t_serving_edge = false;
+
+void edge_worker(caf::blocking_actor* self, runtime* rt, cluster_link* link, edge_hooks hooks) {
+  const std::string node = link->self();
   // Another node's bytes are trusted no more than a client's: ids are checked,
   // and a thread this node does not own is refused, never served.
-  auto own = [node, ring](const std::string& id) -> status {
+  // A call is taken when this node owns the thread by its active members, or
+  // will by the target ones (a change under way: route() finds where it is
+  // now), or did before the last change (a node that has not committed it yet
+  // still sends here: route() forwards it to the owner, one hop).
+  auto own = [link, node](const std::string& id) -> status {
     SKEIN_TRY(validate_id(id, "thread id"));
-    const std::string& owner = ring.owner_id(cluster_key(id));
-    if (owner != node)
-      return status::unavailable("node " + node + " does not own thread " + id + " (by its member list, " + owner +
-                                 " does): the nodes' cluster files differ");
-    return status::ok();
+    auto v = link->view();
+    std::string_view key = cluster_key(id);
+    const std::string& owner = v->active_ring.owner_id(key);
+    if (owner == node || (v->changing() && v->target_ring.owner_id(key) == node) ||
+        (!v->previous.empty() && v->previous_ring.owner_id(key) == node))
+      return status::ok();
+    return status::unavailable("node " + node + " does not own thread " + id + " (by its member list, " + owner +
+                               " does): the nodes' cluster files differ");
+  };
+  // The owner of a claim or a parent's family now: the target's while a change
+  // is under way (creations go straight to their new home).
+  auto decides = [link](const std::string& key) {
+    auto v = link->view();
+    return v->changing() ? v->target_ring.owner_id(key) : v->active_ring.owner_id(key);
   };
   worker_state st;
   bool running = true;
@@ -76,8 +92,11 @@ void edge_worker(caf::blocking_actor* self, runtime* rt, std::string node, rende
       },
       [&](create_atom, thread_options& o) -> caf::result<manifest, bool> {
         std::string key = creation_key(o);
-        if (!key.empty() && ring.owner_id(key) != node)
+        if (!key.empty() && !o.parent_thread_id.empty()) {
+          if (status s = own(o.parent_thread_id); !s) return to_error(s);
+        } else if (!key.empty() && decides(key) != node) {
           return to_error(status::unavailable("node " + node + " does not own " + key + ": the nodes' cluster files differ"));
+        }
         manifest m;
         bool created = false;
         if (status s = rt->create_thread(std::move(o), &m, &created); !s) return to_error(s);
@@ -191,7 +210,7 @@ void edge_worker(caf::blocking_actor* self, runtime* rt, std::string node, rende
       },
       [&](task_atom, std::string& task) -> caf::result<manifest> {
         manifest m;
-        if (ring.owner_id(task_key(task)) != node)
+        if (decides(task_key(task)) != node && link->view()->active_ring.owner_id(task_key(task)) != node)
           return to_error(status::unavailable("node " + node + " does not own task " + task));
         if (status s = rt->find_task_thread(task, &m); !s) return to_error(s);
         return m;
@@ -204,7 +223,7 @@ void edge_worker(caf::blocking_actor* self, runtime* rt, std::string node, rende
       [&](caf::put_atom, agent_config& a) -> caf::result<agent_config> {
         agent_config out;
         // The coordinator decides and fans out; any other node stores what it is told.
-        status s = node == ring.ids().front() ? rt->create_agent(std::move(a), &out)
+        status s = node == link->coordinator() ? rt->create_agent(std::move(a), &out)
                                               : hooks.put_agent_local(std::move(a), &out);
         if (!s) return to_error(s);
         return out;
@@ -218,6 +237,33 @@ void edge_worker(caf::blocking_actor* self, runtime* rt, std::string node, rende
         uint64_t threads = 0, active = 0;
         if (status s = hooks.counts(&threads, &active); !s) return to_error(s);
         return {threads, active};
+      },
+      [&](members_atom) -> caf::result<std::string, std::string> {
+        auto v = link->view();
+        return {format_cluster(v->active), format_cluster(v->target)};
+      },
+      [&](rebalance_atom, std::string& target) -> caf::result<bool> {
+        if (status s = hooks.start_pass(target); !s) return to_error(s);
+        return true;
+      },
+      [&](progress_atom) -> caf::result<cluster_rebalance_state> { return hooks.pass_state(); },
+      [&](adopt_atom, std::string& id, uint32_t part, uint32_t parts, std::vector<log_row>& rows) -> caf::result<bool> {
+        if (status s = validate_id(id, "thread id"); !s) return to_error(s);
+        auto v = link->view();
+        if (!v->changing() || v->target_ring.owner_id(cluster_key(id)) != node)
+          return to_error(status::unavailable("node " + node + " is not the new owner of thread " + id +
+                                              " (by its member list): the nodes' cluster files differ"));
+        bool adopted = false;
+        if (status s = hooks.adopt(std::move(id), part, parts, std::move(rows), &adopted); !s) return to_error(s);
+        return adopted;
+      },
+      [&](claim_atom, std::vector<log_row>& claims) -> caf::result<bool> {
+        if (status s = hooks.put_claims(std::move(claims)); !s) return to_error(s);
+        return true;
+      },
+      [&](membership_commit_atom, std::string& target) -> caf::result<bool> {
+        if (status s = hooks.commit(target); !s) return to_error(s);
+        return true;
       },
       // Anything else: refused, not left in the mailbox (a blocking receive skips
       // what it does not match).
@@ -271,6 +317,9 @@ void register_wire_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<thread_query>("skein.thread_query");
   cfg.add_message_type<thread_page>("skein.thread_page");
   cfg.add_message_type<diagnosis>("skein.diagnosis");
+  cfg.add_message_type<log_row>("skein.log_row");
+  cfg.add_message_type<std::vector<log_row>>("skein.log_rows");
+  cfg.add_message_type<cluster_rebalance_state>("skein.rebalance_state");
 }
 
 void prepare_cluster_config(caf::actor_system_config& cfg) {
@@ -305,17 +354,86 @@ struct cluster_link::peers {
   }
 };
 
-cluster_link::cluster_link(caf::actor_system& sys, cluster_options options)
-    : sys_(sys), options_(std::move(options)), timeout_(options_.request_timeout_ms),
-      peers_(std::make_shared<peers>()) {
-  std::vector<std::string> ids;
-  for (const auto& m : options_.members) {
-    ids.push_back(m.id);
-    auto& e = peers_->members[m.id];
-    e.host = m.host;
-    e.port = m.port;
+struct cluster_link::views {
+  mutable std::mutex mu;
+  std::shared_ptr<const cluster_view> now;  // guarded by mu
+  std::shared_ptr<const cluster_view> get() const {
+    std::lock_guard lock{mu};
+    return now;
   }
-  ring_ = rendezvous{std::move(ids)};
+};
+
+namespace {
+rendezvous ring_of(const std::vector<cluster_member>& members) {
+  std::vector<std::string> ids;
+  for (const auto& m : members) ids.push_back(m.id);
+  return members.empty() ? rendezvous{} : rendezvous{std::move(ids)};
+}
+}  // namespace
+
+bool cluster_view::in_target(std::string_view node) const {
+  return std::any_of(target.begin(), target.end(), [&](const cluster_member& m) { return m.id == node; });
+}
+
+std::vector<cluster_member> cluster_view::everyone() const {
+  std::vector<cluster_member> out = active;
+  for (const auto& m : target)
+    if (std::none_of(out.begin(), out.end(), [&](const cluster_member& o) { return o.id == m.id; })) out.push_back(m);
+  return out;
+}
+
+cluster_link::cluster_link(caf::actor_system& sys, cluster_options options)
+    : sys_(sys), options_(std::move(options)), views_(std::make_shared<views>()),
+      timeout_(options_.request_timeout_ms), peers_(std::make_shared<peers>()) {
+  set_view(options_.members, {}, {});
+}
+
+std::shared_ptr<const cluster_view> cluster_link::view() const { return views_->get(); }
+
+void cluster_link::set_view(std::vector<cluster_member> active, std::vector<cluster_member> target,
+                            std::vector<cluster_member> previous) {
+  auto v = std::make_shared<cluster_view>();
+  v->active = std::move(active);
+  v->target = std::move(target);
+  v->previous = std::move(previous);
+  v->active_ring = ring_of(v->active);
+  v->target_ring = ring_of(v->target);
+  v->previous_ring = ring_of(v->previous);
+  {
+    std::lock_guard lock{peers_->mu};
+    for (const auto& m : v->everyone()) {
+      auto& e = peers_->members[m.id];
+      if (e.host != m.host || e.port != m.port) {  // new, or moved: a link to the old address is no use
+        e = {};
+        e.host = m.host;
+        e.port = m.port;
+      }
+    }
+  }
+  std::lock_guard lock{views_->mu};
+  views_->now = std::move(v);
+}
+
+std::function<bool(std::string_view)> cluster_link::id_filter() const {
+  return [views = views_, self = self()](std::string_view id) {
+    auto v = views->get();
+    std::string_view key = cluster_key(id);
+    if (v->changing() && v->in_target(self)) return v->target_ring.owner_id(key) == self;
+    return v->active_ring.owner_id(key) == self;
+  };
+}
+
+bool cluster_link::serving_edge() { return t_serving_edge; }
+
+void cluster_link::forget_failures() {
+  std::lock_guard lock{peers_->mu};
+  for (auto& [id, p] : peers_->members) {
+    if (p.edge) continue;
+    p.tried = false;
+    p.retry_at = {};
+    p.backoff_ms = 0;
+    p.last_error.clear();
+  }
 }
 
 cluster_link::~cluster_link() { stop(); }
@@ -328,7 +446,8 @@ status cluster_link::start(runtime& rt, edge_hooks hooks) {
       {
         caf::scoped_actor self{sys_, true};  // hidden: no actor the system waits for
         made.set_value(caf::actor_cast<caf::actor>(self.ptr()));
-        edge_worker(self.ptr(), &rt, options_.node_id, ring_, hooks);
+        t_serving_edge = true;
+        edge_worker(self.ptr(), &rt, this, hooks);
       }
       release_logger();  // as a caller does (actors/caller.hpp)
     });
@@ -459,9 +578,15 @@ status cluster_link::subscribe(const std::string& node, const std::string& threa
 
 status cluster_link::members(const edge_hooks& local, std::vector<cluster_member_state>* out) {
   out->clear();
-  for (const auto& m : options_.members) {
+  auto v = view();
+  auto in = [](const std::vector<cluster_member>& list, const std::string& id) {
+    return std::any_of(list.begin(), list.end(), [&](const cluster_member& m) { return m.id == id; });
+  };
+  for (const auto& m : v->everyone()) {
     cluster_member_state st;
     st.id = m.id;
+    if (v->changing() && !in(v->active, m.id)) st.role = "joining";
+    else if (v->changing() && !in(v->target, m.id)) st.role = "leaving";
     st.address = (m.host.find(':') != std::string::npos ? "[" + m.host + "]" : m.host) + ":" + std::to_string(m.port);
     if (m.id == self()) {
       st.self = true;

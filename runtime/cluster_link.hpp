@@ -36,6 +36,14 @@
 //   (task_atom, task id) -> manifest · (list_atom, thread_query) -> thread_page (its own threads)
 //   (caf::put_atom, agent_config) -> agent_config · (agent_atom) -> std::vector<agent_config>
 //   (stats_atom) -> (uint64 threads stored, uint64 thread actors active)
+// Membership change (cluster_handoff.cpp); `members` is a cluster file's text:
+//   (members_atom) -> (std::string active, std::string target)   target "": no change
+//   (rebalance_atom, std::string target) -> bool   starts this node's handoff pass
+//   (progress_atom) -> cluster_rebalance_state      of this node's pass
+//   (adopt_atom, id, uint32 part, uint32 parts, std::vector<log_row>) -> bool adopted
+//        a thread's rows in parts; the last part writes them all in one batch
+//   (claim_atom, std::vector<log_row>) -> bool      claims handed over
+//   (membership_commit_atom, std::string target) -> bool   the target becomes the active members
 #pragma once
 
 #include <caf/actor.hpp>
@@ -63,6 +71,23 @@ using diagnose_atom = caf::atom_constant<caf::atom("diagnose")>;
 using task_atom = caf::atom_constant<caf::atom("task")>;
 using list_atom = caf::atom_constant<caf::atom("list")>;
 using count_atom = caf::atom_constant<caf::atom("counts")>;
+using members_atom = caf::atom_constant<caf::atom("members")>;
+using rebalance_atom = caf::atom_constant<caf::atom("rebalance")>;
+using progress_atom = caf::atom_constant<caf::atom("progress")>;
+using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
+using claim_atom = caf::atom_constant<caf::atom("claim")>;
+using membership_commit_atom = caf::atom_constant<caf::atom("mcommit")>;
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, log_row& x) {
+  return f(caf::meta::type_name("skein.log_row"), x.family, x.key, x.value);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, cluster_rebalance_state& x) {
+  return f(caf::meta::type_name("skein.rebalance_state"), x.phase, x.moved, x.events, x.claims, x.remaining,
+           x.error);
+}
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, diagnosis& x) {
@@ -93,6 +118,25 @@ struct edge_hooks {
   std::function<status(agent_config, agent_config*)> put_agent_local;
   std::function<status(const thread_query&, thread_page*)> list_local;
   std::function<status(uint64_t* threads, uint64_t* active)> counts;
+  // Membership change (cluster_handoff.cpp).
+  std::function<status(const std::string& target)> start_pass;
+  std::function<cluster_rebalance_state()> pass_state;
+  std::function<status(std::string id, uint32_t part, uint32_t parts, std::vector<log_row> rows, bool* adopted)>
+      adopt;
+  std::function<status(std::vector<log_row> claims)> put_claims;
+  std::function<status(const std::string& target)> commit;
+};
+
+// Who the members are, as a node sees them now. Immutable; swapped whole.
+struct cluster_view {
+  std::vector<cluster_member> active;    // where threads live
+  std::vector<cluster_member> target;    // the new members, until a rebalance commits them; empty: none
+  std::vector<cluster_member> previous;  // the members before the last committed change; empty: none
+  rendezvous active_ring, target_ring, previous_ring;
+  bool changing() const { return !target.empty(); }
+  bool in_target(std::string_view node) const;
+  // active, then the target's members not in it: everyone to ask.
+  std::vector<cluster_member> everyone() const;
 };
 
 class cluster_link {
@@ -109,17 +153,25 @@ class cluster_link {
   void stop();
 
   const std::string& self() const { return options_.node_id; }
-  const std::string& coordinator() const { return options_.members.front().id; }
   const cluster_options& options() const { return options_; }
-  // The owner of `key` (a thread id, or "task/…", "dm/…" for claims).
-  const std::string& owner_of_key(std::string_view key) const { return ring_.owner_id(key); }
-  const std::string& owner_of_thread(std::string_view id) const { return ring_.owner_id(cluster_key(id)); }
-  bool owns_thread(std::string_view id) const { return owner_of_thread(id) == self(); }
-  // owns_thread() as a value that keeps no reference to the link (actors may
-  // outlive it by a message): core_options::owns_id.
-  std::function<bool(std::string_view)> id_filter() const {
-    return [ring = ring_, self = self()](std::string_view id) { return ring.owner_id(cluster_key(id)) == self; };
-  }
+  // The members now (never null), and a change of them: the link also gets to
+  // know members it did not (a joining node).
+  std::shared_ptr<const cluster_view> view() const;
+  void set_view(std::vector<cluster_member> active, std::vector<cluster_member> target,
+                std::vector<cluster_member> previous);
+  // The first active member: it decides agents.
+  std::string coordinator() const { return view()->active.front().id; }
+  // Whether new thread ids minted here are this node's: by the target members
+  // while a change is under way (new threads go straight to their new home),
+  // else by the active ones. A value that keeps no reference to the link
+  // (actors may outlive it by a message): core_options::owns_id.
+  std::function<bool(std::string_view)> id_filter() const;
+  // True on an edge worker's thread while it runs another node's call: the
+  // node it forwards to must not forward it back (runtime::impl::route).
+  static bool serving_edge();
+  // Clears every member's failed-connection backoff: after asking members at
+  // open, when some were not up yet.
+  void forget_failures();
 
   // Asks node `node`'s edge and waits, at most the request timeout: `on_value`
   // takes the reply's values. A refusal of the owner comes back as it is; no
@@ -152,9 +204,10 @@ class cluster_link {
   status peer(const std::string& node, caf::actor* out);
   status failure(const std::string& node, const caf::error& e);
 
+  struct views;
   caf::actor_system& sys_;
   cluster_options options_;
-  rendezvous ring_;
+  std::shared_ptr<views> views_;  // shared with id_filter()'s functions
   std::chrono::milliseconds timeout_;
   std::shared_ptr<peers> peers_;
   caf::actor edge_;

@@ -166,6 +166,7 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   std::function<bool(std::string_view)> owns_id;
   if (clustered) {
     p->cluster = std::make_unique<cluster_link>(*p->sys, p->options.cluster);
+    SKEIN_TRY(p->load_membership());
     owns_id = p->cluster->id_filter();
   }
 
@@ -271,6 +272,7 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   std::unique_ptr<runtime> rt{new runtime(std::move(p))};
   if (clustered) {
     SKEIN_TRY(rt->impl_->cluster->start(*rt, rt->impl_->hooks()));
+    SKEIN_TRY(rt->impl_->learn_membership());
     // Agents written while this node was down: best effort, creations fetch them again.
     rt->impl_->sync_agents().ignore();
   }
@@ -290,9 +292,9 @@ status runtime::create_thread(thread_options options, manifest* out, bool* creat
   SKEIN_TRY(validate_thread_options(options));
   cluster_link* c = impl_->cluster.get();
   if (c != nullptr) {
-    std::string key = creation_key(options);
-    const std::string& owner = key.empty() ? c->self() : c->owner_of_key(key);
-    if (owner != c->self()) {
+    std::string owner;
+    SKEIN_TRY(impl_->route_creation(options, &owner));
+    if (!owner.empty()) {
       bool made = false;
       SKEIN_TRY(c->call(owner, [&](manifest& m, bool b) {
         *out = std::move(m);
@@ -306,6 +308,13 @@ status runtime::create_thread(thread_options options, manifest* out, bool* creat
     if (o.dm) return dm_thread(o.agent_id, out, created);
     std::string task_id = o.task_id;
     if (created != nullptr) *created = false;
+    if (c != nullptr && !task_id.empty()) {
+      // After a rebalance a claim and its thread may live on different nodes:
+      // the log here cannot tell a thread elsewhere from a gone one, so ask
+      // (a holder that cannot be asked is no reason to make a second thread).
+      status found = find_task_thread(task_id, out);
+      if (found.code() != errc::not_found) return found;
+    }
     status s = impl_->ask(impl_->actors.directory, out, create_atom::value, std::move(o));
     // The log refused the task's claim (keys.cpp): the thread that holds it answers.
     if (s.code() == errc::conflict && !task_id.empty() && find_task_thread(task_id, out).is_ok())
@@ -317,7 +326,13 @@ status runtime::create_thread(thread_options options, manifest* out, bool* creat
   // An agent this node missed (it was down when the agent was written) is
   // fetched from the coordinator, and the creation tried once more.
   status s = here(options);
-  if (s.code() == errc::not_found && impl_->sync_agents().is_ok()) s = here(std::move(options));
+  if (s.code() != errc::not_found) return s;
+  // Not known here is no answer while the coordinator cannot be asked.
+  status synced = impl_->sync_agents();
+  if (synced) return here(std::move(options));
+  if (synced.code() == errc::unavailable)
+    return status::unavailable(s.message() + " on node " + c->self() + ", which cannot ask the coordinator (" +
+                               synced.message() + ")");
   return s;
 }
 
@@ -404,13 +419,14 @@ status runtime::remove_member(const std::string& thread_id, const std::string& a
 
 status runtime::find_task_thread(const std::string& task_id, manifest* out) {
   SKEIN_TRY(impl_->check_open());
-  if (cluster_link* c = impl_->cluster.get()) {
-    const std::string& owner = c->owner_of_key(task_key(task_id));
-    if (owner != c->self()) return c->call(owner, [&](manifest& m) { *out = std::move(m); }, task_atom::value, task_id);
-  }
+  std::string owner;
+  SKEIN_TRY(impl_->route_claim(task_key(task_id), &owner));
+  if (!owner.empty())
+    return impl_->cluster->call(owner, [&](manifest& m) { *out = std::move(m); }, task_atom::value, task_id);
   std::string thread;
   SKEIN_TRY(impl_->log->find_claim("task", task_id, &thread));
-  status s = impl_->log->read_manifest(thread, out);
+  // After a rebalance a claim and its thread may live on different nodes.
+  status s = get_thread(thread, out);
   if (s.code() == errc::not_found) return status::not_found("task " + task_id + " has no thread");
   return s;
 }
@@ -419,7 +435,9 @@ status runtime::dm_thread(const std::string& agent_id, manifest* out, bool* crea
   SKEIN_TRY(impl_->check_open());
   SKEIN_TRY(validate_id(agent_id, "agent_id"));
   if (created != nullptr) *created = false;
-  if (cluster_link* c = impl_->cluster.get(); c != nullptr && c->owner_of_key(dm_key(agent_id)) != c->self()) {
+  std::string owner;
+  SKEIN_TRY(impl_->route_claim(dm_key(agent_id), &owner));
+  if (!owner.empty()) {
     thread_options o;
     o.agent_id = agent_id;
     o.dm = true;
@@ -428,7 +446,7 @@ status runtime::dm_thread(const std::string& agent_id, manifest* out, bool* crea
   auto existing = [&]() -> status {
     std::string thread;
     SKEIN_TRY(impl_->log->find_claim("dm", agent_id, &thread));
-    return impl_->log->read_manifest(thread, out);
+    return get_thread(thread, out);
   };
   if (existing().is_ok()) return status::ok();  // the common case: a read, no write
   thread_options o;
@@ -443,14 +461,18 @@ status runtime::dm_thread(const std::string& agent_id, manifest* out, bool* crea
 
 status runtime::get_thread(const std::string& id, manifest* out) {
   SKEIN_TRY(impl_->check_open());
-  if (const std::string* owner = impl_->remote_owner(id))
-    return impl_->cluster->call(*owner, [&](manifest& m) { *out = std::move(m); }, caf::get_atom::value, id);
+  std::string owner;
+  SKEIN_TRY(impl_->route(id, &owner));
+  if (!owner.empty())
+    return impl_->cluster->call(owner, [&](manifest& m) { *out = std::move(m); }, caf::get_atom::value, id);
   return impl_->log->read_manifest(id, out);
 }
 
 status runtime::delete_thread(const std::string& id) {
-  if (const std::string* owner = impl_->remote_owner(id))
-    return impl_->cluster->call(*owner, [](bool) {}, delete_atom::value, id);
+  std::string owner;
+  SKEIN_TRY(impl_->route(id, &owner));
+  if (!owner.empty())
+    return impl_->cluster->call(owner, [](bool) {}, delete_atom::value, id);
   SKEIN_TRY(impl_->tell(impl_->actors.directory, delete_atom::value, id));
   impl_->memory->index().remove_thread(id);  // after the erase: a search meanwhile skips its gone events
   if (impl_->work) impl_->work->forget(id);
@@ -476,8 +498,10 @@ status runtime::set_title(const std::string& id, const std::string& title, manif
   for (unsigned char c : title)
     if (c < 0x20 || c == 0x7f) return status::invalid_input("title: control characters (one line only)");
   manifest m;
-  if (const std::string* owner = impl_->remote_owner(id))
-    SKEIN_TRY(impl_->cluster->call(*owner, [&](manifest& r) { m = std::move(r); }, title_atom::value, id, title));
+  std::string owner;
+  SKEIN_TRY(impl_->route(id, &owner));
+  if (!owner.empty())
+    SKEIN_TRY(impl_->cluster->call(owner, [&](manifest& r) { m = std::move(r); }, title_atom::value, id, title));
   else
     SKEIN_TRY(impl_->ask_thread(id, &m, title_atom::value, title));
   if (out != nullptr) *out = std::move(m);
@@ -486,15 +510,19 @@ status runtime::set_title(const std::string& id, const std::string& title, manif
 
 status runtime::fork(const std::string& id, uint64_t at_seq, manifest* out) {
   SKEIN_TRY(validate_id(id, "thread id"));
-  if (const std::string* owner = impl_->remote_owner(id))
-    return impl_->cluster->call(*owner, [&](manifest& m) { *out = std::move(m); }, fork_atom::value, id, at_seq);
+  std::string owner;
+  SKEIN_TRY(impl_->route(id, &owner));
+  if (!owner.empty())
+    return impl_->cluster->call(owner, [&](manifest& m) { *out = std::move(m); }, fork_atom::value, id, at_seq);
   return impl_->ask(impl_->actors.directory, out, fork_atom::value, id, at_seq);
 }
 
 status runtime::import_thread(manifest m, std::vector<event> events, manifest* out) {
   SKEIN_TRY(validate_id(m.id, "manifest.id"));
-  if (const std::string* owner = impl_->remote_owner(m.id))
-    return impl_->cluster->call(*owner, [&](manifest& r) { *out = std::move(r); }, import_atom::value, std::move(m),
+  std::string owner;
+  SKEIN_TRY(impl_->route(m.id, &owner));
+  if (!owner.empty())
+    return impl_->cluster->call(owner, [&](manifest& r) { *out = std::move(r); }, import_atom::value, std::move(m),
                                 std::move(events));
   m.last_seq = events.size();
   return impl_->ask(impl_->actors.directory, out, import_atom::value, std::move(m), std::move(events));
@@ -513,9 +541,11 @@ status runtime::import_threads(std::vector<thread_import> threads, std::vector<m
     t.manifest.last_seq = t.events.size();
     // All or nothing holds within one database: a batch whose threads other
     // nodes own is refused whole (import them one by one, or on their owner).
-    if (const std::string* owner = impl_->remote_owner(t.manifest.id))
+    std::string owner;
+    SKEIN_TRY(impl_->route(t.manifest.id, &owner));
+    if (!owner.empty())
       return status::invalid_input("thread " + std::to_string(i + 1) + " of " + std::to_string(threads.size()) +
-                                   " (" + t.manifest.id + ") is owned by node " + *owner +
+                                   " (" + t.manifest.id + ") is owned by node " + owner +
                                    ": a batch import writes one node's database; use import_thread")
           .with_field("manifest.id");
   }
@@ -528,11 +558,13 @@ run_handle runtime::send(const std::string& thread_id, run_input input) {
   if (input.run_id.empty()) input.run_id = new_run_id();
   st->run_id = input.run_id;
   st->thread_id = thread_id;
+  std::string owner;
   if (status c = impl_->check_open(); !c) st->finish(c, {});
   else if (status s = validate_id(thread_id, "thread id"); !s) st->finish(s, {});
   else if (status v = validate_input(input); !v) st->finish(v, {});
-  else if (const std::string* owner = impl_->remote_owner(thread_id))
-    impl_->cluster->send(*owner, thread_id, std::move(input),
+  else if (status r = impl_->route(thread_id, &owner); !r) st->finish(r, {});
+  else if (!owner.empty())
+    impl_->cluster->send(owner, thread_id, std::move(input),
                          [st](status s, run_result r) { st->finish(std::move(s), std::move(r)); });
   else {
     size_t i = impl_->next_client.fetch_add(1, std::memory_order_relaxed) % impl_->clients.size();
@@ -545,8 +577,10 @@ status runtime::submit(const std::string& thread_id, run_input input, std::strin
   SKEIN_TRY(validate_id(thread_id, "thread id"));
   SKEIN_TRY(validate_input(input));
   if (input.run_id.empty()) input.run_id = new_run_id();
-  if (const std::string* owner = impl_->remote_owner(thread_id))
-    return impl_->cluster->call(*owner, [&](std::string& r) { *run_id = std::move(r); }, submit_atom::value,
+  std::string owner;
+  SKEIN_TRY(impl_->route(thread_id, &owner));
+  if (!owner.empty())
+    return impl_->cluster->call(owner, [&](std::string& r) { *run_id = std::move(r); }, submit_atom::value,
                                 thread_id, std::move(input));
   return impl_->ask_thread(thread_id, run_id, submit_atom::value, std::move(input));
 }
@@ -554,8 +588,10 @@ status runtime::submit(const std::string& thread_id, run_input input, std::strin
 status runtime::cancel(const std::string& thread_id, bool* cancelled) {
   bool was = false;
   // High priority: the cancel overtakes inputs queued in the thread's mailbox.
-  if (const std::string* owner = impl_->remote_owner(thread_id))
-    SKEIN_TRY(impl_->cluster->call(*owner, [&](bool b) { was = b; }, cancel_atom::value, thread_id));
+  std::string owner;
+  SKEIN_TRY(impl_->route(thread_id, &owner));
+  if (!owner.empty())
+    SKEIN_TRY(impl_->cluster->call(owner, [&](bool b) { was = b; }, cancel_atom::value, thread_id));
   else
     SKEIN_TRY(impl_->ask_thread<caf::message_priority::high>(thread_id, &was, cancel_atom::value));
   if (cancelled != nullptr) *cancelled = was;
@@ -565,8 +601,10 @@ status runtime::cancel(const std::string& thread_id, bool* cancelled) {
 status runtime::read(const std::string& thread_id, history_view view, uint64_t from_seq, size_t limit,
                      std::vector<event>* out) {
   SKEIN_TRY(impl_->check_open());
-  if (const std::string* owner = impl_->remote_owner(thread_id))
-    return impl_->cluster->call(*owner, [&](std::vector<event>& v) { *out = std::move(v); }, read_atom::value,
+  std::string owner;
+  SKEIN_TRY(impl_->route(thread_id, &owner));
+  if (!owner.empty())
+    return impl_->cluster->call(owner, [&](std::vector<event>& v) { *out = std::move(v); }, read_atom::value,
                                 thread_id, static_cast<uint8_t>(view), from_seq, static_cast<uint64_t>(limit));
   if (view == history_view::complete) return impl_->log->read_events(thread_id, from_seq, limit, out);
   manifest m;
@@ -601,8 +639,10 @@ status runtime::read(const std::string& thread_id, history_view view, uint64_t f
 status runtime::read_raw(const std::string& thread_id, uint64_t from_seq, size_t limit,
                          const group_filter& groups, std::vector<raw_event>* out, uint64_t* next_seq) {
   SKEIN_TRY(impl_->check_open());
-  if (const std::string* owner = impl_->remote_owner(thread_id))
-    return impl_->cluster->call(*owner, [&](std::vector<raw_event>& v, uint64_t next) {
+  std::string owner;
+  SKEIN_TRY(impl_->route(thread_id, &owner));
+  if (!owner.empty())
+    return impl_->cluster->call(owner, [&](std::vector<raw_event>& v, uint64_t next) {
       *out = std::move(v);
       *next_seq = next;
     }, raw_atom::value, thread_id, from_seq, static_cast<uint64_t>(limit), groups.mask);
@@ -633,9 +673,11 @@ status runtime::subscribe(const std::string& thread_id, uint64_t from_seq, const
 status runtime::subscribe(const std::string& thread_id, uint64_t from_seq, event_sink sink, uint64_t* id) {
   SKEIN_TRY(impl_->check_open());
   caf::actor actor;
-  if (const std::string* owner = impl_->remote_owner(thread_id)) {
+  std::string owner;
+  SKEIN_TRY(impl_->route(thread_id, &owner));
+  if (!owner.empty()) {
     SKEIN_TRY(validate_id(thread_id, "thread id"));
-    SKEIN_TRY(impl_->cluster->subscribe(*owner, thread_id, from_seq, std::move(sink), impl_->host_failures, &actor));
+    SKEIN_TRY(impl_->cluster->subscribe(owner, thread_id, from_seq, std::move(sink), impl_->host_failures, &actor));
   } else {
     actor = spawn_sink(*impl_->sys, std::move(sink), impl_->host_failures);
     uint64_t next = 0;
@@ -803,6 +845,7 @@ status runtime::close() {
   if (impl_->closed) return status::ok();
   impl_->closed = true;
   // Other nodes' calls first: the edge's workers finish the call they run and go.
+  impl_->stop_handoffs();  // a pass or a rebalance under way stops between two threads
   if (impl_->cluster) impl_->cluster->stop();
   if (impl_->work) impl_->work->stop();  // its sweeps use the actors
   // The retention effect first: it stops after a sweep in progress, before the threads close.

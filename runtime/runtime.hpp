@@ -383,6 +383,22 @@ class runtime {
   // The cluster's members and their state, asking each reachable one for its
   // counts (one entry, this node, when the runtime is alone).
   status cluster_members(std::vector<cluster_member_state>* out);
+  // A membership change (README, "A cluster of nodes"). reload_cluster() takes
+  // a node's new cluster file (serve's SIGHUP): when it differs from the active
+  // members it becomes the target, and ownership stays with the active members
+  // until a rebalance commits it; the same list again clears the target.
+  // rebalance(), on any node: every node hands the threads (and claims) whose
+  // owner changes to the new owner, one thread at a time — the old owner stops
+  // serving it (503 while it moves), copies every row, the new owner writes them
+  // in one batch, the old one erases its copy — then every node commits the new
+  // members. Refused when a node is unreachable or its target differs; after a
+  // failure nothing is lost and a rerun goes on where it stopped. It blocks;
+  // start_rebalance() runs it on a thread of its own, and rebalance_state()
+  // reports that run (or the last one) as this node coordinates it.
+  status reload_cluster(std::vector<cluster_member> members);
+  status rebalance(cluster_rebalance_state* out);
+  status start_rebalance();
+  status rebalance_state(cluster_rebalance_state* out);
   // Quotas of the database (runtime_options::quota): take effect for the next
   // creation or input; a run already admitted completes.
   status set_quota(const log_quota& q);

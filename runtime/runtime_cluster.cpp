@@ -9,16 +9,76 @@
 
 namespace skein {
 
-const std::string* runtime::impl::remote_owner(std::string_view id) const {
-  if (!cluster) return nullptr;
-  const std::string& owner = cluster->owner_of_thread(id);
-  return owner == cluster->self() ? nullptr : &owner;
+bool runtime::impl::stored_here(std::string_view id) const {
+  manifest m;
+  return log->read_manifest(id, &m).is_ok();
+}
+
+// During a change (cluster_handoff.cpp) a thread is where its active owner
+// has it, or already with its target owner. The active owner serves what it
+// still has and has not marked, forwards what it no longer has to the target
+// owner, and refuses what it is handing over; the target owner serves what it
+// has and asks the active owner for the rest — unless the call came from
+// another node (serving_edge), which ends at most three hops. Anyone else
+// asks the active owner.
+status runtime::impl::route(std::string_view id, std::string* node) const {
+  node->clear();
+  if (!cluster) return status::ok();
+  auto v = cluster->view();
+  const std::string& self = cluster->self();
+  std::string_view key = cluster_key(id);
+  const std::string& a = v->active_ring.owner_id(key);
+  if (!v->changing() || v->target_ring.owner_id(key) == a) {
+    if (a != self) *node = a;
+    return status::ok();
+  }
+  const std::string& t = v->target_ring.owner_id(key);
+  if (a == self) {
+    bool here = stored_here(id);
+    if (marked(id) && here)
+      return status::unavailable("thread " + std::string{id} + " is moving to node " + t + ": retry shortly");
+    if (!here) *node = t;
+    return status::ok();
+  }
+  if (t == self) {
+    if (!stored_here(id) && !cluster_link::serving_edge()) *node = a;
+    return status::ok();
+  }
+  *node = a;
+  return status::ok();
+}
+
+status runtime::impl::route_claim(const std::string& key, std::string* node) const {
+  node->clear();
+  if (!cluster) return status::ok();
+  auto v = cluster->view();
+  const std::string& a = v->active_ring.owner_id(key);
+  if (v->changing() && v->target_ring.owner_id(key) != a)
+    return status::unavailable("claim " + key + " moves to node " + v->target_ring.owner_id(key) +
+                               " in the rebalance under way: retry once it is done");
+  if (a != cluster->self()) *node = a;
+  return status::ok();
+}
+
+status runtime::impl::route_creation(const thread_options& o, std::string* node) const {
+  node->clear();
+  if (!cluster) return status::ok();
+  if (!o.parent_thread_id.empty()) return route(o.parent_thread_id, node);  // a child lives with its parent
+  std::string key = creation_key(o);
+  if (!key.empty()) return route_claim(key, node);
+  // Any node may create it, with an id it owns (id_filter): one leaving the
+  // cluster hands it to the first member staying.
+  auto v = cluster->view();
+  if (v->changing() && !v->in_target(cluster->self())) *node = v->target.front().id;
+  return status::ok();
 }
 
 status runtime::impl::local_only(const std::string& id, const char* what) const {
-  if (const std::string* owner = remote_owner(id))
-    return status::unavailable("thread " + id + " lives on node " + *owner + ", and " + what +
-                               " is not forwarded between nodes yet: call node " + *owner);
+  std::string owner;
+  SKEIN_TRY(route(id, &owner));
+  if (!owner.empty())
+    return status::unavailable("thread " + id + " lives on node " + owner + ", and " + what +
+                               " is not forwarded between nodes yet: call node " + owner);
   return status::ok();
 }
 
@@ -59,6 +119,16 @@ edge_hooks runtime::impl::hooks() {
   h.put_agent_local = [this](agent_config c, agent_config* out) { return put_agent_local(std::move(c), out); };
   h.list_local = [this](const thread_query& q, thread_page* out) { return list_local(q, out); };
   h.counts = [this](uint64_t* t, uint64_t* a) { return counts(t, a); };
+  h.start_pass = [this](const std::string& target) { return start_pass(target); };
+  h.pass_state = [this] {
+    std::lock_guard lock{pass_mu};
+    return pass;
+  };
+  h.adopt = [this](std::string id, uint32_t part, uint32_t parts, std::vector<log_row> rows, bool* adopted) {
+    return adopt(std::move(id), part, parts, std::move(rows), adopted);
+  };
+  h.put_claims = [this](std::vector<log_row> claims) { return put_claims(std::move(claims)); };
+  h.commit = [this](const std::string& target) { return commit_membership(target); };
   return h;
 }
 
@@ -75,7 +145,7 @@ status runtime::create_agent(agent_config config, agent_config* out) {
   agent_config created;
   SKEIN_TRY(impl_->put_agent_local(std::move(config), &created));
   // To every other member; one that is down fetches it when it comes back (sync_agents).
-  for (const auto& m : c->options().members)
+  for (const auto& m : c->view()->everyone())
     if (m.id != c->self()) c->call(m.id, [](agent_config&) {}, caf::put_atom::value, created).ignore();
   if (out != nullptr) *out = std::move(created);
   return status::ok();
@@ -89,7 +159,7 @@ status runtime::list_threads(const thread_query& query, thread_page* out) {
   // order; the page is the first `limit` of the merge, and its cursor (the index
   // suffix of its last thread) is valid on every node.
   std::vector<thread_page> pages;
-  for (const auto& m : c->options().members) {
+  for (const auto& m : c->view()->everyone()) {
     thread_page& page = pages.emplace_back();
     if (m.id == c->self()) SKEIN_TRY(impl_->list_local(query, &page));
     else SKEIN_TRY(c->call(m.id, [&](thread_page& p) { page = std::move(p); }, list_atom::value, query));
@@ -111,6 +181,10 @@ status runtime::list_threads(const thread_query& query, thread_page* out) {
   std::sort(merged.begin(), merged.end(), [&](const auto& a, const auto& b) {
     return newest_first ? a.first > b.first : a.first < b.first;
   });
+  // A thread handed over between two nodes' pages (a rebalance) shows once.
+  merged.erase(std::unique(merged.begin(), merged.end(),
+                           [](const auto& a, const auto& b) { return a.second.id == b.second.id; }),
+               merged.end());
   if (merged.size() > query.limit) {
     merged.resize(query.limit);
     more = true;

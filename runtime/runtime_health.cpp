@@ -8,9 +8,11 @@ namespace skein {
 
 status runtime::reconcile(const std::string& id, bool* reconciled) {
   SKEIN_TRY(impl_->check_open());
-  if (const std::string* owner = impl_->remote_owner(id)) {
+  std::string owner;
+  SKEIN_TRY(impl_->route(id, &owner));
+  if (!owner.empty()) {
     bool closed = false;
-    SKEIN_TRY(impl_->cluster->call(*owner, [&](bool b) { closed = b; }, reconcile_atom::value, id));
+    SKEIN_TRY(impl_->cluster->call(owner, [&](bool b) { closed = b; }, reconcile_atom::value, id));
     if (reconciled != nullptr) *reconciled = closed;
     return status::ok();
   }
@@ -39,8 +41,10 @@ status runtime::prune(std::vector<std::string>* reconciled) {
 
 status runtime::diagnose(const std::string& id, diagnosis* out) {
   SKEIN_TRY(impl_->check_open());
-  if (const std::string* owner = impl_->remote_owner(id))
-    return impl_->cluster->call(*owner, [&](diagnosis& d) { *out = std::move(d); }, diagnose_atom::value, id);
+  std::string owner;
+  SKEIN_TRY(impl_->route(id, &owner));
+  if (!owner.empty())
+    return impl_->cluster->call(owner, [&](diagnosis& d) { *out = std::move(d); }, diagnose_atom::value, id);
   manifest m;
   SKEIN_TRY(impl_->log->read_manifest(id, &m));
   int64_t now = impl_->core_opts.wall_clock();

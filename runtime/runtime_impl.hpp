@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "actors/caller.hpp"
@@ -59,8 +60,15 @@ struct runtime::impl {
   std::unique_ptr<cluster_link> cluster;
 
   // The cluster's side of the runtime (runtime_cluster.cpp).
-  // The owner of thread `id` when another node owns it, else null (this node, or no cluster).
-  const std::string* remote_owner(std::string_view id) const;
+  // Where a call about thread `id` runs: *node is the node to forward it to,
+  // empty for here (alone, or this node has it). Unavailable while the thread
+  // moves to another node (cluster_handoff.cpp).
+  status route(std::string_view id, std::string* node) const;
+  // The node a creation goes to ("" here) by its claim or parent (creation_key).
+  status route_creation(const thread_options& o, std::string* node) const;
+  // The node that decides a claim key ("task/…", "dm/…"); unavailable while it moves.
+  status route_claim(const std::string& key, std::string* node) const;
+  bool stored_here(std::string_view id) const;
   // Calls that are not forwarded yet: refused, never answered from the wrong node.
   status local_only(const std::string& id, const char* what) const;
   status put_agent_local(agent_config config, agent_config* out);
@@ -70,6 +78,40 @@ struct runtime::impl {
   status counts(uint64_t* threads, uint64_t* active);
   edge_hooks hooks();
 
+  // Membership change (cluster_handoff.cpp).
+  // Threads this node handed (or is handing) to another: thread -> new owner.
+  // Stored (node rows "node/handoff/<id>") before the first row leaves; a marked
+  // thread still stored here is never served here again.
+  mutable std::mutex marks_mu;
+  std::map<std::string, std::string, std::less<>> marks;
+  bool marked(std::string_view id) const;
+  // At open: the stored members, the cluster file as the target when it differs,
+  // the marks.
+  status load_membership();
+  // After the link starts, on a database's first open: a node joining a
+  // running cluster takes its active members from one; the members are stored.
+  status learn_membership();
+  status persist_active(const std::vector<cluster_member>& active, const std::vector<cluster_member>& previous);
+  // This node's pass of a rebalance: hands over what the target gives others.
+  std::mutex pass_mu;  // guards pass, pass_thread
+  cluster_rebalance_state pass;
+  std::thread pass_thread;
+  std::atomic<bool> pass_stop{false};
+  status start_pass(const std::string& target);
+  void run_pass(std::string target);
+  status handoff(const std::string& id, const std::string& to, bool* busy, uint64_t* events);
+  status hand_claims(const cluster_view& v, uint64_t* moved);
+  status commit_membership(const std::string& target);
+  // Parts of threads other nodes are handing here.
+  std::mutex adopt_mu;
+  std::map<std::string, std::vector<log_row>> adopting;
+  status adopt(std::string id, uint32_t part, uint32_t parts, std::vector<log_row> rows, bool* adopted);
+  status put_claims(std::vector<log_row> claims);
+  // Rebalances coordinated here (runtime::start_rebalance).
+  std::mutex coord_mu;  // guards coord, coord_thread
+  cluster_rebalance_state coord;
+  std::thread coord_thread;
+  void stop_handoffs();  // at close: ends the passes, joins their threads
   status check_open() const {
     if (!sys) return status::io_error("the runtime is closed");
     return status::ok();

@@ -175,4 +175,13 @@ status check_cluster(const cluster_options& o) {
 
 std::string_view cluster_key(std::string_view thread_id) { return thread_id.substr(0, thread_id.find('.')); }
 
+std::string format_cluster(const std::vector<cluster_member>& members) {
+  std::string out;
+  for (const auto& m : members) {
+    bool v6 = m.host.find(':') != std::string::npos;
+    out += m.id + " " + (v6 ? "[" + m.host + "]" : m.host) + ":" + std::to_string(m.port) + "\n";
+  }
+  return out;
+}
+
 }  // namespace skein

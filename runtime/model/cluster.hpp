@@ -37,6 +37,10 @@ struct cluster_member {
   uint16_t port = 0;
 };
 
+// A member list as the text of a cluster file (one "id host:port" line each):
+// how a node stores and sends its membership. parse_cluster() reads it back.
+std::string format_cluster(const std::vector<cluster_member>& members);
+
 // The members of `text`, in file order. Errors name the line and what is wrong
 // (an empty file, a bad id, host or port, a duplicate id or address, too many).
 status parse_cluster(std::string_view text, std::vector<cluster_member>* out);
@@ -72,12 +76,27 @@ std::string_view cluster_key(std::string_view thread_id);
 struct cluster_member_state {
   std::string id;
   std::string address;         // host:port of its node link
+  // member; or, while a membership change waits for `skein cluster rebalance`:
+  // joining (in the new file only) or leaving (in the active members only)
+  std::string role = "member";
   bool self = false;
   std::string state;           // self | up | down | unknown (never tried)
   std::string last_error;      // why it is down, "" otherwise
   uint64_t threads = 0;        // threads stored on it (when up or self)
   uint64_t active = 0;         // thread actors alive on it
   uint64_t forwarded = 0;      // calls this node forwarded to it
+};
+
+// A membership change (runtime::rebalance): each node hands the threads whose
+// owner changes to their new owner, then every node commits the new members.
+struct cluster_rebalance_state {
+  // "" (none since the node opened) | moving | committed | failed
+  std::string phase;
+  uint64_t moved = 0;      // threads handed to their new owner
+  uint64_t events = 0;     // their events
+  uint64_t claims = 0;     // task and DM claims handed over
+  uint64_t remaining = 0;  // threads still to move (at the last count)
+  std::string error;       // why it failed: rerun it once that is fixed
 };
 
 // Ownership over a fixed member list. Cheap to copy; safe to share read-only.

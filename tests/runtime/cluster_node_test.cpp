@@ -21,76 +21,17 @@
 
 #include "runtime/cluster_link.hpp"
 #include "runtime/runtime.hpp"
+#include "tests/runtime/cluster_fixture.hpp"
 #include "tests/support/free_port.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace skein;
 using namespace std::chrono_literals;
+using skein::test::cluster_fixture;
 using skein::test::free_port;
 
 namespace {
 
-
-struct cluster_fixture {
-  static constexpr size_t n = 3;
-  test::temp_dir dirs[n];
-  std::vector<cluster_member> members;
-  std::unique_ptr<runtime> nodes[n];
-
-  cluster_fixture() {
-    for (size_t i = 0; i < n; ++i) members.push_back({"n" + std::to_string(i + 1), "127.0.0.1", free_port()});
-    for (size_t i = 0; i < n; ++i) open(i);
-  }
-
-  runtime_options options(size_t i) {
-    runtime_options o;
-    o.data_dir = dirs[i].str();
-    o.effects.titles = false;
-    o.effects.embeddings = false;
-    o.effects.compaction = false;
-    o.worker_threads = 2;
-    o.cluster.node_id = members[i].id;
-    o.cluster.members = members;
-    o.cluster.request_timeout_ms = 2000;
-    o.cluster.reconnect_min_ms = 50;
-    o.cluster.reconnect_max_ms = 200;
-    o.cluster.edge_workers = 4;
-    return o;
-  }
-
-  void open(size_t i) {
-    status s = runtime::open(options(i), &nodes[i]);
-    INFO(s.to_string());
-    REQUIRE(s.is_ok());
-  }
-
-  // The index of the node that owns `thread`.
-  size_t owner(const std::string& thread) {
-    rendezvous ring{{members[0].id, members[1].id, members[2].id}};
-    return ring.owner(cluster_key(thread));
-  }
-
-  // A thread of agent "helper" created through node `via`.
-  manifest thread(size_t via) {
-    thread_options o;
-    o.agent_id = "helper";
-    manifest m;
-    status s = nodes[via]->create_thread(o, &m);
-    INFO(s.to_string());
-    REQUIRE(s.is_ok());
-    return m;
-  }
-
-  void agent(size_t via) {
-    agent_config a;
-    a.id = "helper";
-    a.system_prompt = "test";
-    a.engine_config = R"({"default":{"reply":"done"}})";
-    status s = nodes[via]->create_agent(a);
-    INFO(s.to_string());
-    REQUIRE(s.is_ok());
-  }
-};
 
 std::vector<uint64_t> seqs(const std::vector<event>& events) {
   std::vector<uint64_t> out;
@@ -549,6 +490,26 @@ TEST_CASE("cluster: each edge message round-trips through the wire encoding") {
   same(caf::make_message(event_atom::value, id, uint64_t{4}, uint8_t{2}, std::string{R"({"seq":4})"}));
   same(caf::make_message(delta_atom::value, id, std::string{"run_1"}, std::string{"tok"}));
   same(caf::make_message(caf::close_atom::value, id, std::string{"deleted"}));
+  // Membership change.
+  log_row row{10, std::string{"th_1\0\0\0\0\0\0\0\x01", 13}, std::string{"\x00\xff{}", 4}};
+  cluster_rebalance_state st{"failed", 3, 40, 2, 7, "node n4 stopped answering"};
+  const std::string members = "n1 127.0.0.1:7501\nn2 [::1]:7502\n";
+  same(caf::make_message(members_atom::value));
+  same(caf::make_message(members, std::string{}));
+  same(caf::make_message(rebalance_atom::value, members));
+  same(caf::make_message(progress_atom::value));
+  caf::message state = same(caf::make_message(st));
+  CHECK(state.get_as<cluster_rebalance_state>(0).error == st.error);
+  CHECK(state.get_as<cluster_rebalance_state>(0).remaining == 7);
+  caf::message adopted =
+      same(caf::make_message(adopt_atom::value, id, uint32_t{1}, uint32_t{3}, std::vector<log_row>{row, row}));
+  CHECK(adopted.get_as<std::vector<log_row>>(4).front().key == row.key);
+  CHECK(adopted.get_as<std::vector<log_row>>(4).front().value == row.value);
+  CHECK(adopted.get_as<std::vector<log_row>>(4).front().family == 10);
+  same(caf::make_message(claim_atom::value, std::vector<log_row>{row}));
+  same(caf::make_message(membership_commit_atom::value, members));
+  w.refuses_cuts(row);
+  w.refuses_cuts(st);
   w.refuses_cuts(raw);
   w.refuses_cuts(q);
   w.refuses_cuts(page);
@@ -600,9 +561,14 @@ TEST_CASE("cluster: a node refuses a thread its member list gives to another nod
     INFO(s.to_string());
     REQUIRE(s.is_ok());
   };
+  // Each opens first alone, so neither learns the other's members (a new
+  // node takes a running member's): each stores its own list.
   std::unique_ptr<runtime> n1, n2;
   open(d1, "n1", two, &n1);
+  REQUIRE(n1->close().is_ok());
+  n1.reset();
   open(d2, "n2", three, &n2);
+  open(d1, "n1", two, &n1);
   rendezvous by3{{"n1", "n2", "n3"}}, by2{{"n1", "n2"}};
   std::string id, task;
   for (int i = 0; i < 10000 && (id.empty() || task.empty()); ++i) {

@@ -1,0 +1,502 @@
+// A cluster's membership change: the target members, each node's pass that
+// hands its threads (and claims) to their new owners, and the commit.
+//
+// A node keeps its active members in its own database (node rows); the cluster
+// file it opens or reloads (SIGHUP) with becomes the target when it differs.
+// Threads stay with their active owner until a rebalance moves them; new
+// threads go straight to their target owner (cluster_link::id_filter). Where a
+// thread is during the change, route() (runtime_cluster.cpp) finds out.
+//
+// One thread's handoff, on its old owner:
+//   1. mark it (node row "node/handoff/<id>" -> new owner), durable before any
+//      row leaves: from now on this node never serves it, not after a crash either;
+//   2. freeze it in the directory: only if idle (the thread actor decides, as for
+//      retention), then its actor stops and nothing activates it again;
+//   3. read every row of it (one snapshot), send them in parts; the new owner
+//      writes them in one batch (event_log::adopt_thread) and serves it from then on;
+//   4. erase it here, its claims kept. The mark stays until the commit: calls
+//      are forwarded.
+// A busy thread is unmarked and tried again in a later round; a failed send
+// leaves it marked and frozen (unavailable) until the rebalance is rerun, whose
+// adopt finds it already there or writes it. Never two writers: the old owner
+// stops (1, 2) before the new one has a row (3).
+#include <algorithm>
+#include <chrono>
+
+#include "actors/directory.hpp"
+#include "actors/journal.hpp"
+#include "runtime/runtime_impl.hpp"
+
+namespace skein {
+namespace {
+
+const std::string active_row = "node/cluster/active";
+const std::string previous_row = "node/cluster/previous";
+const std::string mark_prefix = "node/handoff/";
+// A handoff message carries at most about this much of a thread's rows.
+constexpr size_t part_bytes_max = 1 << 20;
+constexpr auto poll = std::chrono::milliseconds(20);
+
+bool same_members(const std::vector<cluster_member>& a, const std::vector<cluster_member>& b) {
+  return format_cluster(a) == format_cluster(b);
+}
+
+status parse_stored(const std::string& text, const std::string& row, std::vector<cluster_member>* out) {
+  if (status s = parse_cluster(text, out); !s) return status::corruption("node row " + row + ": " + s.message());
+  return status::ok();
+}
+
+bool has_member(const std::vector<cluster_member>& list, const std::string& id) {
+  return std::any_of(list.begin(), list.end(), [&](const cluster_member& m) { return m.id == id; });
+}
+
+}  // namespace
+
+bool runtime::impl::marked(std::string_view id) const {
+  std::lock_guard lock{marks_mu};
+  return marks.find(id) != marks.end();
+}
+
+status runtime::impl::load_membership() {
+  std::vector<std::pair<std::string, std::string>> rows;
+  SKEIN_TRY(log->read_node_rows("node/", &rows));
+  std::vector<cluster_member> active, previous;
+  for (const auto& [key, value] : rows) {
+    if (key == active_row) SKEIN_TRY(parse_stored(value, key, &active));
+    else if (key == previous_row) SKEIN_TRY(parse_stored(value, key, &previous));
+    else if (key.starts_with(mark_prefix)) marks[key.substr(mark_prefix.size())] = value;
+  }
+  const auto& file = options.cluster.members;
+  if (active.empty()) {
+    // The first open of this database. A node joining a running cluster
+    // learns its active members from a member (after the link starts:
+    // learn_membership); until then, and for a new cluster, the file.
+    cluster->set_view(file, {}, {});
+    return status::ok();
+  }
+  if (!has_member(active, cluster->self()) && !has_member(file, cluster->self()))
+    return status::invalid_input("node id: " + cluster->self() + " is neither an active member nor in the cluster file")
+        .with_field("node_id");
+  cluster->set_view(active, same_members(active, file) ? std::vector<cluster_member>{} : file, previous);
+  return status::ok();
+}
+
+status runtime::impl::learn_membership() {
+  std::vector<std::pair<std::string, std::string>> rows;
+  SKEIN_TRY(log->read_node_rows(active_row, &rows));
+  if (!rows.empty()) return status::ok();
+  const auto file = options.cluster.members;
+  std::vector<cluster_member> active;
+  log_usage u;
+  SKEIN_TRY(log->usage(core_opts.wall_clock(), &u));
+  if (u.threads == 0) {
+    for (const auto& m : file) {
+      if (m.id == cluster->self()) continue;
+      std::string text;
+      status s = cluster->call(m.id, [&](std::string& a, std::string&) { text = std::move(a); }, members_atom::value);
+      std::vector<cluster_member> theirs;
+      if (s && parse_cluster(text, &theirs).is_ok()) {
+        active = std::move(theirs);
+        break;
+      }
+    }
+    cluster->forget_failures();  // a member down at this open is no reason to wait a backoff later
+  }
+  if (active.empty()) active = file;
+  SKEIN_TRY(persist_active(active, {}));
+  cluster->set_view(active, same_members(active, file) ? std::vector<cluster_member>{} : file, {});
+  return status::ok();
+}
+
+status runtime::impl::persist_active(const std::vector<cluster_member>& active,
+                                     const std::vector<cluster_member>& previous) {
+  std::vector<std::pair<std::string, std::string>> puts{{active_row, format_cluster(active)}};
+  std::vector<std::string> deletes;
+  if (previous.empty()) deletes.push_back(previous_row);
+  else puts.emplace_back(previous_row, format_cluster(previous));
+  return log->write_node_rows(puts, deletes);
+}
+
+status runtime::impl::start_pass(const std::string& target) {
+  auto v = cluster->view();
+  if (!v->changing() || format_cluster(v->target) != target)
+    return status::conflict("node " + cluster->self() + " has " +
+                            (v->changing() ? "another target" : "no target (its file names its active members)") +
+                            ": update its cluster file and send it SIGHUP");
+  std::lock_guard lock{pass_mu};
+  if (pass.phase == "moving") return status::ok();
+  if (pass_thread.joinable()) pass_thread.join();
+  cluster->forget_failures();  // the coordinator just reached every node: no stale backoff
+  pass = {};
+  pass.phase = "moving";
+  pass_thread = std::thread([this, target] { run_pass(target); });
+  return status::ok();
+}
+
+void runtime::impl::run_pass(std::string target) {
+  auto fail = [&](const status& s) {
+    std::lock_guard lock{pass_mu};
+    pass.phase = "failed";
+    pass.error = s.message();
+  };
+  auto v = cluster->view();
+  const std::string self = cluster->self();
+  const auto patience = std::chrono::milliseconds(std::max<uint64_t>(options.cluster.request_timeout_ms, 1000) * 4);
+  auto busy_since = std::chrono::steady_clock::time_point{};
+  for (;;) {
+    if (pass_stop) return fail(status::unavailable("node " + self + " is closing"));
+    if (format_cluster(cluster->view()->target) != target)
+      return fail(status::conflict("node " + self + "'s target changed during the pass"));
+    // Every thread stored here whose target owner is another node. Rounds
+    // repeat until one finds none (a thread listed twice, or gone, is skipped).
+    std::vector<std::pair<std::string, std::string>> todo;
+    thread_query q;
+    q.index = thread_query::by::updated;
+    q.limit = thread_query::limit_max;
+    q.archived_filter = thread_query::archived::include;
+    for (;;) {
+      thread_page page;
+      if (status s = log->list_threads(q, &page); !s) return fail(s);
+      if (!page.unreadable.empty())
+        return fail(status::corruption("node " + self + ": a thread record cannot be read (" +
+                                       page.unreadable.front().key + ": " + page.unreadable.front().reason +
+                                       "), so it cannot move: repair or delete it, then rerun the rebalance"));
+      for (const auto& m : page.threads) {
+        const std::string& to = v->target_ring.owner_id(cluster_key(m.id));
+        if (to != self) todo.emplace_back(m.id, to);
+      }
+      if (page.next_cursor.empty()) break;
+      q.cursor = page.next_cursor;
+    }
+    {
+      std::lock_guard lock{pass_mu};
+      pass.remaining = todo.size();
+    }
+    if (todo.empty()) break;
+    size_t busy = 0;
+    for (const auto& [id, to] : todo) {
+      if (pass_stop) return fail(status::unavailable("node " + self + " is closing"));
+      bool was_busy = false;
+      uint64_t events = 0;
+      if (status s = handoff(id, to, &was_busy, &events); !s) return fail(s);
+      std::lock_guard lock{pass_mu};
+      if (was_busy) {
+        ++busy;
+        continue;
+      }
+      ++pass.moved;
+      pass.events += events;
+      if (pass.remaining > 0) --pass.remaining;
+    }
+    if (busy == 0) continue;
+    auto now = std::chrono::steady_clock::now();
+    if (busy_since == std::chrono::steady_clock::time_point{}) busy_since = now;
+    if (now - busy_since > patience)
+      return fail(status::unavailable("node " + self + ": " + std::to_string(busy) + " threads kept running for " +
+                                      std::to_string(patience.count()) + " ms: rerun the rebalance once they are idle"));
+    std::this_thread::sleep_for(poll);  // busy threads: their runs end in their own time
+  }
+  uint64_t claims = 0;
+  if (status s = hand_claims(*v, &claims); !s) return fail(s);
+  std::lock_guard lock{pass_mu};
+  pass.claims = claims;
+  pass.remaining = 0;
+  pass.phase = "moved";
+}
+
+status runtime::impl::handoff(const std::string& id, const std::string& to, bool* busy, uint64_t* events) {
+  *busy = false;
+  *events = 0;
+  manifest m;
+  status read = log->read_manifest(id, &m);
+  if (read.code() == errc::not_found) return status::ok();  // deleted meanwhile
+  SKEIN_TRY(read);
+  if (m.work)
+    return status::conflict("thread " + id + " is a work item, and work items do not move between nodes yet: "
+                            "this node must stay its owner");
+  const bool was_marked = marked(id);
+  if (!was_marked) {
+    SKEIN_TRY(log->write_node_rows({{mark_prefix + id, to}}, {}));
+    std::lock_guard lock{marks_mu};
+    marks[id] = to;
+  }
+  auto unmark = [&]() -> status {
+    bool thawed = false;
+    SKEIN_TRY(ask(actors.directory, &thawed, freeze_atom::value, id, false));
+    *busy = true;
+    if (was_marked) return status::ok();
+    SKEIN_TRY(log->write_node_rows({}, {mark_prefix + id}));
+    std::lock_guard lock{marks_mu};
+    marks.erase(id);
+    return status::ok();
+  };
+  bool frozen = false;
+  SKEIN_TRY(ask(actors.directory, &frozen, freeze_atom::value, id, true));
+  if (!frozen) return unmark();
+  std::vector<log_row> rows;
+  status got = log->thread_rows(id, &rows);
+  if (got.code() == errc::not_found) return status::ok();
+  SKEIN_TRY(got);
+  // Inputs accepted but not yet run: the thread is not idle after all.
+  if (std::any_of(rows.begin(), rows.end(), [](const log_row& r) { return r.family == log_row_inbox_family; }))
+    return unmark();
+  // In parts of about part_bytes_max; the last one makes the new owner write them all.
+  std::vector<std::vector<log_row>> parts(1);
+  size_t bytes = 0;
+  for (auto& r : rows) {
+    size_t n = r.key.size() + r.value.size();
+    if (bytes + n > part_bytes_max && !parts.back().empty()) {
+      parts.emplace_back();
+      bytes = 0;
+    }
+    bytes += n;
+    parts.back().push_back(std::move(r));
+  }
+  const auto count = static_cast<uint32_t>(parts.size());
+  for (uint32_t i = 0; i < count; ++i)
+    SKEIN_TRY(cluster->call(to, [](bool) {}, adopt_atom::value, id, i, count, std::move(parts[i])));
+  // Erased here with its claims kept (they follow their own keys: hand_claims).
+  // Frozen, the thread has no actor; on the journal's thread no commit comes between.
+  SKEIN_TRY(journal_run(*sys, actors.journal, [&id](event_log& l) { return l.erase_thread(id, true); }));
+  bool thawed = false;
+  SKEIN_TRY(ask(actors.directory, &thawed, freeze_atom::value, id, false));  // gone: resolving it finds nothing
+  memory->index().remove_thread(id);
+  if (work) work->forget(id);
+  *events = m.last_seq;
+  return status::ok();
+}
+
+status runtime::impl::hand_claims(const cluster_view& v, uint64_t* moved) {
+  std::vector<log_row> claims;
+  SKEIN_TRY(log->claim_rows(&claims));
+  std::map<std::string, std::vector<log_row>> by_node;
+  for (auto& c : claims) {
+    // "c/task/<id>" is owned as "task/<id>" (task_key), "c/dm/<agent>" as "dm/<agent>".
+    const std::string& to = v.target_ring.owner_id(std::string_view{c.key}.substr(2));
+    if (to != cluster->self()) by_node[to].push_back(std::move(c));
+  }
+  for (auto& [node, rows] : by_node) {
+    std::vector<std::string> keys;
+    for (const auto& r : rows) keys.push_back(r.key);
+    SKEIN_TRY(cluster->call(node, [](bool) {}, claim_atom::value, std::move(rows)));
+    SKEIN_TRY(journal_run(*sys, actors.journal, [keys](event_log& l) { return l.erase_claims(keys); }));
+    *moved += keys.size();
+  }
+  return status::ok();
+}
+
+status runtime::impl::adopt(std::string id, uint32_t part, uint32_t parts, std::vector<log_row> rows,
+                            bool* adopted) {
+  *adopted = false;
+  if (parts == 0 || part >= parts)
+    return status::invalid_input("handoff of thread " + id + ": part " + std::to_string(part) + " of " +
+                                 std::to_string(parts)).with_field("part");
+  std::vector<log_row> all;
+  {
+    std::lock_guard lock{adopt_mu};
+    auto& buffered = adopting[id];
+    if (part == 0) buffered.clear();  // a handoff started over
+    for (auto& r : rows) buffered.push_back(std::move(r));
+    if (part + 1 < parts) return status::ok();
+    all = std::move(buffered);
+    adopting.erase(id);
+  }
+  return journal_run(*sys, actors.journal, [&](event_log& l) { return l.adopt_thread(id, all, adopted); });
+}
+
+status runtime::impl::put_claims(std::vector<log_row> claims) {
+  return journal_run(*sys, actors.journal, [&](event_log& l) { return l.put_claims(claims); });
+}
+
+status runtime::impl::commit_membership(const std::string& target) {
+  auto v = cluster->view();
+  std::vector<cluster_member> members;
+  SKEIN_TRY(parse_cluster(target, &members));
+  if (!v->changing()) {
+    if (same_members(v->active, members)) return status::ok();  // committed already
+    return status::conflict("node " + cluster->self() + " has no such target: update its cluster file and send it SIGHUP");
+  }
+  if (format_cluster(v->target) != target)
+    return status::conflict("node " + cluster->self() + " has another target: its cluster file differs");
+  std::lock_guard pass_lock{pass_mu};
+  if (pass.phase == "moving") return status::conflict("node " + cluster->self() + " is still handing threads over");
+  std::vector<std::string> deletes;
+  {
+    std::lock_guard lock{marks_mu};
+    for (const auto& [id, to] : marks) deletes.push_back(mark_prefix + id);
+  }
+  std::vector<std::pair<std::string, std::string>> puts{{active_row, target},
+                                                        {previous_row, format_cluster(v->active)}};
+  SKEIN_TRY(log->write_node_rows(puts, deletes));
+  {
+    std::lock_guard lock{marks_mu};
+    marks.clear();
+  }
+  cluster->set_view(members, {}, v->active);
+  pass.phase = "committed";
+  return status::ok();
+}
+
+void runtime::impl::stop_handoffs() {
+  pass_stop = true;
+  std::thread pass_t, coord_t;
+  {
+    std::lock_guard lock{pass_mu};
+    pass_t = std::move(pass_thread);
+  }
+  {
+    std::lock_guard lock{coord_mu};
+    coord_t = std::move(coord_thread);
+  }
+  if (pass_t.joinable()) pass_t.join();
+  if (coord_t.joinable()) coord_t.join();
+}
+
+status runtime::reload_cluster(std::vector<cluster_member> members) {
+  SKEIN_TRY(impl_->check_open());
+  cluster_link* c = impl_->cluster.get();
+  if (c == nullptr) return status::invalid_input("reload_cluster: this runtime is not a cluster node");
+  auto v = c->view();
+  cluster_options o = c->options();
+  o.members = members;
+  // A node may be left out of the new file: it is leaving, and hands all its threads over.
+  if (!has_member(members, c->self()) && !members.empty()) o.node_id = members.front().id;
+  SKEIN_TRY(check_cluster(o));
+  std::lock_guard lock{impl_->pass_mu};
+  if (impl_->pass.phase == "moving")
+    return status::conflict("a rebalance pass is under way on node " + c->self() + ": reload once it is done");
+  if (!(v->changing() && same_members(v->target, members)) && !same_members(v->active, members)) {
+    std::lock_guard marks{impl_->marks_mu};
+    if (!impl_->marks.empty())
+      return status::conflict(std::to_string(impl_->marks.size()) +
+                              " threads were handed over under the current target: finish the rebalance "
+                              "(skein cluster rebalance) before the cluster file changes again");
+  }
+  if (same_members(v->active, members)) {
+    std::lock_guard marks{impl_->marks_mu};
+    if (!impl_->marks.empty())
+      return status::conflict("threads were handed over under the current target: finish the rebalance first");
+    c->set_view(v->active, {}, v->previous);
+  } else {
+    c->set_view(v->active, std::move(members), v->previous);
+  }
+  return status::ok();
+}
+
+status runtime::rebalance(cluster_rebalance_state* out) {
+  SKEIN_TRY(impl_->check_open());
+  cluster_link* c = impl_->cluster.get();
+  if (c == nullptr) return status::invalid_input("rebalance: this runtime is not a cluster node");
+  auto v = c->view();
+  c->forget_failures();  // an operator's command: ask every node now, past any backoff
+  const std::vector<cluster_member> target = v->changing() ? v->target : v->active;
+  const std::string text = format_cluster(target);
+  auto update = [&](auto&& f) {
+    std::lock_guard lock{impl_->coord_mu};
+    f(impl_->coord);
+    *out = impl_->coord;
+  };
+  auto fail = [&](status s) {
+    update([&](cluster_rebalance_state& st) {
+      st.phase = "failed";
+      st.error = s.message();
+    });
+    return s;
+  };
+  update([](cluster_rebalance_state& st) {
+    st = {};
+    st.phase = "moving";
+  });
+  // Every member, active or joining, must name the same target (or have committed it).
+  std::vector<std::string> movers;
+  for (const auto& m : v->everyone()) {
+    std::string active, theirs;
+    if (m.id == c->self()) {
+      active = format_cluster(v->active);
+      theirs = format_cluster(v->target);
+    } else if (status s = c->call(m.id, [&](std::string& a, std::string& t) {
+                 active = std::move(a);
+                 theirs = std::move(t);
+               }, members_atom::value); !s) {
+      return fail(status::unavailable("rebalance: node " + m.id + " cannot be asked: " + s.message()));
+    }
+    if (theirs == text) movers.push_back(m.id);
+    else if (!(theirs.empty() && active == text))
+      return fail(status::conflict("rebalance: node " + m.id + "'s cluster file differs from node " + c->self() +
+                                   "'s: give every node the same file and send it SIGHUP"));
+  }
+  auto each = [&](auto&& local, auto&& remote) -> status {
+    for (const auto& id : movers) {
+      if (id == c->self()) SKEIN_TRY(local());
+      else SKEIN_TRY(remote(id));
+    }
+    return status::ok();
+  };
+  if (status s = each([&] { return impl_->start_pass(text); },
+                      [&](const std::string& id) { return c->call(id, [](bool) {}, rebalance_atom::value, text); });
+      !s)
+    return fail(s);
+  for (;;) {
+    if (impl_->pass_stop) return fail(status::unavailable("rebalance: node " + c->self() + " is closing"));
+    cluster_rebalance_state sum;
+    bool done = true;
+    for (const auto& id : movers) {
+      cluster_rebalance_state st;
+      if (id == c->self()) {
+        std::lock_guard lock{impl_->pass_mu};
+        st = impl_->pass;
+      } else if (status s = c->call(id, [&](cluster_rebalance_state& r) { st = std::move(r); }, progress_atom::value);
+                 !s) {
+        return fail(status::unavailable("rebalance: node " + id + " stopped answering: " + s.message() +
+                                        "; rerun the rebalance once it is back"));
+      }
+      if (st.phase == "failed") return fail(status::unavailable("rebalance: " + st.error));
+      if (st.phase != "moved" && st.phase != "committed") done = false;
+      sum.moved += st.moved;
+      sum.events += st.events;
+      sum.claims += st.claims;
+      sum.remaining += st.remaining;
+    }
+    update([&](cluster_rebalance_state& st) {
+      st.moved = sum.moved;
+      st.events = sum.events;
+      st.claims = sum.claims;
+      st.remaining = sum.remaining;
+    });
+    if (done) break;
+    std::this_thread::sleep_for(poll);  // the passes report progress; none pushes it
+  }
+  if (status s = each([&] { return impl_->commit_membership(text); },
+                      [&](const std::string& id) {
+                        return c->call(id, [](bool) {}, membership_commit_atom::value, text);
+                      });
+      !s)
+    return fail(status(s.code(), "rebalance: every thread moved, but a node did not commit (" + s.message() +
+                                     "): rerun the rebalance"));
+  update([](cluster_rebalance_state& st) { st.phase = "committed"; });
+  return status::ok();
+}
+
+status runtime::start_rebalance() {
+  SKEIN_TRY(impl_->check_open());
+  if (!impl_->cluster) return status::invalid_input("rebalance: this runtime is not a cluster node");
+  std::lock_guard lock{impl_->coord_mu};
+  if (impl_->coord.phase == "moving") return status::conflict("a rebalance is under way from this node");
+  if (impl_->coord_thread.joinable()) impl_->coord_thread.join();
+  impl_->coord = {};
+  impl_->coord.phase = "moving";
+  impl_->coord_thread = std::thread([this] {
+    cluster_rebalance_state ignored;
+    rebalance(&ignored).ignore();  // the outcome is in rebalance_state()
+  });
+  return status::ok();
+}
+
+status runtime::rebalance_state(cluster_rebalance_state* out) {
+  SKEIN_TRY(impl_->check_open());
+  std::lock_guard lock{impl_->coord_mu};
+  *out = impl_->coord;
+  return status::ok();
+}
+
+}  // namespace skein

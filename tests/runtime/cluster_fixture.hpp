@@ -1,0 +1,95 @@
+// Runtimes as the nodes of one cluster, in one process (each its own CAF actor
+// system and node id, linked over loopback by the middleman). Shared by the
+// cluster tests.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/runtime.hpp"
+#include "tests/support/free_port.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace skein::test {
+
+struct cluster_fixture {
+  size_t n;  // nodes opened at construction: n1 … nN
+  std::vector<std::unique_ptr<temp_dir>> dirs;
+  std::vector<cluster_member> members;
+  std::vector<std::unique_ptr<runtime>> nodes;
+
+  explicit cluster_fixture(size_t count = 3) : n(count) {
+    for (size_t i = 0; i < n; ++i) add_member();
+    for (size_t i = 0; i < n; ++i) open(i);
+  }
+
+  // One more member (closed: open() it), with a directory and a port of its own.
+  size_t add_member() {
+    size_t i = members.size();
+    members.push_back({"n" + std::to_string(i + 1), "127.0.0.1", free_port()});
+    dirs.push_back(std::make_unique<temp_dir>());
+    nodes.emplace_back();
+    return i;
+  }
+
+  runtime_options options(size_t i) {
+    runtime_options o;
+    o.data_dir = dirs[i]->str();
+    o.effects.titles = false;
+    o.effects.embeddings = false;
+    o.effects.compaction = false;
+    o.worker_threads = 2;
+    o.cluster.node_id = members[i].id;
+    o.cluster.members = members;
+    o.cluster.request_timeout_ms = 2000;
+    o.cluster.reconnect_min_ms = 50;
+    o.cluster.reconnect_max_ms = 200;
+    o.cluster.edge_workers = 4;
+    return o;
+  }
+
+  void open(size_t i) {
+    status s = runtime::open(options(i), &nodes[i]);
+    INFO(s.to_string());
+    REQUIRE(s.is_ok());
+  }
+
+  void close(size_t i) {
+    REQUIRE(nodes[i]->close().is_ok());
+    nodes[i].reset();
+  }
+
+  // The index of the node that owns `thread` among the first `count` members
+  // (0: all of them).
+  size_t owner(const std::string& thread, size_t count = 0) {
+    std::vector<std::string> ids;
+    for (size_t i = 0; i < (count == 0 ? members.size() : count); ++i) ids.push_back(members[i].id);
+    return rendezvous{ids}.owner(cluster_key(thread));
+  }
+
+  // A thread of agent "helper" created through node `via`.
+  manifest thread(size_t via) {
+    thread_options o;
+    o.agent_id = "helper";
+    manifest m;
+    status s = nodes[via]->create_thread(o, &m);
+    INFO(s.to_string());
+    REQUIRE(s.is_ok());
+    return m;
+  }
+
+  void agent(size_t via) {
+    agent_config a;
+    a.id = "helper";
+    a.system_prompt = "test";
+    a.engine_config = R"({"default":{"reply":"done"}})";
+    status s = nodes[via]->create_agent(a);
+    INFO(s.to_string());
+    REQUIRE(s.is_ok());
+  }
+};
+
+}  // namespace skein::test
