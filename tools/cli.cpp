@@ -2,6 +2,7 @@
 // `skein serve`, over HTTP. Exit codes are listed in cli_usage. A response the
 // CLI cannot decode is an error with its own exit code (7), never an empty
 // success: every command decodes what it prints or relies on.
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -9,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "runtime/model/agent.hpp"
@@ -521,6 +523,54 @@ int thread_prune(cli& c, const args& a) {
   std::vector<std::string> ids;
   if (status s = json_items(r.body, "reconciled", &ids); !s) return c.unreadable_response(s);
   return c.print_json(r);
+}
+
+int cluster_show(cli& c, const args& a) {
+  if (a.positional.size() != 2) return misuse(a);
+  http::response r;
+  int code = ok;
+  if (!c.call("GET", "/v1/cluster", "", &r, &code)) return code;
+  return c.print_json(r);
+}
+
+// The rebalance a GET /v1/cluster reports.
+status rebalance_of(const std::string& body, std::string* phase, uint64_t* moved, uint64_t* remaining,
+                    std::string* error) {
+  json::document doc;
+  json::object_reader o, r;
+  json::dom::element el;
+  SKEIN_TRY(open_response(body, &doc, &o));
+  SKEIN_TRY(o.element("rebalance", &el));
+  SKEIN_TRY(json::object_reader::open(el, "response.rebalance", &r));
+  SKEIN_TRY(r.string("phase", phase, true));
+  SKEIN_TRY(r.uint("moved", moved));
+  SKEIN_TRY(r.uint("remaining", remaining));
+  return r.string("error", error, false);
+}
+
+// Starts a rebalance on the server's node and follows it until it ends:
+// exit 0 once committed, 1 when it failed (its error on stderr).
+int cluster_rebalance(cli& c, const args& a) {
+  if (a.positional.size() != 2) return misuse(a);
+  http::response r;
+  int code = ok;
+  if (!c.call("POST", "/v1/cluster/rebalance", "", &r, &code)) return code;
+  std::string last;
+  for (;;) {
+    if (!c.call("GET", "/v1/cluster", "", &r, &code)) return code;
+    std::string phase, error;
+    uint64_t moved = 0, remaining = 0;
+    if (status s = rebalance_of(r.body, &phase, &moved, &remaining, &error); !s) return c.unreadable_response(s);
+    std::string line = phase + ": " + std::to_string(moved) + " threads moved, " + std::to_string(remaining) + " to go";
+    if (line != last && !c.json) std::printf("%s\n", line.c_str());
+    last = line;
+    if (phase == "committed") return c.json ? c.print_json(r) : ok;
+    if (phase == "failed") {
+      std::fprintf(stderr, "skein: rebalance failed: %s\n", error.c_str());
+      return failed;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the server reports; it does not push
+  }
 }
 
 int thread_export(cli& c, const args& a) {
@@ -1227,6 +1277,12 @@ const command commands[] = {
     {"schedule", "delete", "schedule delete <id>", schedule_delete},
     {"schedule", "history", "schedule history <id> [--limit N] [--before SEQ]   newest first", schedule_history},
     {"schedule", "preview", "schedule preview <id> [--n N]   the next due times", schedule_preview},
+    {"cluster", "show", "cluster show             the members, their state and counts, the last rebalance (admin)",
+     cluster_show},
+    {"cluster", "rebalance",
+     "cluster rebalance        after every node got the new cluster file (SIGHUP): move the threads\n"
+     "        whose owner changes, then commit the new members; exit 0 done, 1 failed (admin)",
+     cluster_rebalance},
     {"namespace", "create",
      "namespace create <name> [--threads-max N] [--events-per-day-max N] [--storage-bytes-max N]   (server admin)",
      namespace_create},

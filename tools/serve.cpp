@@ -1,4 +1,5 @@
-// skein serve: the HTTP API on an embedded runtime, until SIGINT or SIGTERM.
+// skein serve: the HTTP API on an embedded runtime, until SIGINT or SIGTERM (SIGHUP:
+// a cluster node reloads its cluster file).
 //
 // Settings come from defaults, then a config file (--config or SKEIN_CONFIG),
 // then the environment (SKEIN_*), then flags; the later wins.
@@ -229,7 +230,8 @@ void print_serve_usage() {
       "usage: skein serve [--NAME VALUE]... [--config FILE] [--demo]\n"
       "\n"
       "Serves the HTTP API (tools/API.md) and the thread viewer at /ui on an embedded runtime\n"
-      "until SIGINT or SIGTERM.\n"
+      "until SIGINT or SIGTERM. A cluster node (--node-id, --cluster) reloads its cluster file on\n"
+      "SIGHUP: a changed member list waits for `skein cluster rebalance` to move the threads.\n"
       "Settings come from the defaults, then the config file (--config or SKEIN_CONFIG,\n"
       "`name = value` lines), then SKEIN_<NAME> in the environment, then flags; the later wins.\n"
       "A flag spells the name with dashes: --body-bytes-max 2097152.\n"
@@ -244,6 +246,17 @@ void print_serve_usage() {
     std::printf("  %-26s %s\n", name, value.c_str());
   }
   std::printf("  %-26s %s\n", "demo", "off: --demo creates a scripted demo agent at start");
+}
+
+// The members a cluster file lists (runtime/model/cluster.hpp).
+status read_cluster_file(const std::string& path, std::vector<cluster_member>* out) {
+  std::ifstream in{path};
+  if (!in) return status::not_found("cluster file " + path + ": cannot open");
+  // One byte past the limit is enough for parse_cluster to refuse a larger file.
+  std::string text(cluster_file_bytes_max + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  return parse_cluster(text, out);
 }
 
 }  // namespace
@@ -274,11 +287,13 @@ int run_serve(int argc, char** argv) {
                  host.c_str());
     return 1;
   }
-  // SIGINT and SIGTERM are taken by sigwait below, on this thread only.
+  // SIGINT and SIGTERM (and, for a cluster node, SIGHUP) are taken by sigwait
+  // below, on this thread only.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   ro.data_dir = c.data;
@@ -299,15 +314,10 @@ int run_serve(int argc, char** argv) {
   embedded_namespace opened;
   if (!c.node_id.empty()) {
     // A cluster node: one database, the threads this node owns; no namespaces.
-    std::ifstream in{c.cluster};
-    if (!in) return fail("skein serve", status::not_found("cluster file " + c.cluster + ": cannot open"), 1);
-    // One byte past the limit is enough for parse_cluster to refuse a larger file.
-    std::string text(cluster_file_bytes_max + 1, '\0');
-    in.read(text.data(), static_cast<std::streamsize>(text.size()));
-    text.resize(static_cast<size_t>(in.gcount()));
     ro.cluster.node_id = c.node_id;
     ro.cluster.request_timeout_ms = c.cluster_timeout_ms;
-    if (status s = parse_cluster(text, &ro.cluster.members); !s) return fail("skein serve", s, 64);
+    if (status s = read_cluster_file(c.cluster, &ro.cluster.members); !s)
+      return fail("skein serve", s, s.code() == errc::invalid_input ? 64 : 1);
     if (status s = runtime::open(ro, &opened.single); !s) return fail("skein serve", s, 1);
     opened.rt = std::shared_ptr<runtime>(opened.single.get(), [](runtime*) {});
     for (const auto& m : ro.cluster.members)
@@ -357,7 +367,24 @@ int run_serve(int argc, char** argv) {
     run_demo(srv->port(), tokens.admin_token());
 
   int sig = 0;
-  sigwait(&signals, &sig);
+  for (sigwait(&signals, &sig); sig == SIGHUP; sigwait(&signals, &sig)) {
+    // The cluster file again: a new member list becomes this node's target
+    // (`skein cluster rebalance` moves the threads); a bad file changes nothing.
+    if (c.cluster.empty()) {
+      std::printf("skein serve: SIGHUP: no cluster file to reload (not a cluster node)\n");
+    } else {
+      std::vector<cluster_member> members;
+      status s = read_cluster_file(c.cluster, &members);
+      if (s) s = rt->reload_cluster(members);
+      if (s)
+        std::printf("skein serve: SIGHUP: cluster file %s reloaded: %zu members%s\n", c.cluster.c_str(),
+                    members.size(), "; run `skein cluster rebalance` if it changed");
+      else
+        std::fprintf(stderr, "skein serve: SIGHUP: cluster file %s not reloaded: %s\n", c.cluster.c_str(),
+                     s.to_string().c_str());
+    }
+    std::fflush(stdout);
+  }
   std::printf("skein serve: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
   std::fflush(stdout);
   srv->stop();

@@ -223,3 +223,99 @@ TEST_CASE("cluster serve: three processes and one SIGKILL") {
   CHECK(runtime_fixture::eventually([&] { return get(0, slow.thread) == 200; }, 30s));
   CHECK(manifest_of(r.body).last_seq == slow.last_seq);
 }
+
+// A fourth process joins: every node gets the new cluster file (SIGHUP),
+// `skein cluster rebalance` moves the threads the new member owns, and then
+// every node serves every thread with every acknowledged entry — the new
+// node too after a SIGKILL right after the rebalance.
+TEST_CASE("cluster serve: a fourth process joins through SIGHUP and skein cluster rebalance") {
+  temp_dir dir;
+  std::vector<std::string> ids = {"n1", "n2", "n3", "n4"};
+  std::vector<uint16_t> links;
+  for (size_t i = 0; i < ids.size(); ++i) links.push_back(free_port());
+  std::string file = dir.str("cluster");
+  auto write_file = [&](size_t members) {
+    std::ofstream out{file + ".tmp"};
+    for (size_t i = 0; i < members; ++i) out << ids[i] << " 127.0.0.1:" << links[i] << "\n";
+    out.close();
+    REQUIRE(std::rename((file + ".tmp").c_str(), file.c_str()) == 0);
+  };
+  write_file(3);
+  auto data = [&](size_t i) { return dir.str(ids[i]); };
+  std::vector<std::unique_ptr<serve_process>> nodes;
+  for (size_t i = 0; i < 3; ++i) nodes.push_back(start_node(ids[i], file, data(i)));
+  auto client = [&](size_t i) {
+    return std::make_unique<http::client>(http::endpoint{"127.0.0.1", nodes[i]->port()}, "", 20s);
+  };
+  http::response r;
+  REQUIRE(client(0)->call("POST", "/v1/agents", R"({"id":"a","engine_config":{"default":{"reply":"ok"}}})", &r).is_ok());
+  REQUIRE(r.status < 300);
+  std::vector<std::pair<std::string, uint64_t>> acks;  // thread, last seq
+  for (size_t k = 0; k < 40; ++k) {
+    REQUIRE(client(k % 3)->call("POST", "/v1/threads", R"({"agent_id":"a"})", &r).is_ok());
+    REQUIRE(r.status == 201);
+    std::string id = manifest_of(r.body).id;
+    REQUIRE(client((k + 1) % 3)->call("POST", "/v1/threads/" + id + "/entries", R"({"text":"hi","wait":true})", &r).is_ok());
+    INFO(r.body);
+    REQUIRE(r.status == 200);
+    acks.emplace_back(id, last_seq_of(r.body));
+  }
+
+  // Without a changed file there is nothing to move.
+  child_process idle{{SKEIN_BINARY, "cluster", "rebalance", "--server",
+                      "http://127.0.0.1:" + std::to_string(nodes[0]->port())}};
+  idle.read_until(30s);
+  CHECK(idle.stop(0) == 0);
+  CHECK(idle.output().find("committed: 0 threads moved") != std::string::npos);
+
+  write_file(4);
+  nodes.push_back(start_node(ids[3], file, data(3)));
+  for (size_t i = 0; i < 3; ++i) REQUIRE(::kill(nodes[i]->child().pid(), SIGHUP) == 0);
+  for (size_t i = 0; i < 4; ++i)
+    CHECK(runtime_fixture::eventually(
+        [&] {
+          return client(i)->call("GET", "/v1/cluster", "", &r).is_ok() &&
+                 r.body.find(R"("role":"joining")") != std::string::npos;
+        },
+        10s));
+  // A token-less client of a node with tokens would be refused; this one has
+  // none, so the CLI runs as admin.
+  child_process cli{{SKEIN_BINARY, "cluster", "rebalance", "--server",
+                     "http://127.0.0.1:" + std::to_string(nodes[1]->port())}};
+  const std::string& out = cli.read_until(60s);
+  int exit_status = cli.stop(0);
+  INFO(out);
+  REQUIRE(WIFEXITED(exit_status));
+  CHECK(WEXITSTATUS(exit_status) == 0);
+  CHECK(out.find("committed:") != std::string::npos);
+
+  rendezvous four{{ids[0], ids[1], ids[2], ids[3]}};
+  size_t on_n4 = 0;
+  for (const auto& [thread, seq] : acks) on_n4 += four.owner_id(cluster_key(thread)) == "n4";
+  CHECK(on_n4 > 0);
+  REQUIRE(client(3)->call("GET", "/v1/cluster", "", &r).is_ok());
+  INFO(r.body);
+  CHECK(r.body.find(R"("role":"joining")") == std::string::npos);
+  CHECK(r.body.find(R"("id":"n4","address":"127.0.0.1:)" + std::to_string(links[3]) + R"(","state":"self","role":"member","self":true,"threads":)" +
+                    std::to_string(on_n4)) != std::string::npos);
+
+  // SIGKILL of the new node right after: what it adopted is durable.
+  nodes[3]->kill();
+  nodes[3] = start_node(ids[3], file, data(3));
+  for (size_t k = 0; k < acks.size(); ++k) {
+    const auto& [thread, seq] = acks[k];
+    bool ok = runtime_fixture::eventually(
+        [&] { return client(k % 4)->call("GET", "/v1/threads/" + thread, "", &r).is_ok() && r.status == 200; }, 30s);
+    INFO(thread << " via n" << k % 4 + 1 << ": " << r.status << " " << r.body);
+    REQUIRE(ok);
+    CHECK(manifest_of(r.body).last_seq == seq);
+  }
+  // The new members hold after restarts: n1 again, from its stored members.
+  nodes[0]->kill();
+  nodes[0] = start_node(ids[0], file, data(0));
+  for (const auto& [thread, seq] : acks) {
+    REQUIRE(client(0)->call("GET", "/v1/threads/" + thread, "", &r).is_ok());
+    INFO(thread << ": " << r.body);
+    CHECK(r.status == 200);
+  }
+}

@@ -527,11 +527,40 @@ void list_threads(ctx& c, size_t limit_max) {
   c.reply(json_response(200, body));
 }
 
+void write_rebalance(json_writer& w, const cluster_rebalance_state& r) {
+  w.key("rebalance");
+  w.begin_object();
+  w.field("phase", r.phase.empty() ? "none" : r.phase);
+  w.field_uint("moved", r.moved);
+  w.field_uint("events", r.events);
+  w.field_uint("claims", r.claims);
+  w.field_uint("remaining", r.remaining);
+  if (!r.error.empty()) w.field("error", r.error);
+  w.end_object();
+}
+
+// POST /v1/cluster/rebalance: starts a membership change from this node
+// (runtime::start_rebalance); 202, and GET /v1/cluster shows its progress.
+void rebalance_route(ctx& c) {
+  if (status s = c.rt().start_rebalance(); !s) return c.fail(s);
+  cluster_rebalance_state r;
+  if (status s = c.rt().rebalance_state(&r); !s) return c.fail(s);
+  std::string body;
+  json_writer w{&body};
+  w.begin_object();
+  write_rebalance(w, r);
+  w.end_object();
+  c.reply(json_response(202, body));
+}
+
 // GET /v1/cluster: the members of this node's cluster, their state and counts
-// (admin only: it names every node). Alone, one member: this node.
+// (admin only: it names every node), and the last rebalance started here.
+// Alone, one member: this node.
 void cluster_route(ctx& c) {
   std::vector<cluster_member_state> members;
   if (status s = c.rt().cluster_members(&members); !s) return c.fail(s);
+  cluster_rebalance_state rebalance;
+  if (status s = c.rt().rebalance_state(&rebalance); !s) return c.fail(s);
   std::string body;
   json_writer w{&body};
   w.begin_object();
@@ -546,6 +575,7 @@ void cluster_route(ctx& c) {
     w.field("id", m.id);
     w.field("address", m.address);
     w.field("state", m.state);
+    w.field("role", m.role);
     w.field_bool("self", m.self);
     w.field_uint("threads", m.threads);
     w.field_uint("active", m.active);
@@ -554,6 +584,7 @@ void cluster_route(ctx& c) {
     w.end_object();
   }
   w.end_array();
+  write_rebalance(w, rebalance);
   w.end_object();
   c.reply(json_response(200, body));
 }
@@ -1300,7 +1331,7 @@ http::admission api::admit(const http::request& head) {
   if (scope->admin) return a;
   if (head.path == "/metrics") a.refuse = forbidden_response("read metrics (admin only)");
   else if (v1 && seg.size() == 2 && seg[1] == "prune") a.refuse = forbidden_response("prune (admin only)");
-  else if (v1 && seg.size() == 2 && seg[1] == "cluster") a.refuse = forbidden_response("read the cluster (admin only)");
+  else if (v1 && seg.size() >= 2 && seg[1] == "cluster") a.refuse = forbidden_response("manage the cluster (admin only)");
   else if (v1 && seg.size() == 2 && seg[1] == "agents" && head.method == "POST")
     a.refuse = forbidden_response("create agents (admin only)");
   if (a.refuse) return a;
@@ -1486,6 +1517,11 @@ void api::handle(http::request& req, std::shared_ptr<http::exchange> ex) {
     if (m != "GET") return not_allowed();
     if (!c.scope.admin) return c.forbidden("read the cluster (admin only)");
     return cluster_route(c);
+  }
+  if (seg[1] == "cluster" && seg.size() == 3 && seg[2] == "rebalance") {
+    if (m != "POST") return not_allowed();
+    if (!c.scope.admin) return c.forbidden("rebalance the cluster (admin only)");
+    return rebalance_route(c);
   }
   if (seg[1] == "import" && seg.size() == 2) return m == "POST" ? import_route(c) : not_allowed();
   if (seg[1] == "schedules") return schedules_routes(c, seg, limits, options_.list_limit_max, not_allowed);
