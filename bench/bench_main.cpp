@@ -73,6 +73,9 @@ constexpr workload workloads[] = {
                    "durability sync): the last 200 runs against the first 200", run_sequential},
     {"read", "the complete history of 10,000- and 100,000-event threads after a reopen (cold) and again (warm), "
              "embedded and over HTTP", run_read},
+    {"cluster", "1, 2 and 3 nodes in this process, each with its HTTP server: runs/s with clients on every node "
+                "(runs forwarded to their owner), a forwarded read against a local one, and the handoff when a "
+                "fourth node joins (threads/s, events/s)", run_cluster},
 };
 
 // The disk under `dir` (its device, "rotational" or "non-rotational") through

@@ -66,6 +66,7 @@ status run_encryption(const bench_options& options, result* out);
 status run_namespaces(const bench_options& options, result* out);
 status run_sequential(const bench_options& options, result* out);
 status run_read(const bench_options& options, result* out);
+status run_cluster(const bench_options& options, result* out);
 
 // --- What the workloads over skein::runtime share (common.cpp) -------------------
 
