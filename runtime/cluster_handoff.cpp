@@ -35,6 +35,10 @@ const std::string previous_row = "node/cluster/previous";
 const std::string mark_prefix = "node/handoff/";
 // A handoff message carries at most about this much of a thread's rows.
 constexpr size_t part_bytes_max = 1 << 20;
+// Rows of threads being handed here, buffered until their last part, at most
+// (all senders together): a peer that never sends the last part cannot make
+// this node hold more.
+constexpr size_t adopt_buffer_bytes_max = size_t{1} << 30;
 constexpr auto poll = std::chrono::milliseconds(20);
 
 bool same_members(const std::vector<cluster_member>& a, const std::vector<cluster_member>& b) {
@@ -295,10 +299,34 @@ status runtime::impl::adopt(std::string id, uint32_t part, uint32_t parts, std::
   {
     std::lock_guard lock{adopt_mu};
     auto& buffered = adopting[id];
-    if (part == 0) buffered.clear();  // a handoff started over
-    for (auto& r : rows) buffered.push_back(std::move(r));
+    if (part == 0) {  // a handoff (started over)
+      adopting_bytes -= buffered.bytes;
+      buffered = {};
+    }
+    if (part != buffered.next) {
+      adopting_bytes -= buffered.bytes;
+      adopting.erase(id);
+      return status::invalid_input("handoff of thread " + id + ": part " + std::to_string(part) + " where part " +
+                                   std::to_string(buffered.next) + " was due")
+          .with_field("part");
+    }
+    size_t bytes = 0;
+    for (const auto& r : rows) bytes += r.key.size() + r.value.size();
+    if (adopting_bytes + bytes > adopt_buffer_bytes_max) {
+      adopting_bytes -= buffered.bytes;
+      adopting.erase(id);
+      return status::overloaded("handoff of thread " + id + ": more than adopt_buffer_bytes_max (" +
+                                std::to_string(adopt_buffer_bytes_max) + ") buffered for handoffs to node " +
+                                cluster->self())
+          .with_limit("adopt_buffer_bytes_max");
+    }
+    adopting_bytes += bytes;
+    buffered.bytes += bytes;
+    ++buffered.next;
+    for (auto& r : rows) buffered.rows.push_back(std::move(r));
     if (part + 1 < parts) return status::ok();
-    all = std::move(buffered);
+    adopting_bytes -= buffered.bytes;
+    all = std::move(buffered.rows);
     adopting.erase(id);
   }
   return journal_run(*sys, actors.journal, [&](event_log& l) { return l.adopt_thread(id, all, adopted); });

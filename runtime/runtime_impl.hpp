@@ -103,8 +103,14 @@ struct runtime::impl {
   status hand_claims(const cluster_view& v, uint64_t* moved);
   status commit_membership(const std::string& target);
   // Parts of threads other nodes are handing here.
-  std::mutex adopt_mu;
-  std::map<std::string, std::vector<log_row>> adopting;
+  struct adopting_thread {
+    std::vector<log_row> rows;
+    uint32_t next = 0;  // the part due
+    size_t bytes = 0;
+  };
+  std::mutex adopt_mu;  // guards adopting, adopting_bytes
+  std::map<std::string, adopting_thread> adopting;
+  size_t adopting_bytes = 0;
   status adopt(std::string id, uint32_t part, uint32_t parts, std::vector<log_row> rows, bool* adopted);
   status put_claims(std::vector<log_row> claims);
   // Rebalances coordinated here (runtime::start_rebalance).

@@ -3,6 +3,10 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/scoped_actor.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <map>
@@ -450,4 +454,53 @@ TEST_CASE("cluster: a thread's rows adopted by another log are the same thread a
   std::vector<std::pair<std::string, std::string>> node_rows;
   REQUIRE(dst->read_node_rows("node/", &node_rows).is_ok());
   CHECK(node_rows.size() == 1);
+}
+
+// Another node's handoff messages are checked like a client's: parts out of
+// order, rows for a thread this node will not own, rows of another thread.
+TEST_CASE("cluster: handoff parts out of order or not this node's to take are refused") {
+  cluster_fixture f;
+  size_t n4 = f.add_member();
+  f.open(n4);
+  rendezvous by4{{"n1", "n2", "n3", "n4"}};
+  std::string mine, theirs;
+  for (int k = 0; mine.empty() || theirs.empty(); ++k) {
+    std::string id = "th_20261125_" + std::to_string(100000 + k);
+    if (by4.owner_id(id) == "n4" && mine.empty()) mine = id;
+    if (by4.owner_id(id) == "n1" && theirs.empty()) theirs = id;
+  }
+  caf::actor_system_config cfg;
+  prepare_cluster_config(cfg);
+  caf::actor_system sys{cfg};
+  auto edge = sys.middleman().remote_actor("127.0.0.1", f.members[n4].port);
+  REQUIRE(edge);
+  caf::scoped_actor self{sys};
+  auto ask = [&](caf::message msg) {
+    status s;
+    self->request(*edge, std::chrono::seconds(5), std::move(msg))
+        .receive([&](bool) { s = status::ok(); }, [&](caf::error& e) { s = to_status(e); });
+    return s;
+  };
+  log_row row{1, mine, "{}"};
+  status s = ask(caf::make_message(adopt_atom::value, mine, uint32_t{1}, uint32_t{3}, std::vector<log_row>{row}));
+  INFO(s.to_string());
+  CHECK(s.code() == errc::invalid_input);
+  CHECK(s.message().find("part 0 was due") != std::string::npos);
+  s = ask(caf::make_message(adopt_atom::value, mine, uint32_t{3}, uint32_t{3}, std::vector<log_row>{row}));
+  CHECK(s.code() == errc::invalid_input);
+  s = ask(caf::make_message(adopt_atom::value, theirs, uint32_t{0}, uint32_t{1}, std::vector<log_row>{row}));
+  CHECK(s.code() == errc::unavailable);
+  CHECK(s.message().find("not the new owner") != std::string::npos);
+  // Rows that are no thread's own (a threads row that does not decode).
+  s = ask(caf::make_message(adopt_atom::value, mine, uint32_t{0}, uint32_t{1}, std::vector<log_row>{row}));
+  CHECK(s.code() == errc::invalid_input);
+  std::vector<cluster_member_state> ms;
+  REQUIRE(f.nodes[n4]->cluster_members(&ms).is_ok());
+  CHECK(ms[n4].threads == 0);
+  // A commit or a pass for another target is refused by name.
+  s = ask(caf::make_message(membership_commit_atom::value, std::string{"n1 127.0.0.1:1\n"}));
+  CHECK(s.code() == errc::conflict);
+  s = ask(caf::make_message(rebalance_atom::value, std::string{"n1 127.0.0.1:1\n"}));
+  CHECK(s.code() == errc::conflict);
+  CHECK(s.message().find("SIGHUP") != std::string::npos);
 }
