@@ -345,7 +345,7 @@ class directory_actor : public caf::event_based_actor {
     }
     caf::actor actor = it->second.actor;
     auto promise = make_response_promise<bool>();
-    request(actor, caf::infinite, retire_atom::value, std::numeric_limits<int64_t>::max())
+    request(actor, caf::infinite, retire_atom::value, std::numeric_limits<int64_t>::max(), true)
         .then(
             [this, id, actor, promise](bool idle) mutable {
               auto now = threads_.find(id);

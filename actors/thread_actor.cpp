@@ -88,6 +88,7 @@ caf::behavior thread_actor::make_behavior() {
       [this](reconcile_atom) -> caf::result<bool> { return reconcile(); },
       [this](archive_atom, int64_t at_ms) -> caf::result<bool> { return archive(at_ms); },
       [this](retire_atom, int64_t before_ms) { return retire(before_ms); },
+      [this](retire_atom, int64_t before_ms, bool moving) { return retire(before_ms, moving); },
       [this](compact_atom, compact_request& req) -> caf::result<compact_result> {
         return on_compact(std::move(req));
       },
@@ -104,7 +105,7 @@ thread_actor::admission thread_actor::admit(run_input in) {
   in.member.clear();  // the house fields are this actor's, never a caller's
   in.follow_up = false;
   if (stopping_) {
-    a.error = to_error(status::not_found("thread " + manifest_.id + " is being deleted"));
+    a.error = gone_error();
     return a;
   }
   if (failed_) {
@@ -475,7 +476,7 @@ caf::result<std::string> thread_actor::mint_child() {
 }
 
 caf::result<bool> thread_actor::generated_title(std::string title, uint64_t cursor) {
-  if (stopping_) return to_error(status::not_found("thread " + manifest_.id + " is being deleted"));
+  if (stopping_) return gone_error();
   auto promise = make_response_promise<bool>();
   // Decided when the tick is built (pump), after every commit queued before it:
   // a user title that lands first is kept.
@@ -495,7 +496,7 @@ caf::result<bool> thread_actor::generated_title(std::string title, uint64_t curs
 }
 
 caf::result<manifest> thread_actor::user_title(std::string title) {
-  if (stopping_) return to_error(status::not_found("thread " + manifest_.id + " is being deleted"));
+  if (stopping_) return gone_error();
   auto promise = make_response_promise<manifest>();
   commit_job job;
   job.mutate = [title = std::move(title)](manifest& m) {
@@ -563,6 +564,11 @@ caf::result<void> thread_actor::stop(bool graceful, std::string reason) {
   commits_.erase(commits_.begin() + static_cast<std::ptrdiff_t>(keep), commits_.end());
   if (!in_flight_) finish_stop();
   return stop_promise_;
+}
+
+caf::error thread_actor::gone_error() const {
+  if (moving_) return to_error(status::unavailable("thread " + manifest_.id + " is moving to another node: ask again"));
+  return to_error(status::not_found("thread " + manifest_.id + " is being deleted"));
 }
 
 void thread_actor::finish_stop() {

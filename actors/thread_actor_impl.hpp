@@ -230,7 +230,11 @@ class thread_actor : public caf::event_based_actor {
 
   // (retire_atom, before_ms): retention is about to erase the thread. True, and
   // no input is taken any more, only if it is idle and untouched since before_ms.
-  bool retire(int64_t before_ms);
+  // (retire_atom, before_ms, true): the same for a cluster handoff (the
+  // directory's freeze): the thread is moving, and refusals say so.
+  bool retire(int64_t before_ms, bool moving = false);
+  // What a call gets once the thread is stopping: deleted, or moving.
+  caf::error gone_error() const;
 
   // True while run `gen` is the current run and still going.
   bool current(uint64_t gen) const { return run_ && run_->gen == gen && !run_->ending && !stopping_; }
@@ -421,6 +425,7 @@ class thread_actor : public caf::event_based_actor {
   bool in_flight_ = false;
   bool failed_ = false;
   bool stopping_ = false;
+  bool moving_ = false;  // stopping for a cluster handoff, not a delete
   bool repairing_ = false;  // a repair of an open run is queued: no run starts before it lands
   uint64_t inbox_next_ = 1;  // arrival order of the next input put in the inbox
   // Submitters waiting for their input to be durable (in the inbox, or in the

@@ -104,7 +104,7 @@ void thread_actor::with_conversation(std::function<void(const status&)> then) {
 }
 
 caf::result<compact_result> thread_actor::on_compact(compact_request req) {
-  if (stopping_) return to_error(status::not_found("thread " + manifest_.id + " is being deleted"));
+  if (stopping_) return gone_error();
   if (failed_)
     return to_error(status::io_error("thread " + manifest_.id + " cannot be compacted now: an earlier write or read of it failed"));
   if (status s = validate_compact_options(req.options); !s) return to_error(s);

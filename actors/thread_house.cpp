@@ -113,7 +113,7 @@ agent_spec_ptr thread_actor::dispatch_members(pending_input& p, std::vector<even
 }
 
 caf::result<manifest> thread_actor::change_member(std::string agent_id, std::string trigger, bool add) {
-  if (stopping_) return to_error(status::not_found("thread " + manifest_.id + " is being deleted"));
+  if (stopping_) return gone_error();
   if (manifest_.parent != parent_kind::none && manifest_.parent != parent_kind::agent)
     return to_error(status::invalid_input("members: thread " + manifest_.id + " hangs from a " +
                                           std::string{to_string(manifest_.parent)} + "; only a root thread is a house")

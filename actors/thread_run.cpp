@@ -163,10 +163,11 @@ caf::result<bool> thread_actor::archive(int64_t at_ms) {
   return promise;
 }
 
-bool thread_actor::retire(int64_t before_ms) {
+bool thread_actor::retire(int64_t before_ms, bool moving) {
   if (run_ || compacting_ || !queue_.empty() || in_flight_ || !commits_.empty() || stopping_ || repairing_) return false;
   if (manifest_.status == thread_status::running || manifest_.updated_at_ms >= before_ms) return false;
-  stopping_ = true;  // inputs from now on are refused as for a deleted thread
+  stopping_ = true;  // inputs from now on are refused (gone_error)
+  moving_ = moving;
   return true;
 }
 

@@ -3,6 +3,7 @@
 // erased, and one that agreed takes no further input.
 #include <catch2/catch.hpp>
 
+#include "actors/directory.hpp"
 #include "tests/support/det_runtime.hpp"
 
 using namespace skein;
@@ -81,6 +82,54 @@ TEST_CASE("retire: ordered with inputs in the thread's mailbox, whichever comes 
   CHECK(refused);
   manifest gone;
   CHECK(rt.log->read_manifest(second.id, &gone).code() == errc::not_found);
+  rt.slow->calls()[0].done(tool_output{"done", false});
+  rt.run();
+  rt.drain();
+}
+
+// A cluster handoff's freeze (directory freeze_atom) uses the same decision:
+// a busy thread is not frozen; an idle one is, its actor stops, an input that
+// reached the actor after it agreed is refused as moving (ask again), and the
+// directory activates it no more until it is unfrozen; its log is untouched.
+TEST_CASE("freeze: only an idle thread freezes and then nothing reaches it until it thaws") {
+  det_runtime rt;
+  rt.add_agent(scripted_agent("a", slow_rules, {"slow"}));
+  auto busy = rt.add_thread("a"), idle = rt.add_thread("a");
+  rt.send(busy.id, "slow");
+  rt.run();
+  REQUIRE(rt.slow->calls().size() == 1);
+  CHECK_FALSE(rt.ask<bool>(rt.actors.directory, freeze_atom::value, busy.id, true));
+  CHECK(rt.read_manifest(busy.id).status == thread_status::running);
+
+  auto actor = rt.thread(idle.id);
+  (*rt.self)->send(rt.actors.directory, freeze_atom::value, idle.id, true);
+  REQUIRE(rt.sched->try_run_once());  // the directory asks the actor
+  REQUIRE(rt.sched->try_run_once());  // the actor agrees
+  run_input in;
+  in.text = "too late";
+  (*rt.self)->send(actor, send_atom::value, in);
+  rt.run();
+  bool frozen = false, refused = false;
+  while (!(*rt.self)->mailbox().empty())
+    (*rt.self)->receive([&](bool v) { frozen = v; },
+                        [&](caf::error& e) {
+                          status st = to_status(e);
+                          refused = refused || (st.code() == errc::unavailable &&
+                                                st.message().find("moving") != std::string::npos);
+                        },
+                        [](run_result&) { FAIL("the input ran"); });
+  CHECK(frozen);
+  CHECK(refused);
+  // Not activated again while frozen; the log is as it was.
+  (*rt.self)->send(rt.actors.directory, resolve_atom::value, idle.id);
+  rt.run();
+  status resolved;
+  (*rt.self)->receive([&](caf::actor&) {}, [&](caf::error& e) { resolved = to_status(e); });
+  CHECK(resolved.code() == errc::unavailable);
+  manifest still;
+  CHECK(rt.log->read_manifest(idle.id, &still).is_ok());
+  CHECK(rt.ask<bool>(rt.actors.directory, freeze_atom::value, idle.id, false));
+  CHECK(rt.thread(idle.id));  // thawed: activated again
   rt.slow->calls()[0].done(tool_output{"done", false});
   rt.run();
   rt.drain();
