@@ -379,9 +379,9 @@ int run_serve(int argc, char** argv) {
       if (s)
         std::printf("skein serve: SIGHUP: cluster file %s reloaded: %zu members%s\n", c.cluster.c_str(),
                     members.size(), "; run `skein cluster rebalance` if it changed");
-      else
-        std::fprintf(stderr, "skein serve: SIGHUP: cluster file %s not reloaded: %s\n", c.cluster.c_str(),
-                     s.to_string().c_str());
+      else  // on stdout with the other lines of the node's life: it goes on as it was
+        std::printf("skein serve: SIGHUP: cluster file %s not reloaded, nothing changed: %s\n", c.cluster.c_str(),
+                    s.to_string().c_str());
     }
     std::fflush(stdout);
   }

@@ -268,6 +268,21 @@ TEST_CASE("cluster serve: a fourth process joins through SIGHUP and skein cluste
   CHECK(idle.stop(0) == 0);
   CHECK(idle.output().find("committed: 0 threads moved") != std::string::npos);
 
+  // A file that does not parse, reloaded: refused by name, nothing changes.
+  {
+    std::ofstream bad{file};
+    bad << "n1 127.0.0.1:" << links[0] << "\nn2 127.0.0.1:99999\n";
+  }
+  REQUIRE(::kill(nodes[0]->child().pid(), SIGHUP) == 0);
+  const std::string& said = nodes[0]->child().read_until(
+      10s, [](const std::string& o) { return o.find("not reloaded") != std::string::npos; });
+  CHECK(said.find("not reloaded, nothing changed") != std::string::npos);
+  CHECK(said.find("port") != std::string::npos);
+  REQUIRE(client(0)->call("GET", "/v1/cluster", "", &r).is_ok());
+  CHECK(r.body.find(R"("role":"member")") != std::string::npos);
+  CHECK(r.body.find(R"("role":"joining")") == std::string::npos);
+  CHECK(r.body.find(R"("role":"leaving")") == std::string::npos);
+
   write_file(4);
   nodes.push_back(start_node(ids[3], file, data(3)));
   for (size_t i = 0; i < 3; ++i) REQUIRE(::kill(nodes[i]->child().pid(), SIGHUP) == 0);
