@@ -139,6 +139,12 @@ struct cluster_view {
   std::vector<cluster_member> everyone() const;
 };
 
+class cluster_link;
+
+// One of the edge's workers (cluster_edge.cpp): serves other nodes' calls on
+// the calling thread until stop_atom or an exit message (cluster_link::start).
+void edge_worker(caf::blocking_actor* self, runtime* rt, cluster_link* link, edge_hooks hooks);
+
 class cluster_link {
  public:
   cluster_link(caf::actor_system& sys, cluster_options options);
