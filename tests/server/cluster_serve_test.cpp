@@ -318,7 +318,8 @@ TEST_CASE("cluster serve: a fourth process joins through SIGHUP and skein cluste
   nodes[3]->kill();
   nodes[3] = start_node(ids[3], file, data(3));
   for (size_t k = 0; k < acks.size(); ++k) {
-    const auto& [thread, seq] = acks[k];
+    const std::string& thread = acks[k].first;  // not a structured binding: a lambda captures it
+    const uint64_t seq = acks[k].second;
     bool ok = runtime_fixture::eventually(
         [&] { return client(k % 4)->call("GET", "/v1/threads/" + thread, "", &r).is_ok() && r.status == 200; }, 30s);
     INFO(thread << " via n" << k % 4 + 1 << ": " << r.status << " " << r.body);
