@@ -22,6 +22,7 @@
 // stops (1, 2) before the new one has a row (3).
 #include <algorithm>
 #include <chrono>
+#include <set>
 
 #include "actors/directory.hpp"
 #include "actors/journal.hpp"
@@ -154,6 +155,7 @@ void runtime::impl::run_pass(std::string target) {
     // Every thread stored here whose target owner is another node. Rounds
     // repeat until one finds none (a thread listed twice, or gone, is skipped).
     std::vector<std::pair<std::string, std::string>> todo;
+    std::set<std::string> listed;  // a thread updated during the listing may show twice
     thread_query q;
     q.index = thread_query::by::updated;
     q.limit = thread_query::limit_max;
@@ -167,7 +169,7 @@ void runtime::impl::run_pass(std::string target) {
                                        "), so it cannot move: repair or delete it, then rerun the rebalance"));
       for (const auto& m : page.threads) {
         const std::string& to = v->target_ring.owner_id(cluster_key(m.id));
-        if (to != self) todo.emplace_back(m.id, to);
+        if (to != self && listed.insert(m.id).second) todo.emplace_back(m.id, to);
       }
       if (page.next_cursor.empty()) break;
       q.cursor = page.next_cursor;
@@ -180,16 +182,18 @@ void runtime::impl::run_pass(std::string target) {
     size_t busy = 0;
     for (const auto& [id, to] : todo) {
       if (pass_stop) return fail(status::unavailable("node " + self + " is closing"));
-      bool was_busy = false;
+      handoff_outcome outcome = handoff_outcome::gone;
       uint64_t events = 0;
-      if (status s = handoff(id, to, &was_busy, &events); !s) return fail(s);
+      if (status s = handoff(id, to, &outcome, &events); !s) return fail(s);
       std::lock_guard lock{pass_mu};
-      if (was_busy) {
+      if (outcome == handoff_outcome::busy) {
         ++busy;
         continue;
       }
-      ++pass.moved;
-      pass.events += events;
+      if (outcome == handoff_outcome::moved) {
+        ++pass.moved;
+        pass.events += events;
+      }
       if (pass.remaining > 0) --pass.remaining;
     }
     if (busy == 0) continue;
@@ -208,12 +212,13 @@ void runtime::impl::run_pass(std::string target) {
   pass.phase = "moved";
 }
 
-status runtime::impl::handoff(const std::string& id, const std::string& to, bool* busy, uint64_t* events) {
-  *busy = false;
+status runtime::impl::handoff(const std::string& id, const std::string& to, handoff_outcome* out,
+                              uint64_t* events) {
+  *out = handoff_outcome::gone;
   *events = 0;
   manifest m;
   status read = log->read_manifest(id, &m);
-  if (read.code() == errc::not_found) return status::ok();  // deleted meanwhile
+  if (read.code() == errc::not_found) return status::ok();
   SKEIN_TRY(read);
   if (m.work)
     return status::conflict("thread " + id + " is a work item, and work items do not move between nodes yet: "
@@ -227,7 +232,7 @@ status runtime::impl::handoff(const std::string& id, const std::string& to, bool
   auto unmark = [&]() -> status {
     bool thawed = false;
     SKEIN_TRY(ask(actors.directory, &thawed, freeze_atom::value, id, false));
-    *busy = true;
+    *out = handoff_outcome::busy;
     if (was_marked) return status::ok();
     SKEIN_TRY(log->write_node_rows({}, {mark_prefix + id}));
     std::lock_guard lock{marks_mu};
@@ -266,6 +271,7 @@ status runtime::impl::handoff(const std::string& id, const std::string& to, bool
   SKEIN_TRY(ask(actors.directory, &thawed, freeze_atom::value, id, false));  // gone: resolving it finds nothing
   memory->index().remove_thread(id);
   if (work) work->forget(id);
+  *out = handoff_outcome::moved;
   *events = m.last_seq;
   return status::ok();
 }

@@ -99,7 +99,8 @@ struct runtime::impl {
   std::atomic<bool> pass_stop{false};
   status start_pass(const std::string& target);
   void run_pass(std::string target);
-  status handoff(const std::string& id, const std::string& to, bool* busy, uint64_t* events);
+  enum class handoff_outcome { moved, busy, gone };  // gone: deleted meanwhile, or moved already
+  status handoff(const std::string& id, const std::string& to, handoff_outcome* out, uint64_t* events);
   status hand_claims(const cluster_view& v, uint64_t* moved);
   status commit_membership(const std::string& target);
   // Parts of threads other nodes are handing here.
