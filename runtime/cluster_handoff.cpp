@@ -310,10 +310,11 @@ status runtime::impl::adopt(std::string id, uint32_t part, uint32_t parts, std::
       buffered = {};
     }
     if (part != buffered.next) {
+      const uint32_t due = buffered.next;  // read before the erase frees it
       adopting_bytes -= buffered.bytes;
       adopting.erase(id);
       return status::invalid_input("handoff of thread " + id + ": part " + std::to_string(part) + " where part " +
-                                   std::to_string(buffered.next) + " was due")
+                                   std::to_string(due) + " was due")
           .with_field("part");
     }
     size_t bytes = 0;
