@@ -504,3 +504,94 @@ TEST_CASE("cluster: handoff parts out of order or not this node's to take are re
   CHECK(s.code() == errc::conflict);
   CHECK(s.message().find("SIGHUP") != std::string::npos);
 }
+
+// Delegation through a cluster: a run sent through a node that does not own the
+// thread delegates on the owner (a child lives with its parent: its id's root
+// is the parent's), every node reads the family, and a rebalance moves the
+// family together.
+TEST_CASE("cluster: a delegation chain runs on its root's owner and moves with it") {
+  cluster_fixture f;
+  auto asker = [](const std::string& target, const std::string& prefix) {
+    return R"({"rules": [{"turn": 1, "tool_calls": [{"name": "ask_agent", "id": "ask1", "arguments": {"agent": ")" +
+           target + R"(", "question": "and you?"}}]}], "default": {"reply": ")" + prefix + R"({tool_result}"}})";
+  };
+  auto agent = [&](const std::string& id, const std::string& rules, std::vector<std::string> delegates) {
+    agent_config a;
+    a.id = id;
+    a.engine_config = rules;
+    a.delegation.agents = std::move(delegates);
+    status s = f.nodes[1]->create_agent(a);  // through a node that is not the coordinator
+    INFO(s.to_string());
+    REQUIRE(s.is_ok());
+  };
+  agent("a", asker("b", "a heard: "), {"b"});
+  agent("b", asker("c", "b heard: "), {"c"});
+  agent("c", R"({"default": {"reply": "c says 42"}})", {});
+  // Roots created on every node, until some will move to a fourth node and
+  // some stay; each run sent through another node.
+  std::vector<std::string> roots;
+  rendezvous by4{{"n1", "n2", "n3", "n4"}};
+  size_t moving = 0;
+  for (size_t k = 0; k < 40 && (k < 6 || moving == 0 || moving == roots.size()); ++k) {
+    thread_options o;
+    o.agent_id = "a";
+    manifest m;
+    REQUIRE(f.nodes[k % 3]->create_thread(o, &m).is_ok());
+    roots.push_back(m.id);
+    moving += by4.owner_id(m.id) == "n4";
+    run_input in;
+    in.text = "go";
+    run_result r;
+    status s = f.nodes[(k + 1) % 3]->send(m.id, in).wait(&r, 30s);
+    INFO(s.to_string() << " " << r.error);
+    REQUIRE(s.is_ok());
+    CHECK(r.outcome == run_outcome::completed);
+    CHECK(r.text == "a heard: b heard: c says 42");
+  }
+  auto check_family = [&](const std::string& root, size_t via) {
+    manifest child, grandchild;
+    REQUIRE(f.nodes[via]->get_thread(root + ".1", &child).is_ok());
+    CHECK(child.agent_id == "b");
+    CHECK(child.parent_id == root);
+    REQUIRE(f.nodes[via]->get_thread(root + ".1.1", &grandchild).is_ok());
+    CHECK(grandchild.agent_id == "c");
+    thread_query q;
+    q.index = thread_query::by::parent;
+    q.value = root;
+    thread_page page;
+    REQUIRE(f.nodes[via]->list_threads(q, &page).is_ok());
+    REQUIRE(page.threads.size() == 1);
+    CHECK(page.threads[0].id == root + ".1");
+  };
+  for (size_t k = 0; k < roots.size(); ++k) check_family(roots[k], (k + 2) % 3);
+  // Each family is stored on its root's owner: three threads per root there.
+  std::vector<uint64_t> expected(3, 0);
+  for (const auto& root : roots) expected[f.owner(root)] += 3;
+  std::vector<cluster_member_state> ms;
+  REQUIRE(f.nodes[0]->cluster_members(&ms).is_ok());
+  for (size_t i = 0; i < 3; ++i) CHECK(ms[i].threads == expected[i]);
+
+  // A fourth node: whole families move, or none of their threads.
+  size_t n4 = f.add_member();
+  f.open(n4);
+  for (size_t i = 0; i < 3; ++i) REQUIRE(f.nodes[i]->reload_cluster(f.members).is_ok());
+  cluster_rebalance_state st;
+  REQUIRE(f.nodes[2]->rebalance(&st).is_ok());
+  std::vector<uint64_t> after(4, 0);
+  for (const auto& root : roots) after[f.owner(root)] += 3;
+  REQUIRE(moving > 0);
+  CHECK(st.moved == after[n4]);
+  CHECK(st.moved == 3 * moving);
+  REQUIRE(f.nodes[0]->cluster_members(&ms).is_ok());
+  for (size_t i = 0; i < 4; ++i) CHECK(ms[i].threads == after[i]);
+  for (size_t k = 0; k < roots.size(); ++k) check_family(roots[k], k % 4);
+  // And a moved family delegates again on its new owner.
+  std::string moved_root;
+  for (const auto& root : roots)
+    if (by4.owner_id(root) == "n4") moved_root = root;
+  run_input in;
+  in.text = "again";
+  run_result r;
+  REQUIRE(f.nodes[0]->send(moved_root, in).wait(&r, 30s).is_ok());
+  CHECK(r.text == "a heard: b heard: c says 42");
+}
