@@ -212,12 +212,16 @@ TEST_CASE("cluster serve: three processes and one SIGKILL") {
     return status;
   };
   REQUIRE(::kill(nodes[2]->child().pid(), SIGSTOP) == 0);
-  CHECK(timed_status(0, slow.thread) == 503);
-  CHECK(r.body.find("n3") != std::string::npos);
+  auto stopped_peer = [&](const char* when) {
+    int status = timed_status(0, slow.thread);
+    INFO(when << ": thread " << slow.thread << " via n1: " << status << " " << r.body);
+    CHECK(status == 503);
+    CHECK(r.body.find("n3") != std::string::npos);
+  };
+  stopped_peer("over the existing link");
   nodes[0]->kill();
   nodes[0] = start_node(ids[0], file, data(0));
-  CHECK(timed_status(0, slow.thread) == 503);
-  CHECK(r.body.find("n3") != std::string::npos);
+  stopped_peer("over a fresh link");
   CHECK(timed_status(0, first_owned_by(1).thread) == 200);
   REQUIRE(::kill(nodes[2]->child().pid(), SIGCONT) == 0);
   CHECK(runtime_fixture::eventually([&] { return get(0, slow.thread) == 200; }, 30s));
