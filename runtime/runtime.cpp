@@ -736,6 +736,16 @@ status runtime::compact(const std::string& thread_id, const compact_options& opt
 }
 
 status runtime::create_schedule(schedule s, schedule* out) {
+  // Schedules are node-local, and a firing writes its rows in the bound thread's
+  // tick: a schedule bound to another node's thread is made there.
+  if (!s.thread_id.empty() && validate_id(s.thread_id, "schedule.thread_id").is_ok()) {
+    std::string owner;
+    SKEIN_TRY(impl_->route(s.thread_id, &owner));
+    if (!owner.empty())
+      return status::invalid_input("schedule.thread_id: thread " + s.thread_id + " lives on node " + owner +
+                                   ", and schedules are node-local: create it through node " + owner)
+          .with_field("thread_id");
+  }
   schedule created;
   SKEIN_TRY(impl_->ask(impl_->scheduler, &created, create_atom::value, std::move(s)));
   if (out != nullptr) *out = std::move(created);
