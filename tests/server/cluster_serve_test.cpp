@@ -224,6 +224,18 @@ TEST_CASE("cluster serve: three processes and one SIGKILL") {
   stopped_peer("over a fresh link");
   CHECK(timed_status(0, first_owned_by(1).thread) == 200);
   REQUIRE(::kill(nodes[2]->child().pid(), SIGCONT) == 0);
+  // n3 is back: it serves its thread through a node whose link to it predates
+  // the stop at once, and through n1 once n1's link answers. A link opened to
+  // a stopped node can stay unanswered after the node resumes (CAF 0.17's
+  // middleman, seen about 1 run in 10 here under load; README, "What a client
+  // sees"): it answers again once either end restarts.
+  CHECK(runtime_fixture::eventually([&] { return get(1, slow.thread) == 200; }, 30s));
+  CHECK(manifest_of(r.body).last_seq == slow.last_seq);
+  if (!runtime_fixture::eventually([&] { return get(0, slow.thread) == 200; }, 10s)) {
+    std::printf("cluster serve test: n1's link opened while n3 was stopped stays unanswered: n1 restarts\n");
+    nodes[0]->kill();
+    nodes[0] = start_node(ids[0], file, data(0));
+  }
   CHECK(runtime_fixture::eventually([&] { return get(0, slow.thread) == 200; }, 30s));
   CHECK(manifest_of(r.body).last_seq == slow.last_seq);
 }
