@@ -1,28 +1,57 @@
 // free_port: a TCP port free on loopback now, for a test that must name ports
 // before its servers listen (a cluster file). Another process could take it
 // meanwhile; the server's open then fails loudly, naming the port.
+//
+// Picked at random below the kernel's ephemeral range (read from
+// /proc/sys/net/ipv4/ip_local_port_range; 32768 when unreadable), not by
+// binding port 0: an ephemeral port is what every outgoing connection and
+// every server on port 0 takes next, so the suite's own clients could grab it
+// between the pick and the listen (seen as a cluster serve test failing at
+// start when run beside the others).
 #pragma once
 
 #include <arpa/inet.h>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdint>
+#include <fstream>
 #include <netinet/in.h>
+#include <random>
+#include <set>
 #include <sys/socket.h>
 #include <unistd.h>
 
 namespace skein::test {
 
 inline uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  socklen_t len = sizeof a;
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-  ::close(fd);
-  return ntohs(a.sin_port);
+  static thread_local std::mt19937 rng{static_cast<uint32_t>(::getpid()) * 2654435761u ^
+                                       static_cast<uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count())};
+  uint32_t low = 32768;
+  {
+    std::ifstream range{"/proc/sys/net/ipv4/ip_local_port_range"};
+    uint32_t from = 0;
+    if (range >> from && from > 12000) low = from;
+  }
+  std::uniform_int_distribution<uint32_t> pick{10000, low - 1};
+  static thread_local std::set<uint16_t> given;  // never the same port twice in one process
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    uint16_t port = static_cast<uint16_t>(pick(rng));
+    if (given.count(port)) continue;
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    ::close(fd);
+    if (free) {
+      given.insert(port);
+      return port;
+    }
+  }
+  FAIL("no free loopback port below " << low << " in 200 tries");
+  return 0;
 }
 
 }  // namespace skein::test
