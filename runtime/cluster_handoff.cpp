@@ -72,6 +72,7 @@ status runtime::impl::load_membership() {
     else if (key.starts_with(mark_prefix)) marks[key.substr(mark_prefix.size())] = value;
   }
   const auto& file = options.cluster.members;
+  membership_stored = !active.empty();
   if (active.empty()) {
     // The first open of this database. A node joining a running cluster
     // learns its active members from a member (after the link starts:
@@ -87,10 +88,8 @@ status runtime::impl::load_membership() {
 }
 
 status runtime::impl::learn_membership() {
-  std::vector<std::pair<std::string, std::string>> rows;
-  SKEIN_TRY(log->read_node_rows(active_row, &rows));
-  if (!rows.empty()) return status::ok();
-  const auto file = options.cluster.members;
+  if (membership_stored) return status::ok();
+  const auto& file = options.cluster.members;
   std::vector<cluster_member> active;
   log_usage u;
   SKEIN_TRY(log->usage(core_opts.wall_clock(), &u));
@@ -108,15 +107,18 @@ status runtime::impl::learn_membership() {
     cluster->forget_failures();  // a member down at this open is no reason to wait a backoff later
   }
   if (active.empty()) active = file;
-  SKEIN_TRY(persist_active(active, {}));
+  SKEIN_TRY(persist_members(active, {}, {}));
+  membership_stored = true;
   cluster->set_view(active, same_members(active, file) ? std::vector<cluster_member>{} : file, {});
   return status::ok();
 }
 
-status runtime::impl::persist_active(const std::vector<cluster_member>& active,
-                                     const std::vector<cluster_member>& previous) {
+status runtime::impl::persist_members(const std::vector<cluster_member>& active,
+                                      const std::vector<cluster_member>& previous,
+                                      std::vector<std::string> marks_done) {
   std::vector<std::pair<std::string, std::string>> puts{{active_row, format_cluster(active)}};
   std::vector<std::string> deletes;
+  for (const auto& id : marks_done) deletes.push_back(mark_prefix + id);
   if (previous.empty()) deletes.push_back(previous_row);
   else puts.emplace_back(previous_row, format_cluster(previous));
   return log->write_node_rows(puts, deletes);
@@ -154,7 +156,7 @@ void runtime::impl::run_pass(std::string target) {
       return fail(status::conflict("node " + self + "'s target changed during the pass"));
     // Every thread stored here whose target owner is another node. Rounds
     // repeat until one finds none (a thread listed twice, or gone, is skipped).
-    std::vector<std::pair<std::string, std::string>> todo;
+    std::vector<std::pair<std::string, std::string>> to_move;  // thread, new owner
     std::set<std::string> listed;  // a thread updated during the listing may show twice
     thread_query q;
     q.index = thread_query::by::updated;
@@ -169,18 +171,18 @@ void runtime::impl::run_pass(std::string target) {
                                        "), so it cannot move: repair or delete it, then rerun the rebalance"));
       for (const auto& m : page.threads) {
         const std::string& to = v->target_ring.owner_id(cluster_key(m.id));
-        if (to != self && listed.insert(m.id).second) todo.emplace_back(m.id, to);
+        if (to != self && listed.insert(m.id).second) to_move.emplace_back(m.id, to);
       }
       if (page.next_cursor.empty()) break;
       q.cursor = page.next_cursor;
     }
     {
       std::lock_guard lock{pass_mu};
-      pass.remaining = todo.size();
+      pass.remaining = to_move.size();
     }
-    if (todo.empty()) break;
+    if (to_move.empty()) break;
     size_t busy = 0;
-    for (const auto& [id, to] : todo) {
+    for (const auto& [id, to] : to_move) {
       if (pass_stop) return fail(status::unavailable("node " + self + " is closing"));
       handoff_outcome outcome = handoff_outcome::gone;
       uint64_t events = 0;
@@ -305,14 +307,17 @@ status runtime::impl::adopt(std::string id, uint32_t part, uint32_t parts, std::
   {
     std::lock_guard lock{adopt_mu};
     auto& buffered = adopting[id];
+    auto drop = [&] {  // `buffered` is gone after this
+      adopting_bytes -= buffered.bytes;
+      adopting.erase(id);
+    };
     if (part == 0) {  // a handoff (started over)
       adopting_bytes -= buffered.bytes;
       buffered = {};
     }
     if (part != buffered.next) {
-      const uint32_t due = buffered.next;  // read before the erase frees it
-      adopting_bytes -= buffered.bytes;
-      adopting.erase(id);
+      const uint32_t due = buffered.next;
+      drop();
       return status::invalid_input("handoff of thread " + id + ": part " + std::to_string(part) + " where part " +
                                    std::to_string(due) + " was due")
           .with_field("part");
@@ -320,8 +325,7 @@ status runtime::impl::adopt(std::string id, uint32_t part, uint32_t parts, std::
     size_t bytes = 0;
     for (const auto& r : rows) bytes += r.key.size() + r.value.size();
     if (adopting_bytes + bytes > adopt_buffer_bytes_max) {
-      adopting_bytes -= buffered.bytes;
-      adopting.erase(id);
+      drop();
       return status::overloaded("handoff of thread " + id + ": more than adopt_buffer_bytes_max (" +
                                 std::to_string(adopt_buffer_bytes_max) + ") buffered for handoffs to node " +
                                 cluster->self())
@@ -332,9 +336,8 @@ status runtime::impl::adopt(std::string id, uint32_t part, uint32_t parts, std::
     ++buffered.next;
     for (auto& r : rows) buffered.rows.push_back(std::move(r));
     if (part + 1 < parts) return status::ok();
-    adopting_bytes -= buffered.bytes;
     all = std::move(buffered.rows);
-    adopting.erase(id);
+    drop();
   }
   return journal_run(*sys, actors.journal, [&](event_log& l) { return l.adopt_thread(id, all, adopted); });
 }
@@ -355,14 +358,12 @@ status runtime::impl::commit_membership(const std::string& target) {
     return status::conflict("node " + cluster->self() + " has another target: its cluster file differs");
   std::lock_guard pass_lock{pass_mu};
   if (pass.phase == "moving") return status::conflict("node " + cluster->self() + " is still handing threads over");
-  std::vector<std::string> deletes;
+  std::vector<std::string> moved;
   {
     std::lock_guard lock{marks_mu};
-    for (const auto& [id, to] : marks) deletes.push_back(mark_prefix + id);
+    for (const auto& [id, to] : marks) moved.push_back(id);
   }
-  std::vector<std::pair<std::string, std::string>> puts{{active_row, target},
-                                                        {previous_row, format_cluster(v->active)}};
-  SKEIN_TRY(log->write_node_rows(puts, deletes));
+  SKEIN_TRY(persist_members(members, v->active, std::move(moved)));
   {
     std::lock_guard lock{marks_mu};
     marks.clear();

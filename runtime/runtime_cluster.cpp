@@ -28,11 +28,11 @@ status runtime::impl::route(std::string_view id, std::string* node) const {
   const std::string& self = cluster->self();
   std::string_view key = cluster_key(id);
   const std::string& a = v->active_ring.owner_id(key);
-  if (!v->changing() || v->target_ring.owner_id(key) == a) {
+  const std::string& t = v->changing() ? v->target_ring.owner_id(key) : a;
+  if (t == a) {
     if (a != self) *node = a;
     return status::ok();
   }
-  const std::string& t = v->target_ring.owner_id(key);
   if (a == self) {
     bool here = stored_here(id);
     if (marked(id) && here)

@@ -88,10 +88,14 @@ struct runtime::impl {
   // At open: the stored members, the cluster file as the target when it differs,
   // the marks.
   status load_membership();
+  bool membership_stored = false;  // load_membership found the active members stored
   // After the link starts, on a database's first open: a node joining a
   // running cluster takes its active members from one; the members are stored.
   status learn_membership();
-  status persist_active(const std::vector<cluster_member>& active, const std::vector<cluster_member>& previous);
+  // Stores the members (and `previous`, or none) and drops the handoff marks
+  // named, in one write.
+  status persist_members(const std::vector<cluster_member>& active, const std::vector<cluster_member>& previous,
+                         std::vector<std::string> marks_done);
   // This node's pass of a rebalance: hands over what the target gives others.
   std::mutex pass_mu;  // guards pass, pass_thread
   cluster_rebalance_state pass;
