@@ -589,6 +589,17 @@ TEST_CASE("GET /v1/cluster: admin only and one member when the server is alone")
   CHECK(r.body.find(R"("state":"self")") != std::string::npos);
   CHECK(r.body.find(R"("state":"up")") == std::string::npos);
   CHECK(f.call("POST", "/v1/cluster", "{}", admin).status == 405);
+  CHECK(r.body.find(R"("rebalance":{"phase":"none")") != std::string::npos);
+  // A rebalance: admin only; a server alone refuses it by name, whatever the body.
+  r = f.call("POST", "/v1/cluster/rebalance", "", alpha);
+  CHECK(r.status == 403);
+  CHECK(error_code(r.body) == "forbidden");
+  r = f.call("POST", "/v1/cluster/rebalance", std::string(1 << 20, '{'), admin);
+  INFO(r.body);
+  CHECK(r.status == 400);
+  CHECK(r.body.find("not a cluster node") != std::string::npos);
+  CHECK(f.call("GET", "/v1/cluster/rebalance", "", admin).status == 405);
+  CHECK(f.call("POST", "/v1/cluster/rebalance/now", "", admin).status == 404);
 }
 
 TEST_CASE("POST entries: the handler trusts admission's check of its own thread only") {
