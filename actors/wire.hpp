@@ -22,6 +22,7 @@
 
 #include "persistence/event_log.hpp"
 #include "runtime/model/agent.hpp"
+#include "runtime/model/compaction.hpp"
 #include "runtime/model/event.hpp"
 #include "runtime/model/manifest.hpp"
 #include "runtime/model/run.hpp"
@@ -191,6 +192,14 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, effect_settings& x) {
   return f(caf::meta::type_name("skein.effect_settings"), x.titles, x.embedder, x.embedder_config);
 }
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, compact_result& x) {
+  return f(caf::meta::type_name("skein.compact_result"), x.compacted, x.failed, x.reason, x.seq, x.tokens_before,
+           x.tokens_after, x.events_before, x.events_after);
+}
+static_assert(sizeof(compact_result) == sizeof(uint64_t) + sizeof(std::string) + 5 * sizeof(uint64_t),
+              "compact_result changed: update actors/wire.hpp");
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, compaction_settings& x) {

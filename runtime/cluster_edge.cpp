@@ -192,6 +192,29 @@ void edge_worker(caf::blocking_actor* self, runtime* rt, cluster_link* link, edg
         if (status s = rt->diagnose(id, &d); !s) return to_error(s);
         return d;
       },
+      [&](compact_atom, std::string& id, compact_wire& w) -> caf::result<compact_result> {
+        compact_result out;
+        if (status s = own(id); !s) return to_error(s);
+        if (status s = rt->compact(id, w.options(), &out); !s) return to_error(s);
+        return out;
+      },
+      [&](member_atom, std::string& id, std::string& agent, std::string& trigger, bool add) -> caf::result<manifest> {
+        manifest m;
+        if (status s = own(id); !s) return to_error(s);
+        status s;
+        if (add) {
+          house_member hm;
+          hm.agent_id = agent;
+          auto t = parse_member_trigger(trigger);
+          if (!t) return to_error(status::invalid_input("trigger: not a member trigger: " + trigger).with_field("trigger"));
+          hm.trigger = *t;
+          s = rt->add_member(id, hm, &m);
+        } else {
+          s = rt->remove_member(id, agent, &m);
+        }
+        if (!s) return to_error(s);
+        return m;
+      },
       [&](import_atom, manifest& m, std::vector<event>& events) -> caf::result<manifest> {
         manifest out;
         if (status s = own(m.id); !s) return to_error(s);

@@ -78,6 +78,26 @@ void register_wire_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<log_row>("skein.log_row");
   cfg.add_message_type<std::vector<log_row>>("skein.log_rows");
   cfg.add_message_type<cluster_rebalance_state>("skein.rebalance_state");
+  cfg.add_message_type<compact_wire>("skein.compact_options");
+  cfg.add_message_type<compact_result>("skein.compact_result");
+}
+
+compact_wire compact_wire::from(const compact_options& o) {
+  compact_wire w;
+  w.stages = o.stages;
+  w.has_keep_turns = o.keep_turns.has_value();
+  w.keep_turns = o.keep_turns.value_or(0);
+  w.has_tool_result_bytes_max = o.tool_result_bytes_max.has_value();
+  w.tool_result_bytes_max = o.tool_result_bytes_max.value_or(0);
+  return w;
+}
+
+compact_options compact_wire::options() const {
+  compact_options o;
+  o.stages = stages;
+  if (has_keep_turns) o.keep_turns = keep_turns;
+  if (has_tool_result_bytes_max) o.tool_result_bytes_max = tool_result_bytes_max;
+  return o;
 }
 
 void prepare_cluster_config(caf::actor_system_config& cfg) {

@@ -33,6 +33,8 @@
 //   (delete_atom, id) -> bool · (fork_atom, id, uint64 at) -> manifest
 //   (title_atom, id, std::string) -> manifest · (reconcile_atom, id) -> bool
 //   (diagnose_atom, id) -> diagnosis · (import_atom, manifest, std::vector<event>) -> manifest
+//   (compact_atom, id, compact_wire) -> compact_result
+//   (member_atom, id, std::string agent, std::string trigger, bool add) -> manifest   house members
 //   (task_atom, task id) -> manifest · (list_atom, thread_query) -> thread_page (its own threads)
 //   (caf::put_atom, agent_config) -> agent_config · (agent_atom) -> std::vector<agent_config>
 //   (stats_atom) -> (uint64 threads stored, uint64 thread actors active)
@@ -87,6 +89,24 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, cluster_rebalance_state& x) {
   return f(caf::meta::type_name("skein.rebalance_state"), x.phase, x.moved, x.events, x.claims, x.remaining,
            x.error);
+}
+
+// compact_options on the wire: CAF 0.17 has no std::optional, so "unset" is
+// a flag beside each value.
+struct compact_wire {
+  std::vector<std::string> stages;
+  bool has_keep_turns = false;
+  uint32_t keep_turns = 0;
+  bool has_tool_result_bytes_max = false;
+  uint64_t tool_result_bytes_max = 0;
+  static compact_wire from(const compact_options& o);
+  compact_options options() const;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, compact_wire& x) {
+  return f(caf::meta::type_name("skein.compact_options"), x.stages, x.has_keep_turns, x.keep_turns,
+           x.has_tool_result_bytes_max, x.tool_result_bytes_max);
 }
 
 template <class Inspector>

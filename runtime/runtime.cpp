@@ -397,12 +397,17 @@ status runtime::create_threads(const std::vector<thread_options>& options, std::
 status runtime::add_member(const std::string& thread_id, const house_member& member, manifest* out) {
   SKEIN_TRY(validate_id(thread_id, "thread id"));
   SKEIN_TRY(validate_id(member.agent_id, "agent"));
-  SKEIN_TRY(impl_->local_only(thread_id, "adding a house member"));
   agent_config a;
   SKEIN_TRY(get_agent(member.agent_id, &a));  // a member must be an agent now
   manifest m;
-  SKEIN_TRY(impl_->ask_thread(thread_id, &m, member_atom::value, member.agent_id,
-                              std::string{to_string(member.trigger)}, true));
+  std::string owner;
+  SKEIN_TRY(impl_->route(thread_id, &owner));
+  if (!owner.empty())
+    SKEIN_TRY(impl_->cluster->call(owner, [&](manifest& r) { m = std::move(r); }, member_atom::value, thread_id,
+                                   member.agent_id, std::string{to_string(member.trigger)}, true));
+  else
+    SKEIN_TRY(impl_->ask_thread(thread_id, &m, member_atom::value, member.agent_id,
+                                std::string{to_string(member.trigger)}, true));
   if (out != nullptr) *out = std::move(m);
   return status::ok();
 }
@@ -410,9 +415,14 @@ status runtime::add_member(const std::string& thread_id, const house_member& mem
 status runtime::remove_member(const std::string& thread_id, const std::string& agent_id, manifest* out) {
   SKEIN_TRY(validate_id(thread_id, "thread id"));
   SKEIN_TRY(validate_id(agent_id, "agent"));
-  SKEIN_TRY(impl_->local_only(thread_id, "removing a house member"));
   manifest m;
-  SKEIN_TRY(impl_->ask_thread(thread_id, &m, member_atom::value, agent_id, std::string{}, false));
+  std::string owner;
+  SKEIN_TRY(impl_->route(thread_id, &owner));
+  if (!owner.empty())
+    SKEIN_TRY(impl_->cluster->call(owner, [&](manifest& r) { m = std::move(r); }, member_atom::value, thread_id,
+                                   agent_id, std::string{}, false));
+  else
+    SKEIN_TRY(impl_->ask_thread(thread_id, &m, member_atom::value, agent_id, std::string{}, false));
   if (out != nullptr) *out = std::move(m);
   return status::ok();
 }
@@ -727,9 +737,18 @@ status runtime::apply_retention(retention_result* out) {
 }
 
 status runtime::compact(const std::string& thread_id, const compact_options& options, compact_result* out) {
-  SKEIN_TRY(impl_->local_only(thread_id, "compaction"));
+  SKEIN_TRY(validate_id(thread_id, "thread id"));
   SKEIN_TRY(impl_->check_open());
   SKEIN_TRY(validate_compact_options(options));
+  std::string owner;
+  SKEIN_TRY(impl_->route(thread_id, &owner));
+  if (!owner.empty()) {
+    compact_result r;
+    SKEIN_TRY(impl_->cluster->call(owner, [&](compact_result& x) { r = std::move(x); }, compact_atom::value, thread_id,
+                                   compact_wire::from(options)));
+    if (out != nullptr) *out = std::move(r);
+    return status::ok();
+  }
   compact_request req;
   req.options = options;
   return impl_->ask_thread(thread_id, out, compact_atom::value, std::move(req));

@@ -97,8 +97,8 @@ struct runtime_options {
   // node keeps its own database for the threads it owns; any call about a thread
   // is forwarded to its owner, listings gather from every node, agents are
   // written through the first member to all. Node-local still: schedules,
-  // work items, memory search, usage, compaction and house members of another
-  // node's thread (`unavailable` naming the owner).
+  // work items, memory search and usage (a schedule bound to another node's
+  // thread is refused naming the node to make it through).
   cluster_options cluster;
 };
 

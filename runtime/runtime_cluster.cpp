@@ -73,15 +73,6 @@ status runtime::impl::route_creation(const thread_options& o, std::string* node)
   return status::ok();
 }
 
-status runtime::impl::local_only(const std::string& id, const char* what) const {
-  std::string owner;
-  SKEIN_TRY(route(id, &owner));
-  if (!owner.empty())
-    return status::unavailable("thread " + id + " lives on node " + owner + ", and " + what +
-                               " is not forwarded between nodes yet: call node " + owner);
-  return status::ok();
-}
-
 status runtime::impl::put_agent_local(agent_config config, agent_config* out) {
   agent_config created;
   SKEIN_TRY(ask(actors.directory, &created, caf::put_atom::value, std::move(config)));

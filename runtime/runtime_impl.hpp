@@ -70,7 +70,6 @@ struct runtime::impl {
   status route_claim(const std::string& key, std::string* node) const;
   bool stored_here(std::string_view id) const;
   // Calls that are not forwarded yet: refused, never answered from the wrong node.
-  status local_only(const std::string& id, const char* what) const;
   status put_agent_local(agent_config config, agent_config* out);
   // A node that missed an agent's fan-out (it was down) fetches the coordinator's agents.
   status sync_agents();

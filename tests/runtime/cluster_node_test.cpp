@@ -173,12 +173,50 @@ TEST_CASE("cluster: any node serves any thread through its owner") {
   manifest gone;
   CHECK(f.nodes[(other + 1) % f.n]->get_thread(victim, &gone).code() == errc::not_found);
 
-  // Not forwarded yet: refused naming the owner, not answered as missing.
-  compact_result cr;
-  status refused = f.nodes[other]->compact(threads[1].id, {}, &cr);
-  if (f.owner(threads[1].id) != other) {
-    CHECK(refused.code() == errc::unavailable);
-    CHECK(refused.message().find(f.members[f.owner(threads[1].id)].id) != std::string::npos);
+  // Compaction and house members of a thread through a node that does not own
+  // it: done on the owner, the same answer as there.
+  {
+    const std::string& id = threads[1].id;
+    size_t via = (f.owner(id) + 1) % f.n;
+    run_input long_turn;  // something worth summarizing before the kept last turn
+    long_turn.text = std::string(4000, 'x');
+    run_result rr;
+    REQUIRE(f.nodes[via]->send(id, long_turn).wait(&rr, 30s).is_ok());
+    long_turn.text = "last";
+    REQUIRE(f.nodes[via]->send(id, long_turn).wait(&rr, 30s).is_ok());
+    compact_options co;
+    co.keep_turns = 1;
+    compact_result cr;
+    status s = f.nodes[via]->compact(id, co, &cr);
+    INFO(s.to_string() << " " << cr.reason);
+    REQUIRE(s.is_ok());
+    CHECK(cr.compacted);
+    CHECK(cr.seq > 0);
+    CHECK(cr.events_after < cr.events_before);
+    manifest m;
+    REQUIRE(f.nodes[f.owner(id)]->get_thread(id, &m).is_ok());
+    CHECK(m.compaction_seq == cr.seq);
+    std::vector<event> ev;
+    REQUIRE(f.nodes[f.owner(id)]->read(id, history_view::complete, cr.seq, 1, &ev).is_ok());
+    REQUIRE(ev.size() == 1);
+    CHECK(ev[0].type == event_type::compaction);
+    // Bad options are refused before anything crosses, naming the field.
+    compact_options bad;
+    bad.keep_turns = compact_keep_turns_max + 1;
+    CHECK(f.nodes[via]->compact(id, bad, &cr).field() == "keep_turns");
+
+    house_member hm{"helper", member_trigger::on_mention};
+    manifest added, removed;
+    REQUIRE(f.nodes[via]->add_member(id, hm, &added).is_ok());
+    REQUIRE(f.nodes[f.owner(id)]->get_thread(id, &m).is_ok());
+    CHECK(std::find(m.members.begin(), m.members.end(), hm) != m.members.end());
+    CHECK(added.last_seq == m.last_seq);
+    house_member stranger{"nobody", member_trigger::always};
+    CHECK(f.nodes[via]->add_member(id, stranger, &added).code() == errc::not_found);
+    REQUIRE(f.nodes[(via + 1) % f.n]->remove_member(id, "helper", &removed).is_ok());
+    REQUIRE(f.nodes[f.owner(id)]->get_thread(id, &m).is_ok());
+    CHECK(std::find(m.members.begin(), m.members.end(), hm) == m.members.end());
+    CHECK(f.nodes[via]->remove_member(id, "helper", &removed).code() == errc::not_found);
   }
 
   std::vector<cluster_member_state> ms;
@@ -508,6 +546,22 @@ TEST_CASE("cluster: each edge message round-trips through the wire encoding") {
   CHECK(adopted.get_as<std::vector<log_row>>(4).front().family == 10);
   same(caf::make_message(claim_atom::value, std::vector<log_row>{row}));
   same(caf::make_message(membership_commit_atom::value, members));
+  // Compaction and house members.
+  compact_options co;
+  co.stages = {"drop_thinking", "summarize"};
+  co.keep_turns = 4;
+  caf::message compacted = same(caf::make_message(compact_atom::value, id, compact_wire::from(co)));
+  compact_options back = compacted.get_as<compact_wire>(2).options();
+  CHECK(back.stages == co.stages);
+  CHECK(back.keep_turns == std::optional<uint32_t>{4});
+  CHECK(!back.tool_result_bytes_max.has_value());
+  compact_result cr{true, false, "", 12, 900, 300, 20, 5};
+  caf::message cresult = same(caf::make_message(cr));
+  CHECK(cresult.get_as<compact_result>(0).seq == 12);
+  CHECK(cresult.get_as<compact_result>(0).tokens_after == 300);
+  same(caf::make_message(member_atom::value, id, std::string{"critic"}, std::string{"on_mention"}, true));
+  w.refuses_cuts(compact_wire::from(co));
+  w.refuses_cuts(cr);
   w.refuses_cuts(row);
   w.refuses_cuts(st);
   w.refuses_cuts(raw);
@@ -670,7 +724,42 @@ TEST_CASE("cluster: a message outside the edge protocol is answered with an erro
   refused(caf::make_message(caf::ok_atom::value, std::string{"hello"}));
   refused(caf::make_message(caf::get_atom::value, uint64_t{7}));
   refused(caf::make_message(std::string{"no atom at all"}));
+  // Compaction and house member calls from another node: checked as a client's.
+  auto answer = [&](caf::message msg) {
+    status s;
+    self->request(*edge, std::chrono::seconds(5), std::move(msg))
+        .receive([&](caf::message&) { s = status::ok(); }, [&](caf::error& e) { s = to_status(e); });
+    return s;
+  };
+  const std::string& owned = m.id;
+  std::string foreign;  // a thread id node 1 does not own
+  for (int i = 0; foreign.empty(); ++i) {
+    std::string id = "th_20261125_" + std::to_string(100000 + i);
+    if (f.owner(id) != 1) foreign = id;
+  }
+  REQUIRE(f.owner(owned) == 1);  // minted by node 1: an id it owns
+  compact_wire huge;
+  huge.has_keep_turns = true;
+  huge.keep_turns = compact_keep_turns_max + 1;
+  huge.stages = {std::string(1 << 20, 's')};
+  status s = answer(caf::make_message(compact_atom::value, owned, huge));
+  INFO(s.to_string());
+  CHECK(s.code() == errc::invalid_input);
+  s = answer(caf::make_message(member_atom::value, owned, std::string{"helper"}, std::string{"sometimes"}, true));
+  INFO(s.to_string());
+  CHECK(s.code() == errc::invalid_input);
+  CHECK(s.field() == "trigger");
+  s = answer(caf::make_message(member_atom::value, owned, std::string(100000, 'a'), std::string{"always"}, true));
+  CHECK(s.code() == errc::invalid_input);
+  s = answer(caf::make_message(compact_atom::value, foreign, compact_wire{}));
+  CHECK(s.code() == errc::unavailable);
+  s = answer(caf::make_message(member_atom::value, foreign, std::string{"helper"}, std::string{"always"}, true));
+  CHECK(s.code() == errc::unavailable);
+  s = answer(caf::make_message(member_atom::value, std::string{"../../etc"}, std::string{"helper"}, std::string{"always"}, true));
+  CHECK(s.code() == errc::invalid_input);
   manifest back;
   REQUIRE(f.nodes[f.owner(m.id) == 0 ? 1 : 0]->get_thread(m.id, &back).is_ok());
   CHECK(back.id == m.id);
+  CHECK(back.members.empty());
+  CHECK(back.compaction_seq == 0);
 }
