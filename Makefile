@@ -103,7 +103,8 @@ test-tsan: setup
 	@JOBS=$(JOBS) scripts/caf-tsan.sh build-caf-tsan
 	@$(TSAN_ENV) cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DCMAKE_CXX_FLAGS="-fsanitize=thread -fno-omit-frame-pointer -g" -DCAF_INCLUDE_DIR=$(CAF_TSAN)/include \
-	  -DCAF_CORE_LIBRARY=$(CAF_TSAN)/lib/libcaf_core.so -DCAF_IO_LIBRARY=$(CAF_TSAN)/lib/libcaf_io.so >/dev/null
+	  -DCAF_CORE_LIBRARY=$(CAF_TSAN)/lib/libcaf_core.so -DCAF_IO_LIBRARY=$(CAF_TSAN)/lib/libcaf_io.so \
+	  -DCAF_OPENSSL_LIBRARY=$(CAF_TSAN)/lib/libcaf_openssl.so >/dev/null
 	@$(TSAN_ENV) cmake --build build-tsan -j $(JOBS) --target actors_test runtime_test
 	@scripts/check-registered.sh build-tsan $(subst |, ,$(TSAN_TESTS))
 	@cd build-tsan && $(TSAN_ENV) SKEIN_UNDER_SANITIZER=tsan ctest --output-on-failure -j $(JOBS) -R '^($(TSAN_TESTS)):'

@@ -6,6 +6,8 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/io/middleman_actor.hpp>
+#include <caf/openssl/manager.hpp>
+#include <caf/openssl/publish.hpp>
 #include <caf/send.hpp>
 #include <condition_variable>
 #include <future>
@@ -100,9 +102,14 @@ compact_options compact_wire::options() const {
   return o;
 }
 
-void prepare_cluster_config(caf::actor_system_config& cfg) {
+void prepare_cluster_config(caf::actor_system_config& cfg, const cluster_tls& tls) {
   register_wire_types(cfg);
   cfg.load<caf::io::middleman>();
+  if (!tls.enabled()) return;
+  cfg.load<caf::openssl::manager>();
+  cfg.openssl_certificate = tls.certificate;
+  cfg.openssl_key = tls.key;
+  cfg.openssl_cafile = tls.ca;
 }
 
 // Links to the other members. Shared with the functors attached to their
@@ -118,6 +125,7 @@ struct cluster_link::peers {
     uint64_t backoff_ms = 0;
     std::string last_error;
     uint64_t forwarded = 0;
+    bool dials_here = false;  // TLS: it dials this node, never the other way
   };
   std::mutex mu;
   std::condition_variable cv;
@@ -186,6 +194,7 @@ void cluster_link::set_view(std::vector<cluster_member> active, std::vector<clus
         e.host = m.host;
         e.port = m.port;
       }
+      e.dials_here = options_.tls.enabled() && m.id > options_.node_id;
     }
   }
   std::lock_guard lock{views_->mu};
@@ -234,7 +243,8 @@ status cluster_link::start(runtime& rt, edge_hooks hooks) {
                                 [ws, next]() mutable { return ws[next++ % ws.size()]; },
                                 caf::actor_pool::round_robin());
   const auto& me = peers_->members.at(options_.node_id);
-  auto port = sys_.middleman().publish(edge_, me.port, me.host.c_str(), true);
+  auto port = tls() ? caf::openssl::publish(edge_, me.port, me.host.c_str(), true)
+                    : sys_.middleman().publish(edge_, me.port, me.host.c_str(), true);
   if (!port) {
     stop();
     return status::io_error("cluster: cannot listen on " + me.host + ":" + std::to_string(me.port) + ": " +
@@ -242,10 +252,58 @@ status cluster_link::start(runtime& rt, edge_hooks hooks) {
         .with_field("cluster");
   }
   port_ = *port;
+  if (tls()) dialer_ = std::thread([this] { dial_loop(); });
+  return status::ok();
+}
+
+void cluster_link::dial_loop() {
+  std::unique_lock lock{peers_->mu};
+  while (!stopping_) {
+    std::vector<std::string> due;
+    auto now = steady::now();
+    for (const auto& [id, p] : peers_->members)
+      if (id != options_.node_id && !p.dials_here && !p.edge && !p.connecting && now >= p.retry_at) due.push_back(id);
+    lock.unlock();
+    for (const auto& id : due) {
+      caf::actor ignored;
+      peer(id, &ignored, false).ignore();  // a failure sets the member's backoff
+    }
+    lock.lock();
+    peers_->cv.wait_for(lock, std::chrono::milliseconds(options_.reconnect_min_ms), [&] { return stopping_; });
+  }
+}
+
+status cluster_link::introduced(const std::string& node, caf::actor edge, const caf::node_id& from) {
+  if (!tls()) return status::invalid_input("hello: this node's links are plain TCP: it dials its peers itself");
+  if (!edge || edge.node() != from)
+    return status::invalid_input("hello: the edge introduced is not on the node that sent the hello");
+  std::lock_guard lock{peers_->mu};
+  auto found = peers_->members.find(node);
+  if (found == peers_->members.end() || node == options_.node_id)
+    return status::invalid_input("hello: node " + node + " is not a member");
+  auto& p = found->second;
+  if (!p.dials_here)
+    return status::invalid_input("hello: node " + node + " does not dial node " + options_.node_id +
+                                 " (the member with the greater id dials)");
+  p.edge = edge;
+  p.retry_at = {};
+  p.backoff_ms = 0;
+  p.last_error.clear();
+  std::weak_ptr<peers> weak = peers_;
+  edge->attach_functor([weak, node, addr = edge.address()] {
+    if (auto s = weak.lock()) s->lost(node, addr);
+  });
+  peers_->cv.notify_all();
   return status::ok();
 }
 
 void cluster_link::stop() {
+  {
+    std::lock_guard lock{peers_->mu};
+    stopping_ = true;
+    peers_->cv.notify_all();
+  }
+  if (dialer_.joinable()) dialer_.join();
   if (edge_) {
     sys_.middleman().unpublish(edge_, port_);
     caf::anon_send_exit(edge_, caf::exit_reason::user_shutdown);
@@ -261,23 +319,41 @@ void cluster_link::stop() {
   for (auto& [id, p] : peers_->members) p.edge = nullptr;
 }
 
-status cluster_link::peer(const std::string& node, caf::actor* out) {
+status cluster_link::peer(const std::string& node, caf::actor* out, bool counted) {
   std::unique_lock lock{peers_->mu};
   auto found = peers_->members.find(node);
   if (found == peers_->members.end()) return status::unavailable("node " + node + " is not a member");
   auto& p = found->second;
   auto deadline = steady::now() + timeout_;
+  auto down = [&] {
+    return status::unavailable("node " + node + " at " + p.host + ":" + std::to_string(p.port) + " is down (" +
+                               p.last_error + ")");
+  };
+  auto back_off = [&](std::string why) {
+    p.last_error = std::move(why);
+    p.backoff_ms = p.backoff_ms == 0 ? options_.reconnect_min_ms : std::min(p.backoff_ms * 2, options_.reconnect_max_ms);
+    p.retry_at = steady::now() + std::chrono::milliseconds(p.backoff_ms);
+  };
+  if (p.dials_here) {
+    // Its link, when it makes one (hello); no second link from here.
+    if (!p.edge && steady::now() < p.retry_at) return down();
+    if (!p.edge && !peers_->cv.wait_until(lock, deadline, [&] { return static_cast<bool>(p.edge) || stopping_; }))
+      back_off("no link from it within " + std::to_string(timeout_.count()) +
+               " ms: it dials this node (TLS: one link per pair)");
+    if (!p.edge) return down();
+    if (counted) ++p.forwarded;
+    *out = p.edge;
+    return status::ok();
+  }
   while (!p.edge && p.connecting)
     if (peers_->cv.wait_until(lock, deadline) == std::cv_status::timeout)
       return status::unavailable("node " + node + ": still connecting after " + std::to_string(timeout_.count()) + " ms");
   if (p.edge) {
-    ++p.forwarded;
+    if (counted) ++p.forwarded;
     *out = p.edge;
     return status::ok();
   }
-  if (steady::now() < p.retry_at)
-    return status::unavailable("node " + node + " at " + p.host + ":" + std::to_string(p.port) + " is down (" +
-                               p.last_error + ")");
+  if (steady::now() < p.retry_at) return down();
   p.connecting = true;
   p.tried = true;
   std::string host = p.host;
@@ -286,35 +362,38 @@ status cluster_link::peer(const std::string& node, caf::actor* out) {
   // The middleman's connect, asked with the request timeout: its blocking
   // remote_actor() waits forever on a peer that accepts TCP but never answers
   // the handshake (a stopped process). A late answer goes nowhere.
+  // Under TLS the OpenSSL module's middleman actor makes the link (the
+  // handshake checks the peer's certificate against the cluster CA), and the
+  // peer learns this node's edge from a hello over it.
   caf::actor edge;
   caf::error failed;
   {
     caller self{sys_};
-    self->request(sys_.middleman().actor_handle(), timeout_, caf::connect_atom::value, host, port)
+    auto mm = tls() ? sys_.openssl_manager().actor_handle() : sys_.middleman().actor_handle();
+    self->request(mm, timeout_, caf::connect_atom::value, host, port)
         .receive(
             [&](caf::node_id&, caf::strong_actor_ptr& ptr, std::set<std::string>&) {
               edge = caf::actor_cast<caf::actor>(ptr);
               if (!edge) failed = caf::make_error(caf::sec::no_actor_published_at_port);
             },
             [&](caf::error& e) { failed = std::move(e); });
+    if (!failed && tls())
+      self->request(edge, timeout_, hello_atom::value, options_.node_id, edge_)
+          .receive([](bool) {}, [&](caf::error& e) { failed = std::move(e); });
   }
   lock.lock();
   p.connecting = false;
   peers_->cv.notify_all();
   if (failed) {
-    p.last_error = failed == caf::sec::request_timeout
-                       ? "no handshake within " + std::to_string(timeout_.count()) + " ms"
-                       : sys_.render(failed);
-    p.backoff_ms = p.backoff_ms == 0 ? options_.reconnect_min_ms
-                                     : std::min(p.backoff_ms * 2, options_.reconnect_max_ms);
-    p.retry_at = steady::now() + std::chrono::milliseconds(p.backoff_ms);
-    return status::unavailable("node " + node + " at " + host + ":" + std::to_string(port) + " is down (" +
-                               p.last_error + ")");
+    back_off(failed == caf::sec::request_timeout ? "no handshake within " + std::to_string(timeout_.count()) + " ms"
+             : failed.category() == error_category ? "it refused this node's hello: " + to_status(failed).message()
+                                                   : sys_.render(failed));
+    return down();
   }
   p.edge = edge;
   p.backoff_ms = 0;
   p.last_error.clear();
-  ++p.forwarded;
+  if (counted) ++p.forwarded;
   *out = p.edge;
   std::weak_ptr<peers> weak = peers_;
   p.edge->attach_functor([weak, node, addr = p.edge.address()] {

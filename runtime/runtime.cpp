@@ -135,6 +135,15 @@ runtime::~runtime() { close().ignore(); }
 status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   auto p = std::make_unique<impl>();
   p->options = std::move(options);
+  const bool clustered = !p->options.cluster.node_id.empty();
+  if (clustered) {  // before anything is opened: a refusal touches nothing
+    SKEIN_TRY(check_cluster(p->options.cluster));
+    if (p->options.cluster.tls.enabled()) {
+      p->tls_files = std::make_unique<cluster_tls_files>();
+      SKEIN_TRY(p->tls_files->open(p->options.cluster.tls));
+      p->options.cluster.tls = p->tls_files->paths();
+    }
+  }
   log_options lo;
   lo.path = p->options.data_dir;
   lo.mode = p->options.mode;
@@ -153,11 +162,7 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   }
 
   register_skein_types(p->cfg);
-  const bool clustered = !p->options.cluster.node_id.empty();
-  if (clustered) {
-    SKEIN_TRY(check_cluster(p->options.cluster));
-    prepare_cluster_config(p->cfg);
-  }
+  if (clustered) prepare_cluster_config(p->cfg, p->options.cluster.tls);
   size_t workers = p->options.worker_threads > 0 ? p->options.worker_threads
                                                  : std::max<size_t>(2, std::thread::hardware_concurrency());
   p->cfg.set("scheduler.max-threads", workers);

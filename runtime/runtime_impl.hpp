@@ -19,6 +19,7 @@
 #include "actors/messages.hpp"
 #include "actors/timers.hpp"
 #include "runtime/cluster_link.hpp"
+#include "runtime/cluster_tls.hpp"
 #include "runtime/memory_service.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/work_service.hpp"
@@ -36,6 +37,8 @@ struct runtime::impl {
   runtime_options options;
   std::unique_ptr<event_log> log;
   caf::actor_system_config cfg;
+  // The node's TLS files as CAF reads them (cluster_tls.hpp): outlive the system.
+  std::unique_ptr<cluster_tls_files> tls_files;
   std::unique_ptr<caf::actor_system> sys;
   core actors;
   caf::actor retention;  // the retention effect (actors/effects/retention.hpp)

@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=$(realpath -m "${1:-build-caf-tsan}")
-[[ -f "$OUT/inst/lib/libcaf_core.so" && -f "$OUT/inst/lib/libcaf_io.so" ]] && exit 0
+[[ -f "$OUT/inst/lib/libcaf_core.so" && -f "$OUT/inst/lib/libcaf_io.so" && -f "$OUT/inst/lib/libcaf_openssl.so" ]] && exit 0
 mkdir -p "$OUT/apt/lists/partial" "$OUT/src"
 
 # Debian's source index, through a private apt configuration: the machine's own
@@ -37,12 +37,12 @@ got=$(sha256sum "$tarball" | cut -d' ' -f1)
 rm -rf "$OUT/src/actor-framework-0.17.6" && tar -xzf "$tarball" -C "$OUT/src"
 
 # -include limits: upstream 0.17.6 misses that include for g++ 12 (Debian patches it).
-echo "caf-tsan: building CAF core and io with -fsanitize=thread"
+echo "caf-tsan: building CAF core, io and openssl with -fsanitize=thread"
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake -S "$OUT/src/actor-framework-0.17.6" -B "$OUT/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS="-fsanitize=thread -O1 -g -include limits" "${launcher[@]}" \
-  -DCAF_NO_EXAMPLES=yes -DCAF_NO_UNIT_TESTS=yes -DCAF_NO_OPENCL=yes -DCAF_NO_OPENSSL=yes \
+  -DCAF_NO_EXAMPLES=yes -DCAF_NO_UNIT_TESTS=yes -DCAF_NO_OPENCL=yes \
   -DCAF_NO_PYTHON=yes -DCAF_NO_TOOLS=yes -DCAF_NO_SUMMARY=yes -DCMAKE_INSTALL_PREFIX="$OUT/inst" >/dev/null
 cmake --build "$OUT/build" -j "${JOBS:-2}" >/dev/null
 cmake --install "$OUT/build" >/dev/null

@@ -47,6 +47,9 @@ struct serve_config {
   std::string node_id;   // a cluster node: its id in the cluster file
   std::string cluster;   // the cluster file (runtime/model/cluster.hpp): every member's id and address
   uint64_t cluster_timeout_ms = 5000;  // a call forwarded to another node fails after this
+  // TLS between nodes (PEM files; all three or none): this node's certificate
+  // and key, and the cluster CA every member's certificate is signed by.
+  std::string cluster_cert, cluster_key, cluster_ca;
   bool demo = false;
 };
 
@@ -62,7 +65,8 @@ setting_fields fields_of(serve_config& c) {
   f.text = {
       {"listen", &c.listen}, {"data", &c.data}, {"durability", &c.durability},
       {"tokens", &c.tokens}, {"port_file", &c.port_file}, {"work_auto_archive", &c.work_auto_archive},
-      {"key_file", &c.key_file}, {"key_env", &c.key_env}, {"node_id", &c.node_id}, {"cluster", &c.cluster}};
+      {"key_file", &c.key_file}, {"key_env", &c.key_env}, {"node_id", &c.node_id}, {"cluster", &c.cluster},
+      {"cluster_cert", &c.cluster_cert}, {"cluster_key", &c.cluster_key}, {"cluster_ca", &c.cluster_ca}};
   f.numbers = {
       {"http_threads", &c.http_threads},
       {"body_bytes_max", &c.body_bytes_max},
@@ -106,7 +110,8 @@ const char* setting_names[] = {"listen", "data", "durability", "tokens", "port_f
                                "active_threads_max", "idle_passivate_ms", "thread_queue_max",
                                "heartbeat_interval_ms", "heartbeat_stale_ms", "start_stale_ms",
                                "work_sweep_interval_ms", "work_auto_archive", "key_file", "key_env",
-                               "node_id", "cluster", "cluster_timeout_ms"};
+                               "node_id", "cluster", "cluster_timeout_ms", "cluster_cert", "cluster_key",
+                               "cluster_ca"};
 
 status load_file(serve_config& c, const std::string& path) {
   std::ifstream in{path};
@@ -232,6 +237,8 @@ void print_serve_usage() {
       "Serves the HTTP API (tools/API.md) and the thread viewer at /ui on an embedded runtime\n"
       "until SIGINT or SIGTERM. A cluster node (--node-id, --cluster) reloads its cluster file on\n"
       "SIGHUP: a changed member list waits for `skein cluster rebalance` to move the threads.\n"
+      "Node links are TLS with --cluster-cert, --cluster-key and --cluster-ca (PEM files), else\n"
+      "plain TCP, which every member must then be on loopback for.\n"
       "Settings come from the defaults, then the config file (--config or SKEIN_CONFIG,\n"
       "`name = value` lines), then SKEIN_<NAME> in the environment, then flags; the later wins.\n"
       "A flag spells the name with dashes: --body-bytes-max 2097152.\n"
@@ -311,19 +318,27 @@ int run_serve(int argc, char** argv) {
   if (c.demo) ro.tools.push_back(weather_tool());
   if (c.node_id.empty() != c.cluster.empty())
     return fail("skein serve", status::invalid_input("node_id and cluster: give both (a cluster node) or neither"), 64);
+  if (c.node_id.empty() && !(c.cluster_cert.empty() && c.cluster_key.empty() && c.cluster_ca.empty()))
+    return fail("skein serve",
+                status::invalid_input("cluster_cert, cluster_key, cluster_ca: for a cluster node only (give node_id "
+                                      "and cluster)"),
+                64);
   embedded_namespace opened;
   if (!c.node_id.empty()) {
     // A cluster node: one database, the threads this node owns; no namespaces.
     ro.cluster.node_id = c.node_id;
     ro.cluster.request_timeout_ms = c.cluster_timeout_ms;
+    ro.cluster.tls = {c.cluster_cert, c.cluster_key, c.cluster_ca};
     if (status s = read_cluster_file(c.cluster, &ro.cluster.members); !s)
       return fail("skein serve", s, s.code() == errc::invalid_input ? 64 : 1);
     if (status s = runtime::open(ro, &opened.single); !s) return fail("skein serve", s, 1);
     opened.rt = std::shared_ptr<runtime>(opened.single.get(), [](runtime*) {});
     for (const auto& m : ro.cluster.members)
       if (m.id == c.node_id)
-        std::printf("skein serve: node %s of a cluster of %zu; node link on %s:%u (plain TCP: loopback only)\n",
-                    c.node_id.c_str(), ro.cluster.members.size(), m.host.c_str(), m.port);
+        std::printf("skein serve: node %s of a cluster of %zu; node link on %s:%u (%s)\n", c.node_id.c_str(),
+                    ro.cluster.members.size(), m.host.c_str(), m.port,
+                    ro.cluster.tls.enabled() ? "TLS, peers verified against the cluster CA"
+                                             : "plain TCP, for tests on one machine: loopback only");
   } else {
     // On disk, a namespace set (runtime/namespaces.hpp): one database per
     // namespace under the data directory. In memory there is one namespace.

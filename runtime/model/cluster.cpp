@@ -156,12 +156,23 @@ size_t rendezvous::owner(std::string_view key) const {
 
 status check_cluster(const cluster_options& o) {
   if (o.members.empty()) return status::invalid_input("cluster: no members").with_field("cluster");
+  const cluster_tls& t = o.tls;
+  if (t.enabled()) {
+    const char* missing = t.certificate.empty() ? "cluster_cert" : t.key.empty() ? "cluster_key"
+                          : t.ca.empty()        ? "cluster_ca"
+                                                : nullptr;
+    if (missing != nullptr)
+      return status::invalid_input(std::string{missing} +
+                                   ": missing (TLS between nodes needs cluster_cert, cluster_key and cluster_ca)")
+          .with_field(missing);
+  }
   bool found = false;
   for (const auto& m : o.members) {
     if (m.id == o.node_id) found = true;
-    if (m.host != "127.0.0.1" && m.host != "::1" && m.host != "localhost")
+    if (!t.enabled() && m.host != "127.0.0.1" && m.host != "::1" && m.host != "localhost")
       return status::invalid_input("cluster: member " + m.id + " at " + m.host +
-                                   ": node links are plain TCP in this build, so members must be on loopback")
+                                   ": plain TCP node links are for loopback only; give cluster_cert, cluster_key "
+                                   "and cluster_ca for TLS between machines")
           .with_field("cluster");
   }
   if (!found)

@@ -51,6 +51,17 @@ uint64_t rendezvous_weight(std::string_view node_id, std::string_view key);
 
 // How a runtime joins a cluster (runtime_options::cluster). An empty node_id:
 // the runtime is alone, nothing below applies.
+// TLS between nodes (CAF's OpenSSL module): PEM files, all three or none. Both
+// ends of a link present a certificate signed by the cluster CA and check the
+// other's against it (no host names: the CA decides who is a member). Without
+// TLS, node links are plain TCP and every member must be on loopback.
+struct cluster_tls {
+  std::string certificate;  // this node's certificate (chain), PEM
+  std::string key;          // its private key, PEM, unencrypted
+  std::string ca;           // the cluster CA's certificate(s), PEM
+  bool enabled() const { return !certificate.empty() || !key.empty() || !ca.empty(); }
+};
+
 struct cluster_options {
   std::string node_id;                   // this node: one of the members
   std::vector<cluster_member> members;   // parse_cluster(); the same list on every node
@@ -62,10 +73,12 @@ struct cluster_options {
   uint64_t reconnect_min_ms = 100;
   uint64_t reconnect_max_ms = 5000;
   size_t edge_workers = 8;               // threads serving other nodes' calls here
+  cluster_tls tls;
 };
 
-// Checks options against this build: node_id names a member, and — node links
-// are plain TCP until TLS lands — every member's host is a loopback address.
+// Checks options: node_id names a member; TLS files all given or none (not
+// read here: runtime/cluster_tls.hpp); without TLS every member's host is a
+// loopback address.
 status check_cluster(const cluster_options& options);
 
 // The key a thread is owned by: its root id (the part before the first '.'),

@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,8 +21,10 @@ struct cluster_fixture {
   std::vector<std::unique_ptr<temp_dir>> dirs;
   std::vector<cluster_member> members;
   std::vector<std::unique_ptr<runtime>> nodes;
+  std::function<cluster_tls(size_t)> tls_of;  // node i's TLS files; unset: plain TCP
 
-  explicit cluster_fixture(size_t count = 3) : n(count) {
+  explicit cluster_fixture(size_t count = 3, std::function<cluster_tls(size_t)> tls = {})
+      : n(count), tls_of(std::move(tls)) {
     for (size_t i = 0; i < n; ++i) add_member();
     for (size_t i = 0; i < n; ++i) open(i);
   }
@@ -48,6 +51,7 @@ struct cluster_fixture {
     o.cluster.reconnect_min_ms = 50;
     o.cluster.reconnect_max_ms = 200;
     o.cluster.edge_workers = 4;
+    if (tls_of) o.cluster.tls = tls_of(i);
     return o;
   }
 
