@@ -87,9 +87,9 @@ int no_passphrase(char*, int, int, void*) { return -1; }
 status check_cluster_tls(const cluster_tls& t) {
   ERR_clear_error();
   std::string ca_pem, cert_pem, key_pem;
-  SKEIN_TRY(read_file("cluster_ca", t.ca, &ca_pem));
   SKEIN_TRY(read_file("cluster_cert", t.certificate, &cert_pem));
   SKEIN_TRY(read_file("cluster_key", t.key, &key_pem));
+  SKEIN_TRY(read_file("cluster_ca", t.ca, &ca_pem));
 
   std::vector<x509_ptr> cas, chain;
   SKEIN_TRY(read_certificates("cluster_ca", t.ca, ca_pem, &cas));

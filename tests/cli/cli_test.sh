@@ -354,6 +354,16 @@ else
   FAILED=$((FAILED + 1))
 fi
 
+# --- TLS between cluster nodes: refusals -----------------------------------------
+printf 'n1 127.0.0.1:1\nn2 10.0.0.2:7501\n' >"$WORK/remote.cluster"
+check "serve refuses a member off loopback without TLS, naming the flags" bash -c \
+  "out=\$('$SKEIN' serve --data '$WORK/tls-a' --node-id n1 --cluster '$WORK/remote.cluster' 2>&1); [[ \$? -eq 1 ]] && grep -q 'cluster_cert' <<<\"\$out\" && [[ ! -e '$WORK/tls-a' ]]"
+check "serve refuses TLS files outside a cluster (64)" expect_exit 64 "$SKEIN" serve --data "$WORK/tls-b" --cluster-cert "$WORK/x.crt"
+check "serve refuses a certificate file that is not there, naming it, creating nothing" bash -c \
+  "out=\$('$SKEIN' serve --data '$WORK/tls-c' --node-id n1 --cluster '$WORK/remote.cluster' --cluster-cert '$WORK/absent.crt' --cluster-key '$WORK/remote.cluster' --cluster-ca '$WORK/remote.cluster' 2>&1); [[ \$? -eq 1 ]] && grep -q 'absent.crt' <<<\"\$out\" && [[ ! -e '$WORK/tls-c' ]]"
+check "serve refuses a CA file without a certificate, naming cluster_ca" bash -c \
+  "printf 'x' >'$WORK/x.crt'; out=\$('$SKEIN' serve --data '$WORK/tls-d' --node-id n1 --cluster '$WORK/remote.cluster' --cluster-cert '$WORK/x.crt' --cluster-key '$WORK/x.crt' --cluster-ca '$WORK/x.crt' 2>&1); [[ \$? -eq 1 ]] && grep -q 'cluster_ca' <<<\"\$out\" && [[ ! -e '$WORK/tls-d' ]]"
+
 # --- encryption at rest and skein rekey -----------------------------------------
 ENC="$WORK/enc"
 printf '%s\n' 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f >"$WORK/a.key"
