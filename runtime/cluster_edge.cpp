@@ -192,6 +192,17 @@ void edge_worker(caf::blocking_actor* self, runtime* rt, cluster_link* link, edg
         if (status s = rt->diagnose(id, &d); !s) return to_error(s);
         return d;
       },
+      [&](usage_atom, usage_query& q) -> caf::result<usage_report> {
+        usage_report out;
+        if (status s = hooks.usage_local(q, &out); !s) return to_error(s);
+        return out;
+      },
+      [&](search_atom, std::string& agent, std::string& query, uint64_t k) -> caf::result<std::vector<memory_hit>> {
+        std::vector<memory_hit> out;
+        if (status s = hooks.search_local(std::move(agent), std::move(query), static_cast<size_t>(k), &out); !s)
+          return to_error(s);
+        return out;
+      },
       [&](compact_atom, std::string& id, compact_wire& w) -> caf::result<compact_result> {
         compact_result out;
         if (status s = own(id); !s) return to_error(s);

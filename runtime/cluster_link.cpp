@@ -80,6 +80,10 @@ void register_wire_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<log_row>("skein.log_row");
   cfg.add_message_type<std::vector<log_row>>("skein.log_rows");
   cfg.add_message_type<cluster_rebalance_state>("skein.rebalance_state");
+  cfg.add_message_type<usage_query>("skein.usage_query");
+  cfg.add_message_type<usage_report>("skein.usage_report");
+  cfg.add_message_type<memory_hit>("skein.memory_hit");
+  cfg.add_message_type<std::vector<memory_hit>>("skein.memory_hits");
   cfg.add_message_type<compact_wire>("skein.compact_options");
   cfg.add_message_type<compact_result>("skein.compact_result");
 }

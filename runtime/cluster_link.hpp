@@ -33,6 +33,8 @@
 //   (delete_atom, id) -> bool · (fork_atom, id, uint64 at) -> manifest
 //   (title_atom, id, std::string) -> manifest · (reconcile_atom, id) -> bool
 //   (diagnose_atom, id) -> diagnosis · (import_atom, manifest, std::vector<event>) -> manifest
+//   (usage_atom, usage_query) -> usage_report      this node's usage rows alone
+//   (search_atom, agent, std::string query, uint64 k) -> std::vector<memory_hit>   this node's memory alone
 //   (compact_atom, id, compact_wire) -> compact_result
 //   (member_atom, id, std::string agent, std::string trigger, bool add) -> manifest   house members
 //   (task_atom, task id) -> manifest · (list_atom, thread_query) -> thread_page (its own threads)
@@ -64,6 +66,7 @@
 #include "actors/caller.hpp"
 #include "actors/error.hpp"
 #include "actors/messages.hpp"
+#include "runtime/memory_service.hpp"
 #include "runtime/model/cluster.hpp"
 #include "runtime/runtime.hpp"
 
@@ -82,6 +85,8 @@ using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
 using claim_atom = caf::atom_constant<caf::atom("claim")>;
 using membership_commit_atom = caf::atom_constant<caf::atom("mcommit")>;
 using hello_atom = caf::atom_constant<caf::atom("hello")>;
+using usage_atom = caf::atom_constant<caf::atom("usage")>;
+using search_atom = caf::atom_constant<caf::atom("msearch")>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, log_row& x) {
@@ -110,6 +115,27 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, compact_wire& x) {
   return f(caf::meta::type_name("skein.compact_options"), x.stages, x.has_keep_turns, x.keep_turns,
            x.has_tool_result_bytes_max, x.tool_result_bytes_max);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, usage_query& x) {
+  return f(caf::meta::type_name("skein.usage_query"), x.agent_id, x.thread_id, x.since_ms, x.until_ms,
+           checked(x.group_by, usage_query::group::day));
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, usage_totals& x) {
+  return f(caf::meta::type_name("skein.usage_totals"), x.key, x.usage, x.cost_usd, x.runs, x.duration_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, usage_report& x) {
+  return f(caf::meta::type_name("skein.usage_report"), x.groups, x.rows, x.unreadable);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, memory_hit& x) {
+  return f(caf::meta::type_name("skein.memory_hit"), x.thread_id, x.seq, x.role, x.score, x.snippet);
 }
 
 template <class Inspector>
@@ -142,6 +168,8 @@ struct edge_hooks {
   std::function<status(agent_config, agent_config*)> put_agent_local;
   std::function<status(const thread_query&, thread_page*)> list_local;
   std::function<status(uint64_t* threads, uint64_t* active)> counts;
+  std::function<status(const usage_query&, usage_report*)> usage_local;
+  std::function<status(std::string agent, std::string query, size_t k, std::vector<memory_hit>*)> search_local;
   // Membership change (cluster_handoff.cpp).
   std::function<status(const std::string& target)> start_pass;
   std::function<cluster_rebalance_state()> pass_state;

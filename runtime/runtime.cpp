@@ -497,6 +497,7 @@ status runtime::delete_thread(const std::string& id) {
 status runtime::memory_search(const std::string& agent_id, const std::string& query, size_t k,
                               std::vector<memory_hit>* out) {
   SKEIN_TRY(impl_->check_open());
+  if (impl_->cluster) return impl_->search_cluster(agent_id, query, k, out);
   return impl_->memory->search_wait(agent_id, query, k, out);
 }
 
@@ -726,6 +727,7 @@ status runtime::unsubscribe(uint64_t id) {
 
 status runtime::usage(const usage_query& query, usage_report* out) {
   SKEIN_TRY(impl_->check_open());
+  if (impl_->cluster) return impl_->usage_cluster(query, out);
   return impl_->log->query_usage(query, out);
 }
 

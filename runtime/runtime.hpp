@@ -96,9 +96,9 @@ struct runtime_options {
   // A node of a cluster (runtime/model/cluster.hpp; empty node_id: alone). Each
   // node keeps its own database for the threads it owns; any call about a thread
   // is forwarded to its owner, listings gather from every node, agents are
-  // written through the first member to all. Node-local still: schedules,
-  // work items, memory search and usage (a schedule bound to another node's
-  // thread is refused naming the node to make it through).
+  // written through the first member to all; usage and memory search gather
+  // from every node. Node-local still: schedules and work items (a schedule
+  // bound to another node's thread is refused naming the node to make it through).
   cluster_options cluster;
 };
 

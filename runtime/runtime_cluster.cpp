@@ -3,6 +3,7 @@
 // listings gathered from every node, and the members' view. The forwarding of
 // each thread call sits in that call (runtime.cpp): one test of remote_owner().
 #include <algorithm>
+#include <map>
 
 #include "persistence/keys.hpp"
 #include "runtime/runtime_impl.hpp"
@@ -73,6 +74,74 @@ status runtime::impl::route_creation(const thread_options& o, std::string* node)
   return status::ok();
 }
 
+namespace {
+
+// Every node's answer, this node's by `local`, the others' by asking their edge
+// with `xs`; in member order. The first failure ends it: a gathered answer is
+// whole or refused.
+template <class T, class Local, class... Ts>
+status gather(cluster_link& link, std::vector<T>* out, Local local, Ts&&... xs) {
+  for (const auto& m : link.view()->everyone()) {
+    T& value = out->emplace_back();
+    if (m.id == link.self()) SKEIN_TRY(local(&value));
+    else SKEIN_TRY(link.call(m.id, [&](T& x) { value = std::move(x); }, xs...));
+  }
+  return status::ok();
+}
+
+}  // namespace
+
+status runtime::impl::usage_cluster(const usage_query& q, usage_report* out) {
+  auto local = [&](usage_report* r) { return log->query_usage(q, r); };
+  if (!q.thread_id.empty()) {  // one thread's rows live with it
+    std::string owner;
+    SKEIN_TRY(route(q.thread_id, &owner));
+    if (owner.empty()) return local(out);
+    return cluster->call(owner, [&](usage_report& r) { *out = std::move(r); }, usage_atom::value, q);
+  }
+  std::vector<usage_report> reports;
+  SKEIN_TRY(gather(*cluster, &reports, local, usage_atom::value, q));
+  std::map<std::string, usage_totals> groups;
+  *out = {};
+  for (auto& r : reports) {
+    out->rows += r.rows;
+    out->unreadable += r.unreadable;
+    for (auto& g : r.groups) {
+      usage_totals& t = groups[g.key];
+      t.key = g.key;
+      t.usage += g.usage;
+      t.cost_usd += g.cost_usd;
+      t.runs += g.runs;
+      t.duration_ms += g.duration_ms;
+    }
+  }
+  for (auto& [key, t] : groups) out->groups.push_back(std::move(t));
+  if (out->groups.empty() && q.group_by == usage_query::group::none) out->groups.push_back({});
+  return status::ok();
+}
+
+status runtime::impl::search_cluster(const std::string& agent, const std::string& query, size_t k,
+                                     std::vector<memory_hit>* out) {
+  // This node first: it checks the agent, the query and k before any node is asked.
+  std::vector<memory_hit> mine;
+  SKEIN_TRY(memory->search_wait(agent, query, k, &mine));
+  std::vector<std::vector<memory_hit>> found;
+  auto local = [&](std::vector<memory_hit>* hits) {
+    *hits = std::move(mine);
+    return status::ok();
+  };
+  SKEIN_TRY(gather(*cluster, &found, local, search_atom::value, agent, query, uint64_t{k}));
+  out->clear();
+  for (auto& hits : found)
+    for (auto& h : hits) out->push_back(std::move(h));
+  std::sort(out->begin(), out->end(), [](const memory_hit& a, const memory_hit& b) {
+    if (a.score != b.score) return a.score > b.score;
+    return a.thread_id != b.thread_id ? a.thread_id < b.thread_id : a.seq < b.seq;
+  });
+  if (out->size() > k) out->resize(k);
+  return status::ok();
+}
+
 status runtime::impl::put_agent_local(agent_config config, agent_config* out) {
   agent_config created;
   SKEIN_TRY(ask(actors.directory, &created, caf::put_atom::value, std::move(config)));
@@ -110,6 +179,14 @@ edge_hooks runtime::impl::hooks() {
   h.put_agent_local = [this](agent_config c, agent_config* out) { return put_agent_local(std::move(c), out); };
   h.list_local = [this](const thread_query& q, thread_page* out) { return list_local(q, out); };
   h.counts = [this](uint64_t* t, uint64_t* a) { return counts(t, a); };
+  h.usage_local = [this](const usage_query& q, usage_report* out) {
+    SKEIN_TRY(check_open());
+    return log->query_usage(q, out);
+  };
+  h.search_local = [this](std::string agent, std::string query, size_t k, std::vector<memory_hit>* out) {
+    SKEIN_TRY(check_open());
+    return memory->search_wait(std::move(agent), std::move(query), k, out);
+  };
   h.start_pass = [this](const std::string& target) { return start_pass(target); };
   h.pass_state = [this] {
     std::lock_guard lock{pass_mu};
@@ -150,11 +227,8 @@ status runtime::list_threads(const thread_query& query, thread_page* out) {
   // order; the page is the first `limit` of the merge, and its cursor (the index
   // suffix of its last thread) is valid on every node.
   std::vector<thread_page> pages;
-  for (const auto& m : c->view()->everyone()) {
-    thread_page& page = pages.emplace_back();
-    if (m.id == c->self()) SKEIN_TRY(impl_->list_local(query, &page));
-    else SKEIN_TRY(c->call(m.id, [&](thread_page& p) { page = std::move(p); }, list_atom::value, query));
-  }
+  SKEIN_TRY(gather(*c, &pages, [&](thread_page* page) { return impl_->list_local(query, page); }, list_atom::value,
+                   query));
   const bool newest_first = query.index == thread_query::by::updated;
   auto suffix = [&](const manifest& m) {
     return newest_first ? keys::updated_value(m.updated_at_ms) + "/" + m.id : m.id;

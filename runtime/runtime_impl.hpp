@@ -78,6 +78,10 @@ struct runtime::impl {
   status sync_agents();
   status list_local(const thread_query& q, thread_page* out);
   status counts(uint64_t* threads, uint64_t* active);
+  // Usage and memory search over every node (runtime_cluster.cpp): each node's
+  // own answer, merged; refused, not partial, while a node is unreachable.
+  status usage_cluster(const usage_query& q, usage_report* out);
+  status search_cluster(const std::string& agent, const std::string& query, size_t k, std::vector<memory_hit>* out);
   edge_hooks hooks();
 
   // Membership change (cluster_handoff.cpp).

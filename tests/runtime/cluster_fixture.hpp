@@ -22,6 +22,7 @@ struct cluster_fixture {
   std::vector<cluster_member> members;
   std::vector<std::unique_ptr<runtime>> nodes;
   std::function<cluster_tls(size_t)> tls_of;  // node i's TLS files; unset: plain TCP
+  std::function<void(runtime_options&)> adjust;  // more options of every node, set before open()
 
   explicit cluster_fixture(size_t count = 3, std::function<cluster_tls(size_t)> tls = {})
       : n(count), tls_of(std::move(tls)) {
@@ -52,6 +53,7 @@ struct cluster_fixture {
     o.cluster.reconnect_max_ms = 200;
     o.cluster.edge_workers = 4;
     if (tls_of) o.cluster.tls = tls_of(i);
+    if (adjust) adjust(o);
     return o;
   }
 

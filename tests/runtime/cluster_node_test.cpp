@@ -560,6 +560,26 @@ TEST_CASE("cluster: each edge message round-trips through the wire encoding") {
   CHECK(cresult.get_as<compact_result>(0).seq == 12);
   CHECK(cresult.get_as<compact_result>(0).tokens_after == 300);
   same(caf::make_message(member_atom::value, id, std::string{"critic"}, std::string{"on_mention"}, true));
+  // Usage and memory search.
+  usage_query uq;
+  uq.agent_id = "helper";
+  uq.since_ms = 5;
+  uq.group_by = usage_query::group::day;
+  caf::message uqm = same(caf::make_message(usage_atom::value, uq));
+  CHECK(uqm.get_as<usage_query>(1).group_by == usage_query::group::day);
+  usage_report ur;
+  ur.groups = {{"2026-11-25", {1, 2, 3, 4}, 0.5, 7, 900}};
+  ur.rows = 7;
+  caf::message urm = same(caf::make_message(ur));
+  CHECK(urm.get_as<usage_report>(0).groups.front().usage == ur.groups.front().usage);
+  CHECK(urm.get_as<usage_report>(0).groups.front().cost_usd == 0.5);
+  same(caf::make_message(search_atom::value, std::string{"helper"}, std::string{"zebra"}, uint64_t{3}));
+  memory_hit mh{id, 4, "user", 0.75f, "a note about the zebra"};
+  caf::message mhm = same(caf::make_message(std::vector<memory_hit>{mh, mh}));
+  CHECK(mhm.get_as<std::vector<memory_hit>>(0).front().score == 0.75f);
+  w.refuses_cuts(uq);
+  w.refuses_cuts(ur);
+  w.refuses_cuts(mh);
   w.refuses_cuts(compact_wire::from(co));
   w.refuses_cuts(cr);
   w.refuses_cuts(row);
@@ -755,6 +775,10 @@ TEST_CASE("cluster: a message outside the edge protocol is answered with an erro
   CHECK(s.code() == errc::unavailable);
   s = answer(caf::make_message(member_atom::value, foreign, std::string{"helper"}, std::string{"always"}, true));
   CHECK(s.code() == errc::unavailable);
+  s = answer(caf::make_message(search_atom::value, std::string{"helper"}, std::string{"q"}, uint64_t{1} << 40));
+  CHECK(s.code() == errc::invalid_input);
+  s = answer(caf::make_message(search_atom::value, std::string(100000, 'a'), std::string{"q"}, uint64_t{3}));
+  CHECK((s.code() == errc::invalid_input || s.code() == errc::not_found));
   s = answer(caf::make_message(member_atom::value, std::string{"../../etc"}, std::string{"helper"}, std::string{"always"}, true));
   CHECK(s.code() == errc::invalid_input);
   manifest back;

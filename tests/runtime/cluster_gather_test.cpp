@@ -1,0 +1,102 @@
+// Calls that span every node's threads: usage totals and memory search are
+// gathered from every node and merged (runtime_cluster.cpp), answered the same
+// through any node, and refused rather than partial while a node is down.
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include "tests/runtime/cluster_fixture.hpp"
+#include "tests/support/runtime_fixture.hpp"
+
+using namespace skein;
+using namespace skein::test;
+using namespace std::chrono_literals;
+
+TEST_CASE("cluster: usage and memory search gather every node's part") {
+  cluster_fixture f{0};
+  f.adjust = [](runtime_options& o) { o.effects.embeddings = true; };
+  for (size_t i = 0; i < 3; ++i) f.add_member();
+  f.n = 3;
+  for (size_t i = 0; i < f.n; ++i) f.open(i);
+  f.agent(0);
+
+  const char* words[] = {"zebra", "quartz", "violin", "glacier", "pepper", "lantern", "orchid", "saddle", "comet"};
+  std::vector<manifest> threads;
+  std::set<size_t> owners;
+  for (size_t k = 0; k < 9; ++k) {
+    threads.push_back(f.thread(k % f.n));
+    owners.insert(f.owner(threads.back().id));
+    run_input in;
+    in.text = std::string{"a note about the "} + words[k];
+    run_result r;
+    REQUIRE(f.nodes[(k + 1) % f.n]->send(threads.back().id, in).wait(&r, 30s).is_ok());
+  }
+  REQUIRE(owners.size() == f.n);
+
+  // Usage: the same totals through every node, every thread's rows counted once.
+  usage_report first;
+  for (size_t via = 0; via < f.n; ++via) {
+    usage_query q;
+    q.group_by = usage_query::group::thread;
+    usage_report rep;
+    REQUIRE(f.nodes[via]->usage(q, &rep).is_ok());
+    REQUIRE(rep.groups.size() == threads.size());
+    std::set<std::string> keys;
+    for (const auto& g : rep.groups) {
+      keys.insert(g.key);
+      CHECK(g.runs == 1);
+    }
+    for (const auto& t : threads) CHECK(keys.count(t.id) == 1);
+    CHECK(std::is_sorted(rep.groups.begin(), rep.groups.end(),
+                         [](const usage_totals& a, const usage_totals& b) { return a.key < b.key; }));
+    q.group_by = usage_query::group::agent;
+    REQUIRE(f.nodes[via]->usage(q, &rep).is_ok());
+    REQUIRE(rep.groups.size() == 1);
+    CHECK(rep.groups[0].key == "helper");
+    CHECK(rep.groups[0].runs == threads.size());
+    q.group_by = usage_query::group::none;
+    REQUIRE(f.nodes[via]->usage(q, &rep).is_ok());
+    REQUIRE(rep.groups.size() == 1);
+    CHECK(rep.groups[0].runs == threads.size());
+    if (via == 0) first = rep;
+    CHECK(rep.rows == first.rows);
+    CHECK(rep.groups[0].usage == first.groups[0].usage);
+    // One thread's usage, asked through a node that does not own it.
+    q.thread_id = threads[via].id;
+    size_t other = (f.owner(q.thread_id) + 1) % f.n;
+    REQUIRE(f.nodes[other]->usage(q, &rep).is_ok());
+    REQUIRE(rep.groups.size() == 1);
+    CHECK(rep.groups[0].runs == 1);
+  }
+
+  // Memory search: the best hit for each word is its thread, wherever it lives,
+  // through every node (the embeddings effect indexes after the runs: waited for).
+  for (size_t k = 0; k < 9; ++k) {
+    for (size_t via = 0; via < f.n; ++via) {
+      std::vector<memory_hit> hits;
+      bool found = runtime_fixture::eventually([&] {
+        return f.nodes[via]->memory_search("helper", words[k], 3, &hits).is_ok() && !hits.empty() &&
+               hits.front().thread_id == threads[k].id;
+      }, 30s);
+      INFO(words[k] << " via " << f.members[via].id << ": " << (hits.empty() ? "no hits" : hits.front().thread_id));
+      CHECK(found);
+      CHECK(hits.size() <= 3);
+      CHECK(std::is_sorted(hits.begin(), hits.end(),
+                           [](const memory_hit& a, const memory_hit& b) { return a.score > b.score; }));
+    }
+  }
+  std::vector<memory_hit> hits;
+  CHECK(f.nodes[1]->memory_search("nobody", "zebra", 3, &hits).code() == errc::not_found);
+  CHECK(f.nodes[1]->memory_search("helper", "zebra", 0, &hits).code() == errc::invalid_input);
+
+  // A node down: refused, naming it, never a partial answer.
+  f.close(2);
+  usage_query q;
+  usage_report rep;
+  status s = f.nodes[0]->usage(q, &rep);
+  CHECK(s.code() == errc::unavailable);
+  CHECK(s.message().find("n3") != std::string::npos);
+  s = f.nodes[1]->memory_search("helper", "zebra", 3, &hits);
+  CHECK(s.code() == errc::unavailable);
+  CHECK(s.message().find("n3") != std::string::npos);
+}
