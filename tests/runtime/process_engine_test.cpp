@@ -382,9 +382,13 @@ TEST_CASE("process engine: a program that ignores end of input and SIGTERM is ki
 
 TEST_CASE("process engine: writing to a program that closed its stdin fails its calls, never skein") {
   log_sink log;
-  // The shell closes its stdin and lives on: a write to the pipe then raises
-  // SIGPIPE, which must not end the test process.
-  auto e = make(R"({"command":["sh","-c","exec 0<&-; echo closed >&2; exec sleep 30"]})", log);
+  // The shell reads the first request, closes its stdin and lives on: the
+  // second request's write then raises SIGPIPE, which must not end the test
+  // process. (It reads first so that the order is fixed: a shell closing its
+  // stdin before the first write made the engine restart it, and the second
+  // request could land in the new shell's pipe just before that one closed it
+  // — read by nobody, answered by nobody.)
+  auto e = make(R"({"command":["sh","-c","read line; exec 0<&-; echo closed >&2; exec sleep 30"]})", log);
   recorder first;
   auto h1 = e->start(request("first"), first.callbacks());
   REQUIRE(log.wait_for("closed"));
