@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "actors/wire.hpp"
 #include "persistence/event_log.hpp"
 #include "runtime/model/engine.hpp"
 
@@ -64,4 +65,3 @@ status spawn_scheduler(caf::actor_system& sys, scheduler_config config, caf::act
 
 }  // namespace skein
 
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::schedule)

@@ -194,6 +194,22 @@ typename Inspector::result_type inspect(Inspector& f, effect_settings& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, schedule& x) {
+  return f(caf::meta::type_name("skein.schedule"), x.id, x.agent_id, checked(x.kind, schedule_kind::once), x.cron,
+           x.time_zone, x.interval_ms, x.anchor_ms, x.at_ms, x.input_text, checked(x.input_role, message_role::system),
+           x.thread_id, x.title_prefix, x.tags, checked(x.missed, missed_policy::run_once), x.paused,
+           x.created_at_ms, x.next_fire_at_ms, x.last_fire_at_ms, x.fire_count, x.history_seq);
+}
+static_assert(sizeof(schedule) == 336,
+              "schedule changed: update actors/wire.hpp");
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, schedule_firing& x) {
+  return f(caf::meta::type_name("skein.schedule_firing"), x.schedule_id, x.seq, x.scheduled_at_ms, x.fired_at_ms,
+           x.thread_id, x.run_id, checked(x.outcome, firing_outcome::failed), x.reason, x.missed);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, compact_result& x) {
   return f(caf::meta::type_name("skein.compact_result"), x.compacted, x.failed, x.reason, x.seq, x.tokens_before,
            x.tokens_after, x.events_before, x.events_after);

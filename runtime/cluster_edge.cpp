@@ -8,6 +8,7 @@
 #include <caf/send.hpp>
 #include <map>
 
+#include "actors/scheduler.hpp"
 #include "runtime/cluster_link.hpp"
 #include "runtime/model/ids.hpp"
 
@@ -202,6 +203,54 @@ void edge_worker(caf::blocking_actor* self, runtime* rt, cluster_link* link, edg
         if (status s = hooks.search_local(std::move(agent), std::move(query), static_cast<size_t>(k), &out); !s)
           return to_error(s);
         return out;
+      },
+      // Schedules: runtime's calls, which refuse one this node does not own
+      // when it comes from another node (route_schedule).
+      [&](schedule_atom, create_atom, schedule& s) -> caf::result<schedule> {
+        schedule out;
+        if (s.id.empty()) return to_error(status::invalid_input("schedule.id: a forwarded schedule has its id"));
+        if (status st = rt->create_schedule(std::move(s), &out); !st) return to_error(st);
+        return out;
+      },
+      [&](schedule_atom, caf::get_atom, std::string& id) -> caf::result<schedule> {
+        schedule out;
+        if (status st = rt->get_schedule(id, &out); !st) return to_error(st);
+        return out;
+      },
+      [&](schedule_atom, pause_atom, std::string& id) -> caf::result<schedule> {
+        schedule out;
+        if (status st = rt->pause_schedule(id, &out); !st) return to_error(st);
+        return out;
+      },
+      [&](schedule_atom, resume_atom, std::string& id) -> caf::result<schedule> {
+        schedule out;
+        if (status st = rt->resume_schedule(id, &out); !st) return to_error(st);
+        return out;
+      },
+      [&](schedule_atom, delete_atom, std::string& id) -> caf::result<bool> {
+        if (status st = rt->delete_schedule(id); !st) return to_error(st);
+        return true;
+      },
+      [&](schedule_atom, schedule_history_atom, std::string& id, uint64_t before, uint64_t limit)
+          -> caf::result<std::vector<schedule_firing>, uint64_t> {
+        std::vector<schedule_firing> out;
+        uint64_t next = 0;
+        if (status st = rt->schedule_history(id, before, static_cast<size_t>(limit), &out, &next); !st)
+          return to_error(st);
+        return {std::move(out), next};
+      },
+      [&](schedule_atom, schedule_preview_atom, std::string& id, uint64_t n) -> caf::result<std::vector<int64_t>> {
+        std::vector<int64_t> out;
+        if (status st = rt->preview_schedule(id, static_cast<size_t>(n), &out); !st) return to_error(st);
+        return out;
+      },
+      [&](schedule_atom, list_atom, std::string& after, uint64_t limit)
+          -> caf::result<std::vector<schedule>, std::string> {
+        std::vector<schedule> out;
+        std::string next;
+        if (status st = hooks.list_schedules_local(after, static_cast<size_t>(limit), &out, &next); !st)
+          return to_error(st);
+        return {std::move(out), next};
       },
       [&](compact_atom, std::string& id, compact_wire& w) -> caf::result<compact_result> {
         compact_result out;

@@ -150,6 +150,22 @@ void runtime::impl::run_pass(std::string target) {
   const std::string self = cluster->self();
   const auto patience = std::chrono::milliseconds(std::max<uint64_t>(options.cluster.request_timeout_ms, 1000) * 4);
   auto busy_since = std::chrono::steady_clock::time_point{};
+  // Schedules do not move yet: a change that would move one (its id's key
+  // changes owner; a bound one's key is its thread's) is refused before any
+  // thread of this node moves.
+  std::string moving_schedule, schedule_to;
+  status scanned = log->scan_schedules([&](schedule&& s) {
+    const std::string& to = v->target_ring.owner_id(cluster_key(s.id));
+    if (to != self && moving_schedule.empty()) {
+      moving_schedule = s.id;
+      schedule_to = to;
+    }
+  });
+  if (!scanned) return fail(scanned);
+  if (!moving_schedule.empty())
+    return fail(status::conflict("schedule " + moving_schedule + " on node " + self + " would move to node " +
+                                 schedule_to + ", and schedules do not move between nodes yet: delete it (create it "
+                                 "again once the rebalance is done), then rerun the rebalance"));
   for (;;) {
     if (pass_stop) return fail(status::unavailable("node " + self + " is closing"));
     if (format_cluster(cluster->view()->target) != target)

@@ -84,6 +84,11 @@ void register_wire_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<usage_report>("skein.usage_report");
   cfg.add_message_type<memory_hit>("skein.memory_hit");
   cfg.add_message_type<std::vector<memory_hit>>("skein.memory_hits");
+  cfg.add_message_type<schedule>("skein.schedule");
+  cfg.add_message_type<std::vector<schedule>>("skein.schedules");
+  cfg.add_message_type<schedule_firing>("skein.schedule_firing");
+  cfg.add_message_type<std::vector<schedule_firing>>("skein.schedule_firings");
+  cfg.add_message_type<std::vector<int64_t>>("skein.int64s");
   cfg.add_message_type<compact_wire>("skein.compact_options");
   cfg.add_message_type<compact_result>("skein.compact_result");
 }

@@ -35,6 +35,12 @@
 //   (diagnose_atom, id) -> diagnosis · (import_atom, manifest, std::vector<event>) -> manifest
 //   (usage_atom, usage_query) -> usage_report      this node's usage rows alone
 //   (search_atom, agent, std::string query, uint64 k) -> std::vector<memory_hit>   this node's memory alone
+//   schedules, each on the node its id routes to (runtime_cluster.cpp, route_schedule):
+//   (schedule_atom, create_atom, schedule) -> schedule · (schedule_atom, get_atom, id) -> schedule
+//   (schedule_atom, pause_atom | resume_atom, id) -> schedule · (schedule_atom, delete_atom, id) -> bool
+//   (schedule_atom, schedule_history_atom, id, uint64 before, uint64 limit) -> (std::vector<schedule_firing>, uint64 next)
+//   (schedule_atom, schedule_preview_atom, id, uint64 n) -> std::vector<int64_t>
+//   (schedule_atom, list_atom, std::string after, uint64 limit) -> (std::vector<schedule>, std::string next)  its own
 //   (compact_atom, id, compact_wire) -> compact_result
 //   (member_atom, id, std::string agent, std::string trigger, bool add) -> manifest   house members
 //   (task_atom, task id) -> manifest · (list_atom, thread_query) -> thread_page (its own threads)
@@ -87,6 +93,9 @@ using membership_commit_atom = caf::atom_constant<caf::atom("mcommit")>;
 using hello_atom = caf::atom_constant<caf::atom("hello")>;
 using usage_atom = caf::atom_constant<caf::atom("usage")>;
 using search_atom = caf::atom_constant<caf::atom("msearch")>;
+using schedule_atom = caf::atom_constant<caf::atom("schedule")>;
+using schedule_history_atom = caf::atom_constant<caf::atom("shistory")>;
+using schedule_preview_atom = caf::atom_constant<caf::atom("spreview")>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, log_row& x) {
@@ -170,6 +179,8 @@ struct edge_hooks {
   std::function<status(uint64_t* threads, uint64_t* active)> counts;
   std::function<status(const usage_query&, usage_report*)> usage_local;
   std::function<status(std::string agent, std::string query, size_t k, std::vector<memory_hit>*)> search_local;
+  std::function<status(const std::string& after, size_t limit, std::vector<schedule>*, std::string* next)>
+      list_schedules_local;
   // Membership change (cluster_handoff.cpp).
   std::function<status(const std::string& target)> start_pass;
   std::function<cluster_rebalance_state()> pass_state;

@@ -762,17 +762,20 @@ status runtime::compact(const std::string& thread_id, const compact_options& opt
 }
 
 status runtime::create_schedule(schedule s, schedule* out) {
-  // Schedules are node-local, and a firing writes its rows in the bound thread's
-  // tick: a schedule bound to another node's thread is made there.
-  if (!s.thread_id.empty() && validate_id(s.thread_id, "schedule.thread_id").is_ok()) {
-    std::string owner;
-    SKEIN_TRY(impl_->route(s.thread_id, &owner));
-    if (!owner.empty())
-      return status::invalid_input("schedule.thread_id: thread " + s.thread_id + " lives on node " + owner +
-                                   ", and schedules are node-local: create it through node " + owner)
-          .with_field("thread_id");
-  }
   schedule created;
+  // In a cluster a schedule lives where its id routes: with its bound thread
+  // (the id starts with the thread's root id), or, unbound, where it was made.
+  if (impl_->cluster) {
+    SKEIN_TRY(impl_->cluster_schedule_id(&s));
+    std::string owner;
+    SKEIN_TRY(impl_->route_schedule(s.id, &owner, true));
+    if (!owner.empty()) {
+      SKEIN_TRY(impl_->cluster->call(owner, [&](schedule& r) { created = std::move(r); }, schedule_atom::value,
+                                     create_atom::value, s));
+      if (out != nullptr) *out = std::move(created);
+      return status::ok();
+    }
+  }
   SKEIN_TRY(impl_->ask(impl_->scheduler, &created, create_atom::value, std::move(s)));
   if (out != nullptr) *out = std::move(created);
   return status::ok();
@@ -780,19 +783,24 @@ status runtime::create_schedule(schedule s, schedule* out) {
 
 status runtime::get_schedule(const std::string& id, schedule* out) {
   SKEIN_TRY(impl_->check_open());
+  std::string owner;
+  SKEIN_TRY(impl_->route_schedule(id, &owner));
+  if (!owner.empty())
+    return impl_->cluster->call(owner, [&](schedule& r) { *out = std::move(r); }, schedule_atom::value,
+                                caf::get_atom::value, id);
   return impl_->log->read_schedule(id, out);
-}
-
-status runtime::list_schedules(const std::string& after_id, size_t limit, std::vector<schedule>* out,
-                               std::string* next) {
-  SKEIN_TRY(impl_->check_open());
-  return impl_->log->list_schedules(after_id, limit, out, next);
 }
 
 status runtime::pause_schedule(const std::string& id, schedule* out) {
   SKEIN_TRY(validate_id(id, "schedule id"));
   schedule s;
-  SKEIN_TRY(impl_->ask(impl_->scheduler, &s, pause_atom::value, id));
+  std::string owner;
+  SKEIN_TRY(impl_->route_schedule(id, &owner));
+  if (!owner.empty())
+    SKEIN_TRY(impl_->cluster->call(owner, [&](schedule& r) { s = std::move(r); }, schedule_atom::value,
+                                   pause_atom::value, id));
+  else
+    SKEIN_TRY(impl_->ask(impl_->scheduler, &s, pause_atom::value, id));
   if (out != nullptr) *out = std::move(s);
   return status::ok();
 }
@@ -800,24 +808,48 @@ status runtime::pause_schedule(const std::string& id, schedule* out) {
 status runtime::resume_schedule(const std::string& id, schedule* out) {
   SKEIN_TRY(validate_id(id, "schedule id"));
   schedule s;
-  SKEIN_TRY(impl_->ask(impl_->scheduler, &s, resume_atom::value, id));
+  std::string owner;
+  SKEIN_TRY(impl_->route_schedule(id, &owner));
+  if (!owner.empty())
+    SKEIN_TRY(impl_->cluster->call(owner, [&](schedule& r) { s = std::move(r); }, schedule_atom::value,
+                                   resume_atom::value, id));
+  else
+    SKEIN_TRY(impl_->ask(impl_->scheduler, &s, resume_atom::value, id));
   if (out != nullptr) *out = std::move(s);
   return status::ok();
 }
 
 status runtime::delete_schedule(const std::string& id) {
   SKEIN_TRY(validate_id(id, "schedule id"));
+  std::string owner;
+  SKEIN_TRY(impl_->route_schedule(id, &owner));
+  if (!owner.empty())
+    return impl_->cluster->call(owner, [](bool) {}, schedule_atom::value, delete_atom::value, id);
   return impl_->tell(impl_->scheduler, delete_atom::value, id);
 }
 
 status runtime::schedule_history(const std::string& id, uint64_t before_seq, size_t limit,
                                  std::vector<schedule_firing>* out, uint64_t* next) {
   SKEIN_TRY(impl_->check_open());
+  std::string owner;
+  SKEIN_TRY(impl_->route_schedule(id, &owner));
+  if (!owner.empty())
+    return impl_->cluster->call(owner,
+                                [&](std::vector<schedule_firing>& v, uint64_t n) {
+                                  *out = std::move(v);
+                                  *next = n;
+                                },
+                                schedule_atom::value, schedule_history_atom::value, id, before_seq, uint64_t{limit});
   return impl_->log->schedule_history(id, before_seq, limit, out, next);
 }
 
 status runtime::preview_schedule(const std::string& id, size_t n, std::vector<int64_t>* out) {
   SKEIN_TRY(impl_->check_open());
+  std::string owner;
+  SKEIN_TRY(impl_->route_schedule(id, &owner));
+  if (!owner.empty())
+    return impl_->cluster->call(owner, [&](std::vector<int64_t>& v) { *out = std::move(v); }, schedule_atom::value,
+                                schedule_preview_atom::value, id, uint64_t{n});
   schedule s;
   SKEIN_TRY(impl_->log->read_schedule(id, &s));
   return skein::schedule_preview(s, impl_->core_opts.wall_clock(), n, out);

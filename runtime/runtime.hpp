@@ -97,8 +97,8 @@ struct runtime_options {
   // node keeps its own database for the threads it owns; any call about a thread
   // is forwarded to its owner, listings gather from every node, agents are
   // written through the first member to all; usage and memory search gather
-  // from every node. Node-local still: schedules and work items (a schedule
-  // bound to another node's thread is refused naming the node to make it through).
+  // from every node; a schedule lives on the node its id routes to (a bound
+  // one's id starts with its thread's root id). Node-local still: work items.
   cluster_options cluster;
 };
 

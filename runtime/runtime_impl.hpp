@@ -71,6 +71,18 @@ struct runtime::impl {
   status route_creation(const thread_options& o, std::string* node) const;
   // The node that decides a claim key ("task/…", "dm/…"); unavailable while it moves.
   status route_claim(const std::string& key, std::string* node) const;
+  // A schedule lives where its id's key is owned (cluster_key: a bound one's id
+  // starts with its thread's root id, so it lives with the thread); "" here.
+  // From another node's call, a schedule this node does not own is refused.
+  // `creating`: while a change is under way, a new schedule whose key moves
+  // is refused (retry after the rebalance): it would be left behind.
+  status route_schedule(const std::string& id, std::string* node, bool creating = false) const;
+  // A schedule id for `s` in a cluster (runtime_cluster.cpp): s.id when given
+  // (a bound schedule's must start with its thread's root id and '.'), else
+  // minted: after the bound thread's root id, or owned by this node.
+  status cluster_schedule_id(schedule* s) const;
+  status list_schedules_local(const std::string& after_id, size_t limit, std::vector<schedule>* out,
+                              std::string* next);
   bool stored_here(std::string_view id) const;
   // Calls that are not forwarded yet: refused, never answered from the wrong node.
   status put_agent_local(agent_config config, agent_config* out);
