@@ -87,6 +87,17 @@ struct cluster_fixture {
     return m;
   }
 
+  // A run of `text` on `thread` sent through node `via`, waited for.
+  run_result run(size_t via, const std::string& thread, const std::string& text) {
+    run_input in;
+    in.text = text;
+    run_result r;
+    status s = nodes[via]->send(thread, in).wait(&r, std::chrono::seconds(30));
+    INFO(thread << " via " << members[via].id << ": " << s.to_string());
+    REQUIRE(s.is_ok());
+    return r;
+  }
+
   void agent(size_t via) {
     agent_config a;
     a.id = "helper";

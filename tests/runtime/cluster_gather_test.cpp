@@ -26,10 +26,7 @@ TEST_CASE("cluster: usage and memory search gather every node's part") {
   for (size_t k = 0; k < 9; ++k) {
     threads.push_back(f.thread(k % f.n));
     owners.insert(f.owner(threads.back().id));
-    run_input in;
-    in.text = std::string{"a note about the "} + words[k];
-    run_result r;
-    REQUIRE(f.nodes[(k + 1) % f.n]->send(threads.back().id, in).wait(&r, 30s).is_ok());
+    f.run((k + 1) % f.n, threads.back().id, std::string{"a note about the "} + words[k]);
   }
   REQUIRE(owners.size() == f.n);
 

@@ -64,14 +64,10 @@ TEST_CASE("cluster: any node serves any thread through its owner") {
   // A run sent through one node, read through each: the same gapless log.
   for (size_t k = 0; k < threads.size(); ++k) {
     const std::string& id = threads[k].id;
-    run_input in;
-    in.text = "question " + std::to_string(k);
-    run_result r;
-    status s = f.nodes[(k + 1) % f.n]->send(id, in).wait(&r, 30s);
-    INFO(id << ": " << s.to_string());
-    REQUIRE(s.is_ok());
+    run_result r = f.run((k + 1) % f.n, id, "question " + std::to_string(k));
     CHECK(r.text == "done");
     std::string run_id;
+    run_input in;
     in.text = "again";
     REQUIRE(f.nodes[(k + 2) % f.n]->submit(id, in, &run_id).is_ok());
     CHECK(!run_id.empty());
@@ -178,12 +174,8 @@ TEST_CASE("cluster: any node serves any thread through its owner") {
   {
     const std::string& id = threads[1].id;
     size_t via = (f.owner(id) + 1) % f.n;
-    run_input long_turn;  // something worth summarizing before the kept last turn
-    long_turn.text = std::string(4000, 'x');
-    run_result rr;
-    REQUIRE(f.nodes[via]->send(id, long_turn).wait(&rr, 30s).is_ok());
-    long_turn.text = "last";
-    REQUIRE(f.nodes[via]->send(id, long_turn).wait(&rr, 30s).is_ok());
+    f.run(via, id, std::string(4000, 'x'));  // something worth summarizing before the kept last turn
+    f.run(via, id, "last");
     compact_options co;
     co.keep_turns = 1;
     compact_result cr;

@@ -23,7 +23,7 @@
 #include "runtime/cluster_tls.hpp"
 #include "tests/runtime/cluster_fixture.hpp"
 #include "tests/support/runtime_fixture.hpp"
-#include "tests/support/test_tls.hpp"
+#include "tests/support/tls_cert.hpp"
 
 using namespace skein;
 using namespace skein::test;
@@ -71,12 +71,7 @@ TEST_CASE("cluster tls: nodes of one CA serve each other and a peer of another C
   for (size_t k = 0; k < threads.size(); ++k) {
     const std::string& id = threads[k].id;
     owners.insert(f.owner(id));
-    run_input in;
-    in.text = "question " + std::to_string(k);
-    run_result r;
-    status s = f.nodes[(k + 1) % f.n]->send(id, in).wait(&r, 30s);
-    INFO(id << ": " << s.to_string());
-    REQUIRE(s.is_ok());
+    run_result r = f.run((k + 1) % f.n, id, "question " + std::to_string(k));
     CHECK(r.text == "done");
     std::vector<event> ev;
     REQUIRE(f.nodes[(k + 2) % f.n]->read(id, history_view::complete, 1, 0, &ev).is_ok());

@@ -22,7 +22,7 @@
 #include "tests/support/free_port.hpp"
 #include "tests/support/runtime_fixture.hpp"
 #include "tests/support/temp_dir.hpp"
-#include "tests/support/test_tls.hpp"
+#include "tests/support/tls_cert.hpp"
 #include "tools/client/http_client.hpp"
 
 using namespace skein;

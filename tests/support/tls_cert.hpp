@@ -1,6 +1,7 @@
 // Throwaway certificates for TLS tests, made with OpenSSL's C API at test time:
-// a CA (key and self-signed certificate) and server certificates it signs, for
-// the subjectAltName the test names. Keys are EC P-256 (quick to generate), the
+// a CA (key and self-signed certificate), server certificates it signs, for
+// the subjectAltName the test names, and cluster nodes' certificates (both
+// ends of a link; tls_authority writes their files). Keys are EC P-256 (quick to generate), the
 // certificates valid from an hour ago for a day. Nothing here is checked in and
 // nothing needs the openssl program. Failures throw std::runtime_error: a test
 // that cannot make its certificates cannot run.
@@ -16,6 +17,8 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+
+#include "runtime/model/cluster.hpp"
 
 namespace skein::test {
 
@@ -88,15 +91,16 @@ inline void add_ext(X509* cert, X509* issuer, int nid, const char* value) {
 }
 
 // An unsigned certificate for `key` named `common_name`, issued by `issuer`
-// (null: by itself). The caller adds extensions, then signs.
-inline x509_ptr new_cert(EVP_PKEY* key, const std::string& common_name, X509* issuer, long serial) {
+// (null: by itself), valid from `from_s` to `to_s` seconds from now. The
+// caller adds extensions, then signs.
+inline x509_ptr new_cert(EVP_PKEY* key, const std::string& common_name, X509* issuer, long serial,
+                         long from_s = -3600, long to_s = 24 * 3600) {
   x509_ptr x{X509_new()};
   require(x != nullptr, "X509_new");
   require(X509_set_version(x.get(), X509_VERSION_3) == 1, "X509_set_version");
   require(ASN1_INTEGER_set(X509_get_serialNumber(x.get()), serial) == 1, "serial");
-  constexpr long hour_s = 3600;
-  require(X509_gmtime_adj(X509_getm_notBefore(x.get()), -hour_s) != nullptr, "notBefore");
-  require(X509_gmtime_adj(X509_getm_notAfter(x.get()), 24 * hour_s) != nullptr, "notAfter");
+  require(X509_gmtime_adj(X509_getm_notBefore(x.get()), from_s) != nullptr, "notBefore");
+  require(X509_gmtime_adj(X509_getm_notAfter(x.get()), to_s) != nullptr, "notAfter");
   X509_NAME* name = X509_get_subject_name(x.get());
   require(X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8,
                                      reinterpret_cast<const unsigned char*>(common_name.c_str()), -1, -1, 0) == 1,
@@ -143,11 +147,57 @@ inline pem_pair make_server_cert(const pem_pair& ca, const std::string& alt_name
   return {cert_pem(x.get()), key_pem(key.get())};
 }
 
+// A certificate signed by `ca` for both ends of a TLS link (a cluster node),
+// named `common_name`, for the extended key usages `usage`, valid from `from_s`
+// to `to_s` seconds from now.
+inline pem_pair make_peer_cert(const pem_pair& ca, const std::string& common_name, long serial,
+                               const char* usage = "serverAuth,clientAuth", long from_s = -3600,
+                               long to_s = 24 * 3600) {
+  using namespace tls_detail;
+  pkey_ptr ca_key = read_key(ca.key);
+  x509_ptr ca_cert = read_cert(ca.cert);
+  pkey_ptr key = new_key();
+  x509_ptr x = new_cert(key.get(), common_name, ca_cert.get(), serial, from_s, to_s);
+  add_ext(x.get(), ca_cert.get(), NID_basic_constraints, "critical,CA:FALSE");
+  add_ext(x.get(), ca_cert.get(), NID_key_usage, "critical,digitalSignature");
+  add_ext(x.get(), ca_cert.get(), NID_ext_key_usage, usage);
+  require(X509_sign(x.get(), ca_key.get(), EVP_sha256()) > 0, "X509_sign (peer)");
+  return {cert_pem(x.get()), key_pem(key.get())};
+}
+
 inline void write_text_file(const std::string& path, const std::string& text) {
   std::ofstream f{path, std::ios::binary | std::ios::trunc};
   f << text;
   f.close();
   tls_detail::require(static_cast<bool>(f), "writing a PEM file");
 }
+
+// A cluster CA of its own with its files in a directory, and the TLS files
+// (runtime/model/cluster.hpp, cluster_tls) of nodes it signs.
+class tls_authority {
+ public:
+  tls_authority(std::string dir, const std::string& name) : dir_(std::move(dir)), ca_(make_test_ca(name)) {
+    ca_file_ = dir_ + "/" + name + "-ca.pem";
+    write_text_file(ca_file_, ca_.cert);
+  }
+
+  const std::string& ca_file() const { return ca_file_; }
+
+  // Node `name`'s certificate and key (make_peer_cert's options), with this CA's file.
+  cluster_tls node(const std::string& name, long from_s = -3600, long to_s = 30L * 86400,
+                   const char* usage = "serverAuth,clientAuth") {
+    pem_pair p = make_peer_cert(ca_, name, ++serial_, usage, from_s, to_s);
+    cluster_tls t{dir_ + "/" + name + ".crt", dir_ + "/" + name + ".key", ca_file_};
+    write_text_file(t.certificate, p.cert);
+    write_text_file(t.key, p.key);
+    return t;
+  }
+
+ private:
+  std::string dir_;
+  pem_pair ca_;
+  std::string ca_file_;
+  long serial_ = 1;
+};
 
 }  // namespace skein::test
