@@ -1,10 +1,10 @@
 // cluster: skein as 1, 2 and 3 nodes in this process (each its own runtime,
 // actor system and database, linked over loopback by CAF's middleman, each
-// with its HTTP server): runs/s through HTTP with every client on a random
-// node (most runs forwarded to their thread's owner), the cost of a forwarded
-// read against a local one, and the handoff of a rebalance when a fourth node
-// joins the three. The nodes share this machine's cores: the shape, not
-// scaling.
+// with its HTTP server), and 3 nodes again with TLS links: runs/s through HTTP
+// with every client on a random node (most runs forwarded to their thread's
+// owner), the cost of a forwarded read against a local one, and the handoff of
+// a rebalance when a fourth node joins the three. The nodes share this
+// machine's cores: the shape, not scaling.
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "bench/workloads.hpp"
+#include "tests/support/tls_cert.hpp"
 #include "tools/client/http_client.hpp"
 #include "tools/server/http_server.hpp"
 
@@ -36,6 +37,7 @@ status free_port(uint16_t* out) {
 
 struct node_set {
   std::vector<cluster_member> members;
+  std::vector<cluster_tls> tls;  // empty: plain TCP links
   std::vector<std::unique_ptr<runtime>> nodes;
   std::vector<std::unique_ptr<bench_server>> servers;
 
@@ -53,6 +55,7 @@ status open_node(const bench_options& options, const std::string& name, node_set
   ro.mode = durability::sync;
   ro.cluster.node_id = set.members[i].id;
   ro.cluster.members = set.members;
+  if (!set.tls.empty()) ro.cluster.tls = set.tls[i];
   ro.data_dir = options.dir + "/" + name + "-" + set.members[i].id;
   SKEIN_TRY(fresh_dir(ro.data_dir));
   std::unique_ptr<runtime> rt;
@@ -64,11 +67,17 @@ status open_node(const bench_options& options, const std::string& name, node_set
   return status::ok();
 }
 
-status open_nodes(const bench_options& options, const std::string& name, size_t n, const agent_config& agent,
-                  node_set* set) {
+status open_nodes(const bench_options& options, const std::string& name, size_t n, bool tls,
+                  const agent_config& agent, node_set* set) {
+  std::optional<test::tls_authority> ca;
+  if (tls) {
+    SKEIN_TRY(fresh_dir(options.dir + "/" + name + "-certs"));
+    ca.emplace(options.dir + "/" + name + "-certs", "bench");
+  }
   for (size_t i = 0; i < n; ++i) {
     cluster_member m{"n" + std::to_string(i + 1), "127.0.0.1", 0};
     SKEIN_TRY(free_port(&m.port));
+    if (ca) set->tls.push_back(ca->node(m.id));
     set->members.push_back(std::move(m));
   }
   for (size_t i = 0; i < n; ++i) SKEIN_TRY(open_node(options, name, *set, i));
@@ -94,9 +103,11 @@ status run_cluster(const bench_options& options, result* out) {
           " clients, client k on node k mod n: a run of another node's thread is forwarded";
   runs.columns = {col("nodes"),          col("runs"),          col("forwarded", "%", 0), col("seconds", "s", 2),
                   col("runs/s", "runs/s"), col("p50", "ms", 3), col("p99", "ms", 3),     col("failures")};
-  for (size_t n = 1; n <= 3; ++n) {
+  const std::pair<size_t, bool> variants[] = {{1, false}, {2, false}, {3, false}, {3, true}};  // nodes, TLS
+  for (auto [n, tls] : variants) {
     node_set set;
-    SKEIN_TRY(open_nodes(options, "cluster" + std::to_string(n), n, agent, &set));
+    const std::string name = "cluster" + std::to_string(n) + (tls ? "-tls" : "");
+    SKEIN_TRY(open_nodes(options, name, n, tls, agent, &set));
     // The threads spread over the nodes: each node creates (and owns) its share.
     std::vector<std::string> ids;
     for (size_t i = 0; i < n; ++i) {
@@ -133,13 +144,13 @@ status run_cluster(const bench_options& options, result* out) {
       SKEIN_TRY(check_thread_logs(*set.nodes[i], ids, 20, {1 + scripted_events_per_run * runs_per_thread, runs_per_thread}));
       SKEIN_TRY(check_log_clean(*set.nodes[i]));
     }
-    runs.rows.push_back({num(static_cast<double>(n)), num(static_cast<double>(o.completed)),
+    runs.rows.push_back({text(std::to_string(n) + (tls ? ", TLS" : "")), num(static_cast<double>(o.completed)),
                          num(100.0 * static_cast<double>(forwarded) / static_cast<double>(ids.size() * runs_per_thread)),
                          num(o.seconds()), num(o.per_s()), num(quantile_us(o.latencies_ns, 0.50) / 1000),
                          num(quantile_us(o.latencies_ns, 0.99) / 1000), num(static_cast<double>(o.failures))});
     if (options.plot)
       add_bar(out, "throughput-cluster", "cluster: runs/s through HTTP (higher is better)", "runs/s",
-              std::to_string(n) + (n == 1 ? " node" : " nodes"), o.per_s());
+              std::to_string(n) + (n == 1 ? " node" : " nodes") + (tls ? ", TLS" : ""), o.per_s());
     if (n < 3) continue;
 
     // A read of a manifest on its owner against the same read through another node.
@@ -159,15 +170,17 @@ status run_cluster(const bench_options& options, result* out) {
     reads.columns = {col("path"), col("reads"), col("p50", "us", 1), col("p99", "us", 1)};
     size_t count = local_ns.size();
     double local_p50 = quantile_us(local_ns, 0.50), forwarded_p50 = quantile_us(forwarded_ns, 0.50);
-    reads.rows.push_back({text("local"), num(static_cast<double>(count)), num(local_p50), num(quantile_us(local_ns, 0.99))});
-    reads.rows.push_back({text("forwarded"), num(static_cast<double>(count)), num(forwarded_p50), num(quantile_us(forwarded_ns, 0.99))});
-    reads.notes.push_back("a forwarded read costs " + with_commas(forwarded_p50 - local_p50, 1) +
+    const std::string links = tls ? " (TLS links)" : "";
+    reads.rows.push_back({text("local" + links), num(static_cast<double>(count)), num(local_p50), num(quantile_us(local_ns, 0.99))});
+    reads.rows.push_back({text("forwarded" + links), num(static_cast<double>(count)), num(forwarded_p50), num(quantile_us(forwarded_ns, 0.99))});
+    reads.notes.push_back("a forwarded read" + links + " costs " + with_commas(forwarded_p50 - local_p50, 1) +
                           " us more at the median: a request and a reply over loopback through both actor systems");
+    if (tls) continue;  // the handoff is measured once, over plain links
 
     // Handoff: a fourth node joins; the rebalance moves the threads it owns by the four.
     set.members.push_back({"n4", "127.0.0.1", 0});
     SKEIN_TRY(free_port(&set.members.back().port));
-    SKEIN_TRY(open_node(options, "cluster" + std::to_string(n), set, 3));
+    SKEIN_TRY(open_node(options, name, set, 3));
     for (size_t i = 0; i < 3; ++i) SKEIN_TRY(set.nodes[i]->reload_cluster(set.members));
     cluster_rebalance_state st;
     auto start = bench_clock::now();
