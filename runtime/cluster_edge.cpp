@@ -334,12 +334,6 @@ void edge_worker(caf::blocking_actor* self, runtime* rt, cluster_link* link, edg
         if (status s = hooks.put_claims(std::move(claims)); !s) return to_error(s);
         return true;
       },
-      [&](hello_atom, std::string& from, caf::actor& edge) -> caf::result<bool> {
-        const auto& sender = self->current_sender();
-        if (!sender) return to_error(status::invalid_input("hello: no sender"));
-        if (status s = link->introduced(from, std::move(edge), sender->node()); !s) return to_error(s);
-        return true;
-      },
       [&](membership_commit_atom, std::string& target) -> caf::result<bool> {
         if (status s = hooks.commit(target); !s) return to_error(s);
         return true;

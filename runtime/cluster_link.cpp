@@ -134,7 +134,6 @@ struct cluster_link::peers {
     uint64_t backoff_ms = 0;
     std::string last_error;
     uint64_t forwarded = 0;
-    bool dials_here = false;  // TLS: it dials this node, never the other way
   };
   std::mutex mu;
   std::condition_variable cv;
@@ -203,7 +202,6 @@ void cluster_link::set_view(std::vector<cluster_member> active, std::vector<clus
         e.host = m.host;
         e.port = m.port;
       }
-      e.dials_here = options_.tls.enabled() && m.id > options_.node_id;
     }
   }
   std::lock_guard lock{views_->mu};
@@ -261,58 +259,10 @@ status cluster_link::start(runtime& rt, edge_hooks hooks) {
         .with_field("cluster");
   }
   port_ = *port;
-  if (tls()) dialer_ = std::thread([this] { dial_loop(); });
-  return status::ok();
-}
-
-void cluster_link::dial_loop() {
-  std::unique_lock lock{peers_->mu};
-  while (!stopping_) {
-    std::vector<std::string> due;
-    auto now = steady::now();
-    for (const auto& [id, p] : peers_->members)
-      if (id != options_.node_id && !p.dials_here && !p.edge && !p.connecting && now >= p.retry_at) due.push_back(id);
-    lock.unlock();
-    for (const auto& id : due) {
-      caf::actor ignored;
-      peer(id, &ignored, false).ignore();  // a failure sets the member's backoff
-    }
-    lock.lock();
-    peers_->cv.wait_for(lock, std::chrono::milliseconds(options_.reconnect_min_ms), [&] { return stopping_; });
-  }
-}
-
-status cluster_link::introduced(const std::string& node, caf::actor edge, const caf::node_id& from) {
-  if (!tls()) return status::invalid_input("hello: this node's links are plain TCP: it dials its peers itself");
-  if (!edge || edge.node() != from)
-    return status::invalid_input("hello: the edge introduced is not on the node that sent the hello");
-  std::lock_guard lock{peers_->mu};
-  auto found = peers_->members.find(node);
-  if (found == peers_->members.end() || node == options_.node_id)
-    return status::invalid_input("hello: node " + node + " is not a member");
-  auto& p = found->second;
-  if (!p.dials_here)
-    return status::invalid_input("hello: node " + node + " does not dial node " + options_.node_id +
-                                 " (the member with the greater id dials)");
-  p.edge = edge;
-  p.retry_at = {};
-  p.backoff_ms = 0;
-  p.last_error.clear();
-  std::weak_ptr<peers> weak = peers_;
-  edge->attach_functor([weak, node, addr = edge.address()] {
-    if (auto s = weak.lock()) s->lost(node, addr);
-  });
-  peers_->cv.notify_all();
   return status::ok();
 }
 
 void cluster_link::stop() {
-  {
-    std::lock_guard lock{peers_->mu};
-    stopping_ = true;
-    peers_->cv.notify_all();
-  }
-  if (dialer_.joinable()) dialer_.join();
   if (edge_) {
     sys_.middleman().unpublish(edge_, port_);
     caf::anon_send_exit(edge_, caf::exit_reason::user_shutdown);
@@ -328,7 +278,7 @@ void cluster_link::stop() {
   for (auto& [id, p] : peers_->members) p.edge = nullptr;
 }
 
-status cluster_link::peer(const std::string& node, caf::actor* out, bool counted) {
+status cluster_link::peer(const std::string& node, caf::actor* out) {
   std::unique_lock lock{peers_->mu};
   auto found = peers_->members.find(node);
   if (found == peers_->members.end()) return status::unavailable("node " + node + " is not a member");
@@ -338,27 +288,11 @@ status cluster_link::peer(const std::string& node, caf::actor* out, bool counted
     return status::unavailable("node " + node + " at " + p.host + ":" + std::to_string(p.port) + " is down (" +
                                p.last_error + ")");
   };
-  auto back_off = [&](std::string why) {
-    p.last_error = std::move(why);
-    p.backoff_ms = p.backoff_ms == 0 ? options_.reconnect_min_ms : std::min(p.backoff_ms * 2, options_.reconnect_max_ms);
-    p.retry_at = steady::now() + std::chrono::milliseconds(p.backoff_ms);
-  };
-  if (p.dials_here) {
-    // Its link, when it makes one (hello); no second link from here.
-    if (!p.edge && steady::now() < p.retry_at) return down();
-    if (!p.edge && !peers_->cv.wait_until(lock, deadline, [&] { return static_cast<bool>(p.edge) || stopping_; }))
-      back_off("no link from it within " + std::to_string(timeout_.count()) +
-               " ms: it dials this node (TLS: one link per pair)");
-    if (!p.edge) return down();
-    if (counted) ++p.forwarded;
-    *out = p.edge;
-    return status::ok();
-  }
   while (!p.edge && p.connecting)
     if (peers_->cv.wait_until(lock, deadline) == std::cv_status::timeout)
       return status::unavailable("node " + node + ": still connecting after " + std::to_string(timeout_.count()) + " ms");
   if (p.edge) {
-    if (counted) ++p.forwarded;
+    ++p.forwarded;
     *out = p.edge;
     return status::ok();
   }
@@ -372,8 +306,7 @@ status cluster_link::peer(const std::string& node, caf::actor* out, bool counted
   // remote_actor() waits forever on a peer that accepts TCP but never answers
   // the handshake (a stopped process). A late answer goes nowhere.
   // Under TLS the OpenSSL module's middleman actor makes the link (the
-  // handshake checks the peer's certificate against the cluster CA), and the
-  // peer learns this node's edge from a hello over it.
+  // handshake checks the peer's certificate against the cluster CA).
   caf::actor edge;
   caf::error failed;
   {
@@ -386,23 +319,23 @@ status cluster_link::peer(const std::string& node, caf::actor* out, bool counted
               if (!edge) failed = caf::make_error(caf::sec::no_actor_published_at_port);
             },
             [&](caf::error& e) { failed = std::move(e); });
-    if (!failed && tls())
-      self->request(edge, timeout_, hello_atom::value, options_.node_id, edge_)
-          .receive([](bool) {}, [&](caf::error& e) { failed = std::move(e); });
   }
   lock.lock();
   p.connecting = false;
   peers_->cv.notify_all();
   if (failed) {
-    back_off(failed == caf::sec::request_timeout ? "no handshake within " + std::to_string(timeout_.count()) + " ms"
-             : failed.category() == error_category ? "it refused this node's hello: " + to_status(failed).message()
-                                                   : sys_.render(failed));
+    p.last_error = failed == caf::sec::request_timeout
+                       ? "no handshake within " + std::to_string(timeout_.count()) + " ms"
+                       : sys_.render(failed);
+    p.backoff_ms = p.backoff_ms == 0 ? options_.reconnect_min_ms
+                                     : std::min(p.backoff_ms * 2, options_.reconnect_max_ms);
+    p.retry_at = steady::now() + std::chrono::milliseconds(p.backoff_ms);
     return down();
   }
   p.edge = edge;
   p.backoff_ms = 0;
   p.last_error.clear();
-  if (counted) ++p.forwarded;
+  ++p.forwarded;
   *out = p.edge;
   std::weak_ptr<peers> weak = peers_;
   p.edge->attach_functor([weak, node, addr = p.edge.address()] {

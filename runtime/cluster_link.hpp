@@ -54,8 +54,6 @@
 //        a thread's rows in parts; the last part writes them all in one batch
 //   (claim_atom, std::vector<log_row>) -> bool      claims handed over
 //   (membership_commit_atom, std::string target) -> bool   the target becomes the active members
-// Links under TLS (one per pair of nodes, see cluster_link::peer):
-//   (hello_atom, std::string node id, actor edge) -> bool   the dialer's edge, for calls back
 #pragma once
 
 #include <caf/actor.hpp>
@@ -90,7 +88,6 @@ using progress_atom = caf::atom_constant<caf::atom("progress")>;
 using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
 using claim_atom = caf::atom_constant<caf::atom("claim")>;
 using membership_commit_atom = caf::atom_constant<caf::atom("mcommit")>;
-using hello_atom = caf::atom_constant<caf::atom("hello")>;
 using usage_atom = caf::atom_constant<caf::atom("usage")>;
 using search_atom = caf::atom_constant<caf::atom("msearch")>;
 using schedule_atom = caf::atom_constant<caf::atom("schedule")>;
@@ -241,11 +238,7 @@ class cluster_link {
   // Clears every member's failed-connection backoff: after asking members at
   // open, when some were not up yet.
   void forget_failures();
-  // A member that dials this node introduced its edge (hello_atom): calls to it
-  // use that link from now on. Refused when `node` is not a member that dials
-  // this node, or `edge` is not on `from`, the node the hello came from.
-  status introduced(const std::string& node, caf::actor edge, const caf::node_id& from);
-  // Whether links are TLS (one per pair of nodes).
+  // Whether links are TLS (CAF's OpenSSL module).
   bool tls() const { return options_.tls.enabled(); }
 
   // Asks node `node`'s edge and waits, at most the request timeout: `on_value`
@@ -276,18 +269,10 @@ class cluster_link {
 
  private:
   struct peers;
-  // The member's edge: linked already, or a link made now. Plain TCP links are
-  // made by whichever node calls first (CAF's BASP keeps one and closes the
-  // other). CAF 0.17.6's OpenSSL module cannot take a second link between two
-  // nodes: once one opens in the other direction, every call either way times
-  // out. So under TLS each pair has one link, dialed by the member with the
-  // greater id, which introduces its edge (hello); the other waits for it, at
-  // most the request timeout, and then fails calls at once for a backoff. A
-  // dialer links eagerly (dial_loop), not only when it has a call to make.
-  status peer(const std::string& node, caf::actor* out, bool counted = true);
-  // Under TLS: links every member this node dials and has no link to, again
-  // after a link drops (the members' backoff), until stop().
-  void dial_loop();
+  // The member's edge: linked already, or a link made now, by whichever node
+  // calls first (when both do, CAF's BASP keeps one link and closes the other;
+  // under TLS that close once broke the other link too: cluster_tls.cpp).
+  status peer(const std::string& node, caf::actor* out);
   status failure(const std::string& node, const caf::error& e);
 
   struct views;
@@ -300,8 +285,6 @@ class cluster_link {
   std::vector<caf::actor> workers_;        // blocking actors, one per thread below
   std::vector<std::thread> worker_threads_;
   uint16_t port_ = 0;
-  std::thread dialer_;
-  bool stopping_ = false;  // guarded by peers_->mu
 };
 
 }  // namespace skein

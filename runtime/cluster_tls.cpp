@@ -180,7 +180,8 @@ status cluster_tls_files::open(const cluster_tls& t) {
 // a certificate of another CA failed), the next call on another, healthy link
 // that only wants more bytes is taken for an error and that link is closed.
 // Seen as the first call between two other nodes timing out right after a
-// third node went away. These definitions take the place of libssl's four
+// third node went away, and as a pair of nodes whose second link (dialed from
+// the other end; CAF's BASP closes the spare) took the first one down with it. These definitions take the place of libssl's four
 // calls CAF makes (the executable's, or libskein's, symbols come first in the
 // dynamic linker's search) and empty the queue before each, as the manual
 // asks; then libssl's own function runs. Beast's TLS (openai_http.cpp) empties
