@@ -295,6 +295,8 @@ struct log_row {
 };
 // The family of a thread's accepted inputs not yet run (its inbox).
 inline constexpr uint8_t log_row_inbox_family = 10;
+// The family of its messages' embeddings (the memory index's rows).
+inline constexpr uint8_t log_row_embeddings_family = 6;
 
 class event_log {
  public:

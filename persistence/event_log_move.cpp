@@ -14,6 +14,7 @@ using namespace detail;
 namespace {
 
 static_assert(log_row_inbox_family == cf_inbox, "event_log.hpp names the inbox family by its number");
+static_assert(log_row_embeddings_family == cf_embeddings, "event_log.hpp names the embeddings family by its number");
 
 constexpr std::string_view node_prefix = "node/";
 

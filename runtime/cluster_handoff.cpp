@@ -26,6 +26,7 @@
 
 #include "actors/directory.hpp"
 #include "actors/journal.hpp"
+#include "persistence/keys.hpp"
 #include "runtime/runtime_impl.hpp"
 
 namespace skein {
@@ -355,7 +356,19 @@ status runtime::impl::adopt(std::string id, uint32_t part, uint32_t parts, std::
     all = std::move(buffered.rows);
     drop();
   }
-  return journal_run(*sys, actors.journal, [&](event_log& l) { return l.adopt_thread(id, all, adopted); });
+  SKEIN_TRY(journal_run(*sys, actors.journal, [&](event_log& l) { return l.adopt_thread(id, all, adopted); }));
+  // Its messages are searchable here at once (the old owner dropped them from
+  // its index): the embeddings rows just written, as the rebuild at open reads them.
+  if (*adopted)
+    for (const auto& r : all) {
+      std::string_view thread;
+      uint64_t seq = 0;
+      embedding_record e;
+      if (r.family == log_row_embeddings_family && keys::parse_event_key(r.key, &thread, &seq) &&
+          decode_embedding(r.value, &e).is_ok())
+        memory->index().add(thread, seq, e).ignore();  // a row the index cannot hold is left out, as at open
+    }
+  return status::ok();
 }
 
 status runtime::impl::put_claims(std::vector<log_row> claims) {

@@ -20,13 +20,19 @@ TEST_CASE("cluster: usage and memory search gather every node's part") {
   for (size_t i = 0; i < f.n; ++i) f.open(i);
   f.agent(0);
 
-  const char* words[] = {"zebra", "quartz", "violin", "glacier", "pepper", "lantern", "orchid", "saddle", "comet"};
+  std::vector<std::string> words = {"zebra", "quartz", "violin",  "glacier", "pepper",
+                                    "lantern", "orchid", "saddle", "comet"};
+  // Threads on every node, and at least one that a fourth node will own (below).
+  rendezvous by4{{"n1", "n2", "n3", "n4"}};
   std::vector<manifest> threads;
   std::set<size_t> owners;
-  for (size_t k = 0; k < 9; ++k) {
+  bool one_moves = false;
+  for (size_t k = 0; k < words.size() || !one_moves; ++k) {
+    if (k == words.size()) words.push_back("extra" + std::to_string(k));
     threads.push_back(f.thread(k % f.n));
     owners.insert(f.owner(threads.back().id));
-    f.run((k + 1) % f.n, threads.back().id, std::string{"a note about the "} + words[k]);
+    one_moves = one_moves || by4.owner_id(cluster_key(threads.back().id)) == "n4";
+    f.run((k + 1) % f.n, threads.back().id, "a note about the " + words[k]);
   }
   REQUIRE(owners.size() == f.n);
 
@@ -68,7 +74,7 @@ TEST_CASE("cluster: usage and memory search gather every node's part") {
 
   // Memory search: the best hit for each word is its thread, wherever it lives,
   // through every node (the embeddings effect indexes after the runs: waited for).
-  for (size_t k = 0; k < 9; ++k) {
+  for (size_t k = 0; k < words.size(); ++k) {
     for (size_t via = 0; via < f.n; ++via) {
       std::vector<memory_hit> hits;
       bool found = runtime_fixture::eventually([&] {
@@ -85,6 +91,28 @@ TEST_CASE("cluster: usage and memory search gather every node's part") {
   std::vector<memory_hit> hits;
   CHECK(f.nodes[1]->memory_search("nobody", "zebra", 3, &hits).code() == errc::not_found);
   CHECK(f.nodes[1]->memory_search("helper", "zebra", 0, &hits).code() == errc::invalid_input);
+
+  // A fourth node joins and takes its threads: their messages are found at once
+  // through every node, the new one included (its index took the moved rows).
+  size_t n4 = f.add_member();
+  f.open(n4);
+  for (size_t i = 0; i < 3; ++i) REQUIRE(f.nodes[i]->reload_cluster(f.members).is_ok());
+  cluster_rebalance_state st;
+  status moved = f.nodes[0]->rebalance(&st);
+  INFO(moved.to_string() << " " << st.error);
+  REQUIRE(moved.is_ok());
+  size_t on_n4 = 0;
+  for (const auto& t : threads) on_n4 += f.owner(t.id) == n4;
+  REQUIRE(on_n4 > 0);
+  for (size_t k = 0; k < words.size(); ++k)
+    for (size_t via = 0; via < 4; ++via) {
+      std::vector<memory_hit> hits;
+      REQUIRE(f.nodes[via]->memory_search("helper", words[k], 3, &hits).is_ok());
+      INFO(words[k] << " via " << f.members[via].id << " after the rebalance (" << on_n4 << " threads moved to n4)");
+      REQUIRE(!hits.empty());
+      CHECK(hits.front().thread_id == threads[k].id);
+    }
+  f.n = 4;
 
   // A node down: refused, naming it, never a partial answer.
   f.close(2);
