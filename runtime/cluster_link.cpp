@@ -138,6 +138,9 @@ struct cluster_link::peers {
   std::mutex mu;
   std::condition_variable cv;
   std::map<std::string, entry> members;  // guarded by mu
+  // forget_failures() calls so far (guarded by mu): a connection attempt that
+  // began before the last one leaves no backoff when it fails.
+  uint64_t forgotten = 0;
 
   void lost(const std::string& node, const caf::actor_addr& dead) {
     std::lock_guard lock{mu};
@@ -219,6 +222,7 @@ std::function<bool(std::string_view)> cluster_link::id_filter() const {
 
 void cluster_link::forget_failures() {
   std::lock_guard lock{peers_->mu};
+  ++peers_->forgotten;
   for (auto& [id, p] : peers_->members) {
     if (p.edge) continue;
     p.tried = false;
@@ -299,6 +303,7 @@ status cluster_link::peer(const std::string& node, caf::actor* out) {
   if (steady::now() < p.retry_at) return down();
   p.connecting = true;
   p.tried = true;
+  const uint64_t forgotten = peers_->forgotten;
   std::string host = p.host;
   uint16_t port = p.port;
   lock.unlock();
@@ -327,9 +332,11 @@ status cluster_link::peer(const std::string& node, caf::actor* out) {
     p.last_error = failed == caf::sec::request_timeout
                        ? "no handshake within " + std::to_string(timeout_.count()) + " ms"
                        : sys_.render(failed);
-    p.backoff_ms = p.backoff_ms == 0 ? options_.reconnect_min_ms
-                                     : std::min(p.backoff_ms * 2, options_.reconnect_max_ms);
-    p.retry_at = steady::now() + std::chrono::milliseconds(p.backoff_ms);
+    if (forgotten == peers_->forgotten) {  // else the failures were forgotten meanwhile: the next call tries
+      p.backoff_ms = p.backoff_ms == 0 ? options_.reconnect_min_ms
+                                       : std::min(p.backoff_ms * 2, options_.reconnect_max_ms);
+      p.retry_at = steady::now() + std::chrono::milliseconds(p.backoff_ms);
+    }
     return down();
   }
   p.edge = edge;
