@@ -32,9 +32,15 @@ status remote_failure(const std::string& node, const caf::error& e, std::chrono:
   return status::unavailable("node " + node + ": " + to_status(e).message());
 }
 
-// Waits for one forwarded run: the owner's answer, or the owner's link dropping.
+using ping_atom = caf::atom_constant<caf::atom("ping")>;
+
+// Waits for one forwarded run: the owner's answer, the owner's link dropping,
+// or the owner no longer answering: every `every` it is asked for its counts,
+// and an unanswered ask ends the wait (a stopped process keeps its link up and
+// would otherwise hold the caller forever; a long run on a live owner does not
+// end it).
 caf::behavior send_forwarder(caf::event_based_actor* self, caf::actor edge, std::string node, std::string thread,
-                             run_input in, std::function<void(status, run_result)> done) {
+                             run_input in, std::chrono::milliseconds every, std::function<void(status, run_result)> done) {
   auto finished = std::make_shared<bool>(false);
   auto finish = [self, finished, done](status s, run_result r) {
     if (*finished) return;
@@ -51,7 +57,24 @@ caf::behavior send_forwarder(caf::event_based_actor* self, caf::actor edge, std:
   self->request(edge, caf::infinite, send_atom::value, thread, std::move(in))
       .then([=](run_result& r) { finish(status::ok(), std::move(r)); },
             [=](caf::error& e) { finish(remote_failure(node, e, std::chrono::milliseconds{0}), {}); });
-  return {[](caf::ok_atom) {}};
+  self->delayed_send(self, every, ping_atom::value);
+  return {
+      [=](ping_atom) {
+        if (*finished) return;
+        self->request(edge, every, count_atom::value)
+            .then([=](uint64_t, uint64_t) { self->delayed_send(self, every, ping_atom::value); },
+                  [=](caf::error& e) {
+                    if (e.category() == error_category) {  // it answered, with a refusal: alive
+                      self->delayed_send(self, every, ping_atom::value);
+                      return;
+                    }
+                    finish(status::unavailable("node " + node + " stopped answering during the run on thread " +
+                                               thread + " (nothing within " + std::to_string(every.count()) +
+                                               " ms): its outcome is in the thread's log once the node answers"),
+                           {});
+                  });
+      },
+      [](caf::ok_atom) {}};
 }
 
 }  // namespace
@@ -359,7 +382,7 @@ void cluster_link::send(const std::string& node, const std::string& thread, run_
                         std::function<void(status, run_result)> done) {
   caf::actor edge;
   if (status s = peer(node, &edge); !s) return done(std::move(s), {});
-  sys_.spawn(send_forwarder, edge, node, thread, std::move(input), std::move(done));
+  sys_.spawn(send_forwarder, edge, node, thread, std::move(input), timeout_, std::move(done));
 }
 
 status cluster_link::subscribe(const std::string& node, const std::string& thread, uint64_t from_seq,

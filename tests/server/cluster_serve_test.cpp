@@ -219,6 +219,35 @@ TEST_CASE("cluster serve: three processes and one SIGKILL") {
     CHECK(r.body.find("n3") != std::string::npos);
   };
   stopped_peer("over the existing link");
+  REQUIRE(::kill(nodes[2]->child().pid(), SIGCONT) == 0);
+
+  // A run forwarded through n1 to n3 that is under way when n3 stops: the link
+  // stays up, so only the liveness ask ends the wait — 503 "stopped answering"
+  // within about twice the timeout, never the client's 20 s.
+  {
+    REQUIRE(client(2)->call("POST", "/v1/agents", R"({"id":"slow","engine_config":{"default":{"reply":"ok","latency_ms":8000}}})", &r).is_ok());
+    REQUIRE(r.status < 300);
+    REQUIRE(client(2)->call("POST", "/v1/threads", R"({"agent_id":"slow"})", &r).is_ok());
+    REQUIRE(r.status == 201);
+    const std::string long_run = manifest_of(r.body).id;  // minted by n3: n3's
+    http::response sent;
+    std::chrono::steady_clock::duration took{};
+    std::thread sender([&] {
+      auto start = std::chrono::steady_clock::now();
+      client(0)->call("POST", "/v1/threads/" + long_run + "/entries", R"({"text":"long","wait":true})", &sent).ignore();
+      took = std::chrono::steady_clock::now() - start;
+    });
+    bool running = runtime_fixture::eventually([&] {
+      return get(1, long_run) == 200 && manifest_of(r.body).status == thread_status::running;
+    }, 10s);
+    REQUIRE(::kill(nodes[2]->child().pid(), SIGSTOP) == 0);
+    sender.join();
+    CHECK(running);
+    INFO(sent.status << " " << sent.body);
+    CHECK(sent.status == 503);
+    CHECK(sent.body.find("n3 stopped answering") != std::string::npos);
+    CHECK(took < 8s);
+  }
   nodes[0]->kill();
   nodes[0] = start_node(ids[0], file, data(0));
   stopped_peer("over a fresh link");
