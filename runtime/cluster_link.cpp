@@ -367,8 +367,12 @@ status cluster_link::peer(const std::string& node, caf::actor* out) {
   p.last_error.clear();
   ++p.forwarded;
   *out = p.edge;
+  // Outside the lock: CAF runs the functor at once, on this thread, when the
+  // proxy is already dead (a link that dropped right after it was made), and
+  // lost() takes the lock (it was a self-deadlock, seen under load).
+  lock.unlock();
   std::weak_ptr<peers> weak = peers_;
-  p.edge->attach_functor([weak, node, addr = p.edge.address()] {
+  edge->attach_functor([weak, node, addr = edge.address()] {
     if (auto s = weak.lock()) s->lost(node, addr);
   });
   return status::ok();
