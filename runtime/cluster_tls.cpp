@@ -82,15 +82,23 @@ status read_certificates(const char* setting, const std::string& path, const std
 // A key protected by a passphrase is refused, not asked for on a terminal.
 int no_passphrase(char*, int, int, void*) { return -1; }
 
-}  // namespace
+// The three files' bytes, as read once.
+struct tls_pems {
+  std::string cert, key, ca;
+};
 
-status check_cluster_tls(const cluster_tls& t) {
+status read_pems(const cluster_tls& t, tls_pems* out) {
+  SKEIN_TRY(read_file("cluster_cert", t.certificate, &out->cert));
+  SKEIN_TRY(read_file("cluster_key", t.key, &out->key));
+  return read_file("cluster_ca", t.ca, &out->ca);
+}
+
+// check_cluster_tls on bytes read from the files `t` names (named in refusals).
+status check_pems(const cluster_tls& t, const tls_pems& pems) {
   ERR_clear_error();
-  std::string ca_pem, cert_pem, key_pem;
-  SKEIN_TRY(read_file("cluster_cert", t.certificate, &cert_pem));
-  SKEIN_TRY(read_file("cluster_key", t.key, &key_pem));
-  SKEIN_TRY(read_file("cluster_ca", t.ca, &ca_pem));
-
+  const std::string& ca_pem = pems.ca;
+  const std::string& cert_pem = pems.cert;
+  const std::string& key_pem = pems.key;
   std::vector<x509_ptr> cas, chain;
   SKEIN_TRY(read_certificates("cluster_ca", t.ca, ca_pem, &cas));
   for (const auto& c : cas)
@@ -138,6 +146,14 @@ status check_cluster_tls(const cluster_tls& t) {
   return status::ok();
 }
 
+}  // namespace
+
+status check_cluster_tls(const cluster_tls& t) {
+  tls_pems pems;
+  SKEIN_TRY(read_pems(t, &pems));
+  return check_pems(t, pems);
+}
+
 cluster_tls_files::~cluster_tls_files() {
   if (dir_.empty()) return;
   std::error_code ignored;
@@ -145,7 +161,10 @@ cluster_tls_files::~cluster_tls_files() {
 }
 
 status cluster_tls_files::open(const cluster_tls& t) {
-  SKEIN_TRY(check_cluster_tls(t));
+  // Read once: the bytes checked are the bytes copied.
+  tls_pems pems;
+  SKEIN_TRY(read_pems(t, &pems));
+  SKEIN_TRY(check_pems(t, pems));
   std::string base = std::filesystem::temp_directory_path().string() + "/skein-tls-XXXXXX";
   std::vector<char> name(base.begin(), base.end());
   name.push_back('\0');
@@ -153,9 +172,7 @@ status cluster_tls_files::open(const cluster_tls& t) {
     return status::io_error("cluster TLS: cannot make a private directory for the node's TLS files in " +
                             std::filesystem::temp_directory_path().string());
   dir_ = name.data();  // mkdtemp: mode 0700
-  auto copy = [&](const std::string& from, const char* as, const char* setting, std::string* to) -> status {
-    std::string bytes;
-    SKEIN_TRY(read_file(setting, from, &bytes));
+  auto write = [&](const std::string& bytes, const char* as, std::string* to) -> status {
     *to = dir_ + "/" + as;
     std::ofstream out{*to, std::ios::binary | std::ios::trunc};
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
@@ -163,11 +180,9 @@ status cluster_tls_files::open(const cluster_tls& t) {
     if (!out) return status::io_error("cluster TLS: cannot write " + *to);
     return status::ok();
   };
-  SKEIN_TRY(copy(t.certificate, "cert.pem", "cluster_cert", &copies_.certificate));
-  SKEIN_TRY(copy(t.key, "key.pem", "cluster_key", &copies_.key));
-  SKEIN_TRY(copy(t.ca, "ca.pem", "cluster_ca", &copies_.ca));
-  // The copies again: the files could have changed between the check and the copy.
-  return check_cluster_tls(copies_);
+  SKEIN_TRY(write(pems.cert, "cert.pem", &copies_.certificate));
+  SKEIN_TRY(write(pems.key, "key.pem", &copies_.key));
+  return write(pems.ca, "ca.pem", &copies_.ca);
 }
 
 }  // namespace skein
@@ -181,8 +196,8 @@ status cluster_tls_files::open(const cluster_tls& t) {
 // that only wants more bytes is taken for an error and that link is closed.
 // Seen as the first call between two other nodes timing out right after a
 // third node went away, and as a pair of nodes whose second link (dialed from
-// the other end; CAF's BASP closes the spare) took the first one down with it. These definitions take the place of libssl's four
-// calls CAF makes (the executable's, or libskein's, symbols come first in the
+// the other end; CAF's BASP closes the spare) took the first one down with it.
+// These definitions take the place of libssl's four calls CAF makes (the executable's, or libskein's, symbols come first in the
 // dynamic linker's search) and empty the queue before each, as the manual
 // asks; then libssl's own function runs. Beast's TLS (openai_http.cpp) empties
 // it itself before each call already.

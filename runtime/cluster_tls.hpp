@@ -33,7 +33,8 @@ class cluster_tls_files {
   cluster_tls_files(const cluster_tls_files&) = delete;
   cluster_tls_files& operator=(const cluster_tls_files&) = delete;
 
-  // Checks `tls` (check_cluster_tls) and copies its files; paths() names the copies.
+  // Reads the files once, checks those bytes (check_cluster_tls) and writes
+  // them to the copies; paths() names the copies.
   status open(const cluster_tls& tls);
   const cluster_tls& paths() const { return copies_; }
 

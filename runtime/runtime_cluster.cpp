@@ -62,54 +62,6 @@ status runtime::impl::route_claim(const std::string& key, std::string* node) con
   return status::ok();
 }
 
-status runtime::impl::route_schedule(const std::string& id, std::string* node, bool creating) const {
-  node->clear();
-  if (!cluster) return status::ok();
-  SKEIN_TRY(validate_id(id, "schedule id"));
-  // Schedules stay with their active owner during a change (a rebalance that
-  // would move one is refused); only a new one whose key moves waits for it.
-  if (creating) SKEIN_TRY(route_claim(std::string{cluster_key(id)}, node));
-  else if (const std::string& owner = cluster->view()->active_ring.owner_id(cluster_key(id)); owner != cluster->self())
-    *node = owner;
-  if (!node->empty() && cluster_link::serving_edge())
-    return status::unavailable("node " + cluster->self() + " does not own schedule " + id + " (by its member list, " +
-                               *node + " does): the nodes' cluster files differ");
-  return status::ok();
-}
-
-status runtime::impl::cluster_schedule_id(schedule* s) const {
-  if (!s->thread_id.empty()) {
-    SKEIN_TRY(validate_id(s->thread_id, "schedule.thread_id").with_field("thread_id"));
-    std::string root{cluster_key(s->thread_id)};
-    if (s->id.empty()) {
-      s->id = root + "." + new_schedule_id(core_opts.wall_clock());
-    } else if (cluster_key(s->id) != root) {
-      return status::invalid_input("schedule.id: in a cluster a schedule bound to a thread lives on the thread's "
-                                   "node, so its id must start with the thread's root id and '.' (" + root +
-                                   ".…): leave it empty to have one minted")
-          .with_field("id");
-    }
-    return status::ok();
-  }
-  if (!s->id.empty()) return status::ok();
-  // Unbound: an id this node owns now (its firings create threads here), when
-  // one turns up in a few tries per member; else any id, made where it routes.
-  auto v = cluster->view();
-  const size_t tries = 16 * v->everyone().size();
-  for (size_t i = 0; i < tries; ++i) {
-    s->id = new_schedule_id(core_opts.wall_clock());
-    std::string owner;
-    if (route_claim(s->id, &owner).is_ok() && owner.empty()) return status::ok();
-  }
-  return status::ok();
-}
-
-status runtime::impl::list_schedules_local(const std::string& after_id, size_t limit, std::vector<schedule>* out,
-                                           std::string* next) {
-  SKEIN_TRY(check_open());
-  return log->list_schedules(after_id, limit, out, next);
-}
-
 status runtime::impl::route_creation(const thread_options& o, std::string* node) const {
   node->clear();
   if (!cluster) return status::ok();
@@ -307,41 +259,6 @@ status runtime::list_threads(const thread_query& query, thread_page* out) {
   }
   if (more && !merged.empty()) out->next_cursor = detail::hex_encode(merged.back().first);
   for (auto& [key, m] : merged) out->threads.push_back(std::move(m));
-  return status::ok();
-}
-
-status runtime::list_schedules(const std::string& after_id, size_t limit, std::vector<schedule>* out,
-                               std::string* next) {
-  cluster_link* c = impl_->cluster.get();
-  if (c == nullptr) return impl_->list_schedules_local(after_id, limit, out, next);
-  // Every node's first page after the cursor, merged by id: the page is the
-  // first `limit` of the merge, and its last id the cursor for every node.
-  std::vector<schedule> merged;
-  bool more = false;
-  for (const auto& m : c->view()->everyone()) {
-    std::vector<schedule> page;
-    std::string page_next;
-    if (m.id == c->self()) SKEIN_TRY(impl_->list_schedules_local(after_id, limit, &page, &page_next));
-    else
-      SKEIN_TRY(c->call(m.id,
-                        [&](std::vector<schedule>& v, std::string& n) {
-                          page = std::move(v);
-                          page_next = std::move(n);
-                        },
-                        schedule_atom::value, list_atom::value, after_id, uint64_t{limit}));
-    more = more || !page_next.empty();
-    for (auto& s : page) merged.push_back(std::move(s));
-  }
-  std::sort(merged.begin(), merged.end(), [](const schedule& a, const schedule& b) { return a.id < b.id; });
-  merged.erase(std::unique(merged.begin(), merged.end(), [](const schedule& a, const schedule& b) { return a.id == b.id; }),
-               merged.end());
-  if (merged.size() > limit) {
-    merged.resize(limit);
-    more = true;
-  }
-  next->clear();
-  if (more && !merged.empty()) *next = merged.back().id;
-  *out = std::move(merged);
   return status::ok();
 }
 

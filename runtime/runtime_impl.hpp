@@ -1,5 +1,5 @@
 // runtime::impl: what a runtime holds, shared by the files that implement
-// skein::runtime (runtime.cpp, runtime_cluster.cpp, runtime_health.cpp).
+// skein::runtime (runtime.cpp, runtime_cluster.cpp, runtime_schedules.cpp, runtime_health.cpp).
 // Internal: includes CAF.
 #pragma once
 
@@ -77,12 +77,14 @@ struct runtime::impl {
   // `creating`: while a change is under way, a new schedule whose key moves
   // is refused (retry after the rebalance): it would be left behind.
   status route_schedule(const std::string& id, std::string* node, bool creating = false) const;
-  // A schedule id for `s` in a cluster (runtime_cluster.cpp): s.id when given
+  // A schedule id for `s` in a cluster (runtime_schedules.cpp): s.id when given
   // (a bound schedule's must start with its thread's root id and '.'), else
   // minted: after the bound thread's root id, or owned by this node.
   status cluster_schedule_id(schedule* s) const;
   status list_schedules_local(const std::string& after_id, size_t limit, std::vector<schedule>* out,
                               std::string* next);
+  // Pauses (true) or resumes a schedule, on its node (runtime_schedules.cpp).
+  status set_paused(const std::string& id, bool paused, schedule* out);
   bool stored_here(std::string_view id) const;
   // Calls that are not forwarded yet: refused, never answered from the wrong node.
   status put_agent_local(agent_config config, agent_config* out);
