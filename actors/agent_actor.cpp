@@ -3,7 +3,7 @@
 #include "runtime/model/engine_policy.hpp"
 
 #include <caf/actor_system.hpp>
-#include <caf/event_based_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 
 #include "actors/error.hpp"
 #include "actors/journal.hpp"
@@ -85,16 +85,16 @@ status check_fork_point(const std::vector<event>& events, uint64_t at_seq) {
   return status::ok();
 }
 
-class agent_actor : public caf::event_based_actor {
+class agent_impl : public agent_actor::base {
  public:
-  agent_actor(caf::actor_config& cfg, agent_spec_ptr spec, std::shared_ptr<const thread_context> ctx)
-      : caf::event_based_actor(cfg), spec_(std::move(spec)), ctx_(std::move(ctx)) {}
+  agent_impl(caf::actor_config& cfg, agent_spec_ptr spec, std::shared_ptr<const thread_context> ctx)
+      : agent_actor::base(cfg), spec_(std::move(spec)), ctx_(std::move(ctx)) {}
 
   const char* name() const override { return "skein.agent"; }
 
   int64_t wall_now() const { return ctx_->options.wall_clock ? ctx_->options.wall_clock() : now_ms(); }
 
-  caf::behavior make_behavior() override {
+  behavior_type make_behavior() override {
     return {
         [this](create_atom, thread_options& o) -> caf::result<manifest> { return create(std::move(o)); },
         [this](fork_atom, std::string& source, uint64_t at_seq) -> caf::result<manifest> {
@@ -128,7 +128,7 @@ class agent_actor : public caf::event_based_actor {
     // A child's id is minted by its parent, the single writer of the parent's counter.
     request(ctx_->directory, caf::infinite, resolve_atom::value, o.parent_thread_id)
         .then(
-            [this, o, promise](caf::actor& parent) mutable {
+            [this, o, promise](thread_actor& parent) mutable {
               request(parent, caf::infinite, mint_child_atom::value)
                   .then([this, o, promise](std::string& id) mutable { write(new_manifest(id, *spec_, o, wall_now()), {}, promise); },
                         [promise](caf::error& e) mutable { promise.deliver(e); });
@@ -377,9 +377,9 @@ agent_spec_ptr unavailable_agent_spec(const agent_config& config, const std::str
   return spec;
 }
 
-caf::actor spawn_agent_actor(caf::actor_system& sys, agent_spec_ptr spec,
-                             std::shared_ptr<const thread_context> ctx) {
-  return sys.spawn<agent_actor>(std::move(spec), std::move(ctx));
+agent_actor spawn_agent_actor(caf::actor_system& sys, agent_spec_ptr spec,
+                              std::shared_ptr<const thread_context> ctx) {
+  return sys.spawn<agent_impl>(std::move(spec), std::move(ctx));
 }
 
 }  // namespace skein

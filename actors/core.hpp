@@ -23,8 +23,8 @@ struct core_config {
 };
 
 struct core {
-  caf::actor journal;
-  caf::actor directory;
+  journal_actor journal;
+  directory_actor directory;
   std::unique_ptr<actor_timer_service> timers;  // destroy after the actor system
   std::vector<caf::actor> effects;  // one per effect kind, fed by the journal
   std::vector<std::string> repaired;  // threads recovery closed as interrupted

@@ -1,7 +1,7 @@
 #include "actors/directory.hpp"
 
 #include <caf/actor_system.hpp>
-#include <caf/event_based_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 #include <limits>
 #include <list>
 #include <malloc.h>
@@ -21,19 +21,19 @@ namespace skein {
 namespace {
 
 struct thread_entry {
-  caf::actor actor;
+  thread_actor actor;
   std::list<std::string>::iterator lru;  // position in lru_, front = most recent
 };
 
 struct agent_entry {
   agent_spec_ptr spec;
-  caf::actor actor;
+  agent_actor actor;
 };
 
-class directory_actor : public caf::event_based_actor {
+class directory_impl : public directory_actor::base {
  public:
-  directory_actor(caf::actor_config& cfg, directory_config config)
-      : caf::event_based_actor(cfg), config_(std::move(config)) {}
+  directory_impl(caf::actor_config& cfg, directory_config config)
+      : directory_actor::base(cfg), config_(std::move(config)) {}
 
   const char* name() const override { return "skein.directory"; }
 
@@ -47,11 +47,11 @@ class directory_actor : public caf::event_based_actor {
     ctx_.reset();
   }
 
-  caf::behavior make_behavior() override {
+  behavior_type make_behavior() override {
     auto ctx = std::make_shared<thread_context>();
     ctx->log = config_.log;
     ctx->journal = config_.journal;
-    ctx->directory = caf::actor_cast<caf::actor>(this);
+    ctx->directory = directory_actor{this};
     ctx->options = config_.options;
     ctx->ledger = std::make_shared<budget_ledger>(config_.log);
     readers_ = std::make_shared<reader_pool>(
@@ -63,8 +63,8 @@ class directory_actor : public caf::event_based_actor {
     config_.agents.clear();
     set_down_handler([this](caf::down_msg& msg) { forget(msg.source); });
     return {
-        [this](resolve_atom, std::string& id) -> caf::result<caf::actor> { return resolve(id); },
-        [this](passivate_atom, std::string& id, caf::actor& who) { passivated(id, who); },
+        [this](resolve_atom, std::string& id) -> caf::result<thread_actor> { return resolve(id); },
+        [this](passivate_atom, std::string& id, thread_actor& who) { passivated(id, who); },
         [this](caf::put_atom, agent_config& a) -> caf::result<agent_config> { return create_agent(std::move(a)); },
         [this](agent_atom, std::string& id) -> caf::result<agent_config> {
           auto it = agents_.find(id);
@@ -173,7 +173,7 @@ class directory_actor : public caf::event_based_actor {
     return spec;
   }
 
-  caf::result<caf::actor> resolve(const std::string& id) {
+  caf::result<thread_actor> resolve(const std::string& id) {
     if (closing_) return to_error(status::overloaded("the runtime is closing"));
     if (auto it = threads_.find(id); it != threads_.end()) {
       lru_.splice(lru_.begin(), lru_, it->second.lru);
@@ -191,7 +191,7 @@ class directory_actor : public caf::event_based_actor {
     return *started;
   }
 
-  caf::expected<caf::actor> start_thread(const std::string& id, manifest m) {
+  caf::expected<thread_actor> start_thread(const std::string& id, manifest m) {
     auto agent = agents_.find(m.agent_id);
     if (agent == agents_.end())
       return to_error(status::not_found("agent " + m.agent_id + " of thread " + id + " does not exist"));
@@ -220,10 +220,10 @@ class directory_actor : public caf::event_based_actor {
     }
   }
 
-  void passivated(const std::string& id, const caf::actor& who) {
+  void passivated(const std::string& id, const thread_actor& who) {
     auto it = threads_.find(id);
     if (it == threads_.end() || it->second.actor != who) return;
-    demonitor(who);
+    demonitor(who.address());
     remove(it);
     ++passivations_;
     // glibc keeps the memory of freed actors: after a wave of passivations, hand
@@ -312,8 +312,8 @@ class directory_actor : public caf::event_based_actor {
       erase_log();
       return;
     }
-    caf::actor actor = it->second.actor;
-    demonitor(actor);
+    thread_actor actor = it->second.actor;
+    demonitor(actor.address());
     remove(it);
     // The actor finishes a commit in flight before it answers: nothing lands after the erase.
     request(actor, caf::infinite, stop_atom::value, false)
@@ -343,7 +343,7 @@ class directory_actor : public caf::event_based_actor {
       }
       return true;
     }
-    caf::actor actor = it->second.actor;
+    thread_actor actor = it->second.actor;
     auto promise = make_response_promise<bool>();
     request(actor, caf::infinite, retire_atom::value, std::numeric_limits<int64_t>::max(), true)
         .then(
@@ -355,7 +355,7 @@ class directory_actor : public caf::event_based_actor {
                 promise.deliver(false);
                 return;
               }
-              demonitor(actor);
+              demonitor(actor.address());
               remove(now);
               request(actor, caf::infinite, stop_atom::value, false, std::string{"moved"})
                   .then([promise]() mutable { promise.deliver(true); },
@@ -390,7 +390,7 @@ class directory_actor : public caf::event_based_actor {
       erase_then(id, finish);
       return promise;
     }
-    caf::actor actor = it->second.actor;
+    thread_actor actor = it->second.actor;
     request(actor, caf::infinite, retire_atom::value, before_ms)
         .then(
             [this, id, actor, promise, finish](bool retired) mutable {
@@ -420,10 +420,10 @@ class directory_actor : public caf::event_based_actor {
       finish();
       return promise;
     }
-    std::vector<caf::actor> actors;
+    std::vector<thread_actor> actors;
     for (auto& [id, e] : threads_) actors.push_back(e.actor);
     for (auto& a : actors) {
-      demonitor(a);
+      demonitor(a.address());
       request(a, caf::infinite, stop_atom::value, true)
           .then([left, finish]() mutable { if (--*left == 0) finish(); },
                 [left, finish](caf::error&) mutable { if (--*left == 0) finish(); });
@@ -462,8 +462,8 @@ class directory_actor : public caf::event_based_actor {
 
 }  // namespace
 
-caf::actor spawn_directory(caf::actor_system& sys, directory_config config) {
-  return sys.spawn<directory_actor>(std::move(config));
+directory_actor spawn_directory(caf::actor_system& sys, directory_config config) {
+  return sys.spawn<directory_impl>(std::move(config));
 }
 
 }  // namespace skein

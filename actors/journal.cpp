@@ -4,6 +4,7 @@
 #include <caf/after.hpp>
 #include <caf/blocking_actor.hpp>
 #include <caf/event_based_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 #include <caf/exit_reason.hpp>
 #include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
@@ -249,7 +250,7 @@ class journal_loop {
 };
 
 template <class... Ts>
-status blocking_request(caf::actor_system& sys, const caf::actor& journal, Ts&&... xs) {
+status blocking_request(caf::actor_system& sys, const journal_actor& journal, Ts&&... xs) {
   caller self{sys};
   status result;
   self->request(journal, caf::infinite, std::forward<Ts>(xs)...)
@@ -258,7 +259,7 @@ status blocking_request(caf::actor_system& sys, const caf::actor& journal, Ts&&.
 }
 
 // The scheduled variant: same log calls, one request at a time.
-caf::behavior inline_journal(caf::event_based_actor* self, event_log* log, journal_options options) {
+journal_actor::behavior_type inline_journal(journal_actor::pointer self, event_log* log, journal_options options) {
   auto groups = std::make_shared<uint64_t>(0);
   auto listeners = std::make_shared<std::vector<caf::actor>>();
   auto tell = [=](std::vector<committed_tick> feed) { tell_listeners(*listeners, &feed); };
@@ -283,10 +284,7 @@ caf::behavior inline_journal(caf::event_based_actor* self, event_log* log, journ
         if (status s = log->commit_effect(w); !s) return to_error(s);
         return caf::unit;
       },
-      [=](listen_atom, caf::actor& a) {
-        listeners->push_back(std::move(a));
-        return caf::unit;
-      },
+      [=](listen_atom, caf::actor& a) { listeners->push_back(std::move(a)); },
       [=](erase_atom, std::string& id) -> caf::result<void> {
         if (status s = log->erase_thread(id); !s) return to_error(s);
         tell({committed_tick{id, {}, 0, wall_now(options), true}});
@@ -300,10 +298,7 @@ caf::behavior inline_journal(caf::event_based_actor* self, event_log* log, journ
         if (status s = w.fn(*log); !s) return to_error(s);
         return caf::unit;
       },
-      [=](caf::close_atom) {
-        self->quit();
-        return caf::unit;
-      },
+      [=](caf::close_atom) { self->quit(); },
       [=](caf::get_atom, stats_atom) {
         journal_stats s;
         s.log = log->counters();
@@ -316,15 +311,17 @@ caf::behavior inline_journal(caf::event_based_actor* self, event_log* log, journ
 
 }  // namespace
 
-caf::actor spawn_journal(caf::actor_system& sys, event_log& log, journal_options options) {
+journal_actor spawn_journal(caf::actor_system& sys, event_log& log, journal_options options) {
   if (!options.detached) return sys.spawn(inline_journal, &log, options);
-  return sys.spawn<caf::detached>([&log, options](caf::blocking_actor* self) {
+  // CAF 0.17 has no typed blocking actors: journal_loop::run receives exactly
+  // journal_actor's messages (and journal_test asks each of them of both variants).
+  return caf::actor_cast<journal_actor>(sys.spawn<caf::detached>([&log, options](caf::blocking_actor* self) {
     journal_loop loop{self, &log, options};
     loop.run();
-  });
+  }));
 }
 
-status journal_commit(caf::actor_system& sys, const caf::actor& journal, tick& t) {
+status journal_commit(caf::actor_system& sys, const journal_actor& journal, tick& t) {
   caller self{sys};
   status result;
   self->request(journal, caf::infinite, commit_atom::value, t)
@@ -333,7 +330,7 @@ status journal_commit(caf::actor_system& sys, const caf::actor& journal, tick& t
   return result;
 }
 
-status journal_commit_all(caf::actor_system& sys, const caf::actor& journal,
+status journal_commit_all(caf::actor_system& sys, const journal_actor& journal,
                           std::vector<tick>& ticks) {
   caller self{sys};
   status result;
@@ -347,19 +344,19 @@ status journal_commit_all(caf::actor_system& sys, const caf::actor& journal,
   return result;
 }
 
-status journal_commit_effect(caf::actor_system& sys, const caf::actor& journal, effect_write& w) {
+status journal_commit_effect(caf::actor_system& sys, const journal_actor& journal, effect_write& w) {
   return blocking_request(sys, journal, effect_atom::value, w);
 }
 
-status journal_erase(caf::actor_system& sys, const caf::actor& journal, const std::string& id) {
+status journal_erase(caf::actor_system& sys, const journal_actor& journal, const std::string& id) {
   return blocking_request(sys, journal, erase_atom::value, id);
 }
 
-status journal_run(caf::actor_system& sys, const caf::actor& journal, std::function<status(event_log&)> fn) {
+status journal_run(caf::actor_system& sys, const journal_actor& journal, std::function<status(event_log&)> fn) {
   return blocking_request(sys, journal, write_atom::value, journal_write{std::move(fn)});
 }
 
-status journal_close(caf::actor_system& sys, const caf::actor& journal) {
+status journal_close(caf::actor_system& sys, const journal_actor& journal) {
   return blocking_request(sys, journal, caf::close_atom::value);
 }
 

@@ -1,7 +1,7 @@
 // journal: the group-committing writer of an event_log, a detached CAF actor on
 // its own OS thread.
 //
-// Protocol (requests; replies follow the order of the requests):
+// Interface (journal_actor below; replies follow the order of the requests):
 //   (commit_atom, tick)        -> uint64_t last_seq      | error
 //   (commit_all_atom, std::vector<tick>) -> std::vector<uint64_t> last seqs | error
 //        all or nothing (a multi-thread import): written alone, in one batch;
@@ -37,6 +37,8 @@
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/atom.hpp>
 #include <caf/fwd.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -87,20 +89,32 @@ struct journal_stats {
   uint64_t queued_max = 0;   // most requests drained for one batch
 };
 
-caf::actor spawn_journal(caf::actor_system& sys, event_log& log, journal_options options = {});
+// Both variants (detached and inline) answer exactly these.
+using journal_actor = caf::typed_actor<
+    caf::replies_to<commit_atom, tick>::with<uint64_t>,
+    caf::replies_to<commit_all_atom, std::vector<tick>>::with<std::vector<uint64_t>>,
+    caf::reacts_to<effect_atom, effect_write>,
+    caf::reacts_to<erase_atom, std::string>,
+    caf::reacts_to<listen_atom, caf::actor>,
+    caf::reacts_to<caf::put_atom, agent_config>,
+    caf::reacts_to<write_atom, journal_write>,
+    caf::reacts_to<caf::close_atom>,
+    caf::replies_to<caf::get_atom, stats_atom>::with<journal_stats>>;
+
+journal_actor spawn_journal(caf::actor_system& sys, event_log& log, journal_options options = {});
 
 // Blocking helpers for code outside actors (the demo, tests, tools): each waits
 // for the journal's reply.
-status journal_commit(caf::actor_system& sys, const caf::actor& journal, tick& t);
+status journal_commit(caf::actor_system& sys, const journal_actor& journal, tick& t);
 // All or nothing; on success each tick's manifest.last_seq is set.
-status journal_commit_all(caf::actor_system& sys, const caf::actor& journal,
+status journal_commit_all(caf::actor_system& sys, const journal_actor& journal,
                           std::vector<tick>& ticks);
-status journal_commit_effect(caf::actor_system& sys, const caf::actor& journal, effect_write& w);
-status journal_erase(caf::actor_system& sys, const caf::actor& journal, const std::string& id);
+status journal_commit_effect(caf::actor_system& sys, const journal_actor& journal, effect_write& w);
+status journal_erase(caf::actor_system& sys, const journal_actor& journal, const std::string& id);
 // Runs `fn` on the journal's thread, after what is queued before it.
-status journal_run(caf::actor_system& sys, const caf::actor& journal, std::function<status(event_log&)> fn);
+status journal_run(caf::actor_system& sys, const journal_actor& journal, std::function<status(event_log&)> fn);
 // Writes everything queued, then stops the journal.
-status journal_close(caf::actor_system& sys, const caf::actor& journal);
+status journal_close(caf::actor_system& sys, const journal_actor& journal);
 
 }  // namespace skein
 

@@ -1,28 +1,8 @@
 // The messages skein's actors exchange, and the values they carry.
 //
-// Threads are reached through the directory: (resolve_atom, thread id) yields the
-// thread actor, activating it from the log if needed. The thread actor protocol:
-//   (send_atom, run_input)              -> run_result        (when the run has ended)
-//   (submit_atom, run_input)            -> std::string       (the run id, once the input is taken)
-//   (cancel_atom)                       -> bool              (a run was cancelled)
-//   (subscribe_atom, from_seq, sink)    -> uint64_t next seq; then to `sink`:
-//        (event_atom, thread id, event)          every durable event from from_seq on
-//        (delta_atom, thread id, run id, text)   live token deltas: no seq, never stored
-//   (unsubscribe_atom, sink)
-//   (get_atom)                          -> manifest
-//   (mint_child_atom)                   -> std::string       (the next child id)
-//   (reconcile_atom)                    -> bool              (a stale run was closed as orphaned)
-//   (archive_atom, int64_t at_ms)       -> bool              (archived; false: busy, nothing written)
-//   (retire_atom, int64_t before_ms)    -> bool              (idle and untouched since before_ms: it takes
-//                                                             no more input, the directory erases it)
-//   (compact_atom, compact_request)     -> compact_result    (between runs: waits its turn like an input)
-//   (title_atom, title, cursor)         -> bool              (the titles effect: set if the thread had
-//        none — true — and the effect's cursor recorded in the same manifest-only tick either way)
-//   (title_atom, title)                 -> manifest          (a user's title: replaces any)
-//   (member_atom, agent, trigger, add)  -> manifest          (a house member added (true, trigger
-//        "always" or "on_mention") or removed (false), with a house.member_added/_removed signal)
-//   (dispatch_atom, data json)          -> void              (records a dispatch.failed signal: a
-//        firing, delegation or member run concerning this thread could not be started)
+// The interfaces, one per header: thread_protocol.hpp (thread actors),
+// agent_protocol.hpp, directory.hpp, journal.hpp; the cluster edge's in
+// runtime/cluster_link.hpp.
 // The model values (events, manifests, run inputs and results, thread options,
 // agents) have `inspect` overloads (actors/wire.hpp) and cross nodes; the rest
 // below are local to one node (CAF_ALLOW_UNSAFE_MESSAGE_TYPE) and stay on the

@@ -8,22 +8,6 @@
 namespace skein {
 namespace {
 
-using read_atom = caf::atom_constant<caf::atom("read")>;
-
-// A job and the outcome it leaves for the asker. Local only.
-struct read_job {
-  std::function<status()> fn;
-  std::shared_ptr<status> outcome;
-};
-
-}  // namespace
-}  // namespace skein
-
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::read_job)
-
-namespace skein {
-namespace {
-
 class reader : public caf::event_based_actor {
  public:
   reader(caf::actor_config& cfg, std::shared_ptr<std::atomic<size_t>> queued)
@@ -33,7 +17,7 @@ class reader : public caf::event_based_actor {
 
   caf::behavior make_behavior() override {
     return {
-        [this](read_atom, read_job& job) {
+        [this](reader_read_atom, read_job& job) {
           // A job is storage code, but an exception must not end a reader.
           try {
             *job.outcome = job.fn();
@@ -68,33 +52,21 @@ void reader_pool::stop() {
   for (auto& r : readers_) caf::anon_send_exit(r, caf::exit_reason::user_shutdown);
 }
 
-void reader_pool::read_then(caf::event_based_actor* self, std::function<status()> job,
-                            std::function<void(const status&)> done) {
-  if (try_read_then(self, job, done)) return;
-  if (stopped_.load(std::memory_order_acquire))
-    return done(status::overloaded("the readers are stopped: the runtime is closing"));
-  done(status::overloaded("storage reads: reads_queued_max (" + std::to_string(options_.reads_queued_max) +
-                          ") queued or running")
-           .with_limit("reads_queued_max"));
-}
-
-void reader_pool::read_or_inline(caf::event_based_actor* self, std::function<status()> job,
-                                 std::function<void(const status&)> done) {
-  if (!try_read_then(self, job, done)) done(job());
-}
-
-bool reader_pool::try_read_then(caf::event_based_actor* self, std::function<status()>& job,
-                                std::function<void(const status&)>& done) {
+bool reader_pool::reserve(caf::actor* target) {
   if (stopped_.load(std::memory_order_acquire)) return false;
   size_t now = queued_.load(std::memory_order_relaxed);
   do {
     if (now >= options_.reads_queued_max) return false;
   } while (!queued_.compare_exchange_weak(now, now + 1, std::memory_order_acq_rel));
-  auto outcome = std::make_shared<status>();
-  const caf::actor& target = readers_[next_.fetch_add(1, std::memory_order_relaxed) % readers_.size()];
-  self->request(target, caf::infinite, read_atom::value, read_job{std::move(job), outcome})
-      .then([outcome, done]() { done(*outcome); }, [done](caf::error& e) { done(to_status(e)); });
+  *target = readers_[next_.fetch_add(1, std::memory_order_relaxed) % readers_.size()];
   return true;
+}
+
+status reader_pool::refusal() const {
+  if (stopped_.load(std::memory_order_acquire)) return status::overloaded("the readers are stopped: the runtime is closing");
+  return status::overloaded("storage reads: reads_queued_max (" + std::to_string(options_.reads_queued_max) +
+                            ") queued or running")
+      .with_limit("reads_queued_max");
 }
 
 }  // namespace skein

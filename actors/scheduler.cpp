@@ -375,7 +375,7 @@ class scheduler_actor : public caf::event_based_actor {
         w.field("reason", f.reason);
         w.end_object();
         request(config_.directory, caf::infinite, resolve_atom::value, s.thread_id)
-            .then([data](caf::actor& thread) { caf::anon_send(thread, dispatch_atom::value, data); },
+            .then([data](thread_actor& thread) { caf::anon_send(thread, dispatch_atom::value, data); },
                   [](caf::error&) {});  // gone meanwhile: nothing to record it on
       }
       write_outcome(std::move(s), std::move(f), pass, false);
@@ -411,7 +411,7 @@ class scheduler_actor : public caf::event_based_actor {
                      std::function<void(const caf::error&)> on_refused, int attempt) {
     request(config_.directory, caf::infinite, resolve_atom::value, s.thread_id)
         .then(
-            [this, s, in, rows, pass, on_refused, attempt](caf::actor& target) mutable {
+            [this, s, in, rows, pass, on_refused, attempt](thread_actor& target) mutable {
               request(target, caf::infinite, submit_atom::value, in, rows)
                   .then(
                       [this, s, pass](std::string&) {

@@ -32,6 +32,8 @@
 #include <cstdint>
 #include <functional>
 
+#include "actors/directory.hpp"
+#include "actors/journal.hpp"
 #include "actors/wire.hpp"
 #include "persistence/event_log.hpp"
 #include "runtime/model/engine.hpp"
@@ -49,8 +51,8 @@ inline constexpr std::chrono::milliseconds schedule_wake_period_default{1000};
 
 struct scheduler_config {
   event_log* log = nullptr;  // borrowed: must outlive the actor
-  caf::actor journal;
-  caf::actor directory;
+  journal_actor journal;
+  directory_actor directory;
   std::function<int64_t()> wall_clock;  // the runtime's injectable clock
   int64_t grace_ms = schedule_grace_ms_default;
   std::chrono::milliseconds wake_period = schedule_wake_period_default;  // 0: no periodic wake

@@ -33,14 +33,14 @@
 namespace skein {
 namespace detail {
 
-thread_actor::thread_actor(caf::actor_config& cfg, std::shared_ptr<const thread_context> ctx, manifest m,
-             agent_spec_ptr agent)
-    : caf::event_based_actor(cfg), ctx_(std::move(ctx)), manifest_(std::move(m)),
+thread_impl::thread_impl(caf::actor_config& cfg, std::shared_ptr<const thread_context> ctx, manifest m,
+                         agent_spec_ptr agent)
+    : thread_impl_actor::base(cfg), ctx_(std::move(ctx)), manifest_(std::move(m)),
       agent_(std::move(agent)) {
   policy_ = effective_policy(manifest_.config, agent_->config.policy);
 }
 
-caf::behavior thread_actor::make_behavior() {
+thread_impl_actor::behavior_type thread_impl::make_behavior() {
   set_down_handler([this](caf::down_msg& msg) { drop_subscriber(msg.source); });
   // Running with no run alive: a run whose closing commit never landed (recovery
   // at open repairs the ones a crash left). Close it before anything starts.
@@ -54,10 +54,10 @@ caf::behavior thread_actor::make_behavior() {
         return on_submit(std::move(in), std::move(rows));
       },
       [this](cancel_atom) { return cancel_run(); },
-      [this](subscribe_atom, uint64_t from_seq, caf::actor& sink) -> caf::result<uint64_t> {
+      [this](subscribe_atom, uint64_t from_seq, event_sink_actor& sink) -> caf::result<uint64_t> {
         return subscribe(from_seq, sink);
       },
-      [this](unsubscribe_atom, caf::actor& sink) { drop_subscriber(sink.address()); },
+      [this](unsubscribe_atom, event_sink_actor& sink) { drop_subscriber(sink.address()); },
       [this](caf::get_atom) { return manifest_; },
       [this](mint_child_atom) -> caf::result<std::string> { return mint_child(); },
       [this](title_atom, std::string& title, uint64_t cursor) -> caf::result<bool> {
@@ -100,7 +100,7 @@ caf::behavior thread_actor::make_behavior() {
   };
 }
 
-thread_actor::admission thread_actor::admit(run_input in) {
+thread_impl::admission thread_impl::admit(run_input in) {
   admission a;
   in.member.clear();  // the house fields are this actor's, never a caller's
   in.follow_up = false;
@@ -167,7 +167,7 @@ thread_actor::admission thread_actor::admit(run_input in) {
   return a;
 }
 
-caf::result<run_result> thread_actor::on_send(run_input in) {
+caf::result<run_result> thread_impl::on_send(run_input in) {
   admission a = admit(std::move(in));
   if (a.error) return a.error;
   if (a.earlier) return *a.earlier;
@@ -177,7 +177,7 @@ caf::result<run_result> thread_actor::on_send(run_input in) {
   return promise;
 }
 
-std::vector<schedule_row> thread_actor::take_firing_rows(const std::string& run_id) {
+std::vector<schedule_row> thread_impl::take_firing_rows(const std::string& run_id) {
   auto it = firing_rows_.find(run_id);
   if (it == firing_rows_.end()) return {};
   std::vector<schedule_row> rows = std::move(it->second);
@@ -185,7 +185,7 @@ std::vector<schedule_row> thread_actor::take_firing_rows(const std::string& run_
   return rows;
 }
 
-caf::result<std::string> thread_actor::on_submit(run_input in, std::vector<schedule_row> rows) {
+caf::result<std::string> thread_impl::on_submit(run_input in, std::vector<schedule_row> rows) {
   admission a = admit(std::move(in));
   if (a.error) return a.error;
   if (a.earlier) return a.earlier->run_id;
@@ -204,7 +204,7 @@ caf::result<std::string> thread_actor::on_submit(run_input in, std::vector<sched
   return promise;
 }
 
-void thread_actor::answer_accepted(const std::string& run_id, const caf::error& err) {
+void thread_impl::answer_accepted(const std::string& run_id, const caf::error& err) {
   auto it = accepted_.find(run_id);
   if (it == accepted_.end()) return;
   for (auto& p : it->second) {
@@ -214,7 +214,7 @@ void thread_actor::answer_accepted(const std::string& run_id, const caf::error& 
   accepted_.erase(it);
 }
 
-void thread_actor::put_in_inbox(const std::string& run_id) {
+void thread_impl::put_in_inbox(const std::string& run_id) {
   auto it = std::find_if(queue_.begin(), queue_.end(),
                          [&](const pending_input& p) { return p.input.run_id == run_id; });
   assert(it != queue_.end());  // admitted just now
@@ -236,7 +236,7 @@ void thread_actor::put_in_inbox(const std::string& run_id) {
   commit(std::move(job));
 }
 
-void thread_actor::load_inbox() {
+void thread_impl::load_inbox() {
   std::vector<inbox_item> items;
   if (status s = ctx_->log->read_inbox(manifest_.id, &items); !s) {
     failed_ = true;  // an unreadable inbox: no input may run out of order
@@ -254,14 +254,14 @@ void thread_actor::load_inbox() {
   start_next();
 }
 
-std::optional<thread_actor::pending_ref> thread_actor::pending_key(const std::string& key) {
+std::optional<thread_impl::pending_ref> thread_impl::pending_key(const std::string& key) {
   if (run_ && run_->input.idempotency_key == key) return pending_ref{run_->input, run_->waiters};
   for (auto& p : queue_)
     if (p.input.idempotency_key == key) return pending_ref{p.input, p.waiters};
   return std::nullopt;
 }
 
-status thread_actor::earlier_run(const std::string& key, run_result* out) {
+status thread_impl::earlier_run(const std::string& key, run_result* out) {
   idempotent_run found;
   SKEIN_TRY(ctx_->log->find_idempotent(manifest_.id, key, &found));
   std::vector<event> events;
@@ -272,7 +272,7 @@ status thread_actor::earlier_run(const std::string& key, run_result* out) {
   return s;
 }
 
-void thread_actor::start_next() {
+void thread_impl::start_next() {
   if (run_ || compacting_ || queue_.empty() || stopping_ || failed_ || repairing_ || fetching_members_) return;
   if (!queue_.front().compaction && is_house() && !members_known_) return fetch_members();
   pending_input p = std::move(queue_.front());
@@ -281,12 +281,12 @@ void thread_actor::start_next() {
   else start_run(std::move(p));
 }
 
-void thread_actor::commit(commit_job job) {
+void thread_impl::commit(commit_job job) {
   commits_.push_back(std::move(job));
   pump();
 }
 
-void thread_actor::pump() {
+void thread_impl::pump() {
   if (in_flight_ || commits_.empty() || failed_) return;
   in_flight_ = true;
   commit_job& job = commits_.front();
@@ -336,7 +336,7 @@ void thread_actor::pump() {
           });
 }
 
-void thread_actor::on_commit_refused(const status& s) {
+void thread_impl::on_commit_refused(const status& s) {
   commit_job job = std::move(commits_.front());
   commits_.pop_front();
   in_flight_ = false;
@@ -391,7 +391,7 @@ void thread_actor::on_commit_refused(const status& s) {
   arm_idle_timer();
 }
 
-void thread_actor::repair_open_run(const char* signal) {
+void thread_impl::repair_open_run(const char* signal) {
   std::vector<event> log;
   if (status s = ctx_->log->read_events(manifest_.id, 1, 0, &log); !s) {
     failed_ = true;  // unreadable: refuse inputs; the directory reloads it next time
@@ -420,7 +420,7 @@ void thread_actor::repair_open_run(const char* signal) {
   commit(std::move(job));
 }
 
-void thread_actor::on_committed(manifest after) {
+void thread_impl::on_committed(manifest after) {
   commit_job job = std::move(commits_.front());
   commits_.pop_front();
   in_flight_ = false;
@@ -442,7 +442,7 @@ void thread_actor::on_committed(manifest after) {
   else pump();
 }
 
-void thread_actor::on_commit_failed(const status& s) {
+void thread_impl::on_commit_failed(const status& s) {
   in_flight_ = false;
   failed_ = true;
   auto err = to_error(s);
@@ -463,7 +463,7 @@ void thread_actor::on_commit_failed(const status& s) {
   else passivate();
 }
 
-caf::result<std::string> thread_actor::mint_child() {
+caf::result<std::string> thread_impl::mint_child() {
   auto promise = make_response_promise<std::string>();
   commit_job job;
   job.mutate = [](manifest& m) { ++m.children_count; };
@@ -475,7 +475,7 @@ caf::result<std::string> thread_actor::mint_child() {
   return promise;
 }
 
-caf::result<bool> thread_actor::generated_title(std::string title, uint64_t cursor) {
+caf::result<bool> thread_impl::generated_title(std::string title, uint64_t cursor) {
   if (stopping_) return gone_error();
   auto promise = make_response_promise<bool>();
   // Decided when the tick is built (pump), after every commit queued before it:
@@ -495,7 +495,7 @@ caf::result<bool> thread_actor::generated_title(std::string title, uint64_t curs
   return promise;
 }
 
-caf::result<manifest> thread_actor::user_title(std::string title) {
+caf::result<manifest> thread_impl::user_title(std::string title) {
   if (stopping_) return gone_error();
   auto promise = make_response_promise<manifest>();
   commit_job job;
@@ -509,22 +509,22 @@ caf::result<manifest> thread_actor::user_title(std::string title) {
   return promise;
 }
 
-bool thread_actor::idle() const {
+bool thread_impl::idle() const {
   return !run_ && !compacting_ && queue_.empty() && commits_.empty() && !in_flight_ && subscribers_.empty();
 }
 
-void thread_actor::arm_idle_timer() {
+void thread_impl::arm_idle_timer() {
   if (!idle()) return;
   delayed_send(this, ctx_->options.idle_passivate, idle_timer_atom::value, ++idle_gen_);
 }
 
-void thread_actor::passivate() {
+void thread_impl::passivate() {
   end_backlogs(to_error(status::io_error("thread " + manifest_.id + " left before the subscription's backlog was read")));
-  send(ctx_->directory, passivate_atom::value, manifest_.id, caf::actor_cast<caf::actor>(this));
+  send(ctx_->directory, passivate_atom::value, manifest_.id, thread_actor{this});
   quit();
 }
 
-caf::result<void> thread_actor::stop(bool graceful, std::string reason) {
+caf::result<void> thread_impl::stop(bool graceful, std::string reason) {
   stopping_ = true;
   stop_promise_ = make_response_promise();
   if (graceful) {
@@ -544,7 +544,7 @@ caf::result<void> thread_actor::stop(bool graceful, std::string reason) {
   end_backlogs(gone);
   for (const auto& sub : subscribers_) {
     send(sub.sink, caf::close_atom::value, manifest_.id, reason);
-    demonitor(sub.sink);
+    demonitor(sub.sink.address());
   }
   subscribers_.clear();
   if (run_) {
@@ -566,12 +566,12 @@ caf::result<void> thread_actor::stop(bool graceful, std::string reason) {
   return stop_promise_;
 }
 
-caf::error thread_actor::gone_error() const {
+caf::error thread_impl::gone_error() const {
   if (moving_) return to_error(status::unavailable("thread " + manifest_.id + " is moving to another node: ask again"));
   return to_error(status::not_found("thread " + manifest_.id + " is being deleted"));
 }
 
-void thread_actor::finish_stop() {
+void thread_impl::finish_stop() {
   end_backlogs(to_error(status::not_found("thread " + manifest_.id + " stopped before the subscription's backlog was read")));
   if (stop_promise_.pending()) stop_promise_.deliver(caf::unit);
   quit();
@@ -584,9 +584,9 @@ bool run_is_stale(const manifest& m, const core_options& options, int64_t now_ms
   return now_ms - m.updated_at_ms > options.start_stale_ms;
 }
 
-caf::actor spawn_thread_actor(caf::actor_system& sys, std::shared_ptr<const thread_context> ctx,
-                              manifest m, agent_spec_ptr agent) {
-  return sys.spawn<detail::thread_actor>(std::move(ctx), std::move(m), std::move(agent));
+thread_actor spawn_thread_actor(caf::actor_system& sys, std::shared_ptr<const thread_context> ctx,
+                                manifest m, agent_spec_ptr agent) {
+  return sys.spawn<detail::thread_impl>(std::move(ctx), std::move(m), std::move(agent));
 }
 
 }  // namespace skein

@@ -4,14 +4,17 @@
 // serializes runs; inputs that arrive mid-run follow the thread's mid-run policy.
 // It never blocks on engines or tools — their answers come back as messages — and
 // it delivers an event to subscribers and waiting callers only after the journal
-// acknowledged it. Protocol: actors/messages.hpp. Spawned by the directory only.
+// acknowledged it. Interface: actors/thread_protocol.hpp. Spawned by the
+// directory only.
 #pragma once
 
-#include <caf/actor.hpp>
 #include <memory>
 
 #include "actors/budget_ledger.hpp"
+#include "actors/directory.hpp"
+#include "actors/journal.hpp"
 #include "actors/messages.hpp"
+#include "actors/thread_protocol.hpp"
 
 namespace skein {
 
@@ -19,8 +22,8 @@ class reader_pool;
 
 struct thread_context {
   event_log* log = nullptr;  // borrowed; thread actors only read through it
-  caf::actor journal;
-  caf::actor directory;
+  journal_actor journal;
+  directory_actor directory;
   core_options options;
   // Daily spending of agents with a budget; refuses runs past it. Shared by
   // every thread actor of the runtime (thread-safe). Null: no budgets checked.
@@ -39,7 +42,7 @@ struct thread_context {
 status read_working_view(const event_log& log, const manifest& m, std::vector<event>* out,
                          size_t* events_read = nullptr, bool upto_last_seq = false);
 
-caf::actor spawn_thread_actor(caf::actor_system& sys, std::shared_ptr<const thread_context> ctx,
+thread_actor spawn_thread_actor(caf::actor_system& sys, std::shared_ptr<const thread_context> ctx,
                               manifest m, agent_spec_ptr agent);
 
 }  // namespace skein

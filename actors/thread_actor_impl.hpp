@@ -7,7 +7,7 @@
 // Internal to actors/.
 #pragma once
 
-#include <caf/event_based_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 #include <deque>
 #include <optional>
 #include <unordered_map>
@@ -139,14 +139,28 @@ struct commit_job {
   std::function<std::vector<side_row>(const manifest& after, uint64_t first_seq)> rows_of;
 };
 
-class thread_actor : public caf::event_based_actor {
+// The thread actor's own messages (its timers, and its engine's and tools'
+// answers) beside its interface; nobody outside the actor holds this handle.
+using thread_impl_actor = thread_actor::extend<
+    caf::reacts_to<engine_done_atom, uint64_t, engine_reply>,
+    caf::reacts_to<delta_atom, uint64_t, std::string>,
+    caf::reacts_to<tool_done_atom, uint64_t, std::string, tool_output>,
+    caf::reacts_to<tool_timeout_atom, uint64_t, std::string>,
+    caf::reacts_to<run_timeout_atom, uint64_t>,
+    caf::reacts_to<idle_check_atom, uint64_t>,
+    caf::reacts_to<heartbeat_atom, uint64_t>,
+    caf::reacts_to<summary_done_atom, uint64_t, engine_reply>,
+    caf::reacts_to<summary_timeout_atom, uint64_t>,
+    caf::reacts_to<idle_timer_atom, uint64_t>>;
+
+class thread_impl : public thread_impl_actor::base {
  public:
-  thread_actor(caf::actor_config& cfg, std::shared_ptr<const thread_context> ctx, manifest m,
+  thread_impl(caf::actor_config& cfg, std::shared_ptr<const thread_context> ctx, manifest m,
                agent_spec_ptr agent);
 
   const char* name() const override { return "skein.thread"; }
 
-  caf::behavior make_behavior() override;
+  behavior_type make_behavior() override;
 
  private:
   // --- inputs ---------------------------------------------------------------
@@ -373,11 +387,11 @@ class thread_actor : public caf::event_based_actor {
 
   // --- subscribers ------------------------------------------------------------
 
-  caf::result<uint64_t> subscribe(uint64_t from_seq, caf::actor& sink);
+  caf::result<uint64_t> subscribe(uint64_t from_seq, event_sink_actor& sink);
 
   // The backlog read for `sink` (events up to `last`) is done: it goes out, then
   // what was held meanwhile.
-  void on_backlog(const caf::actor& sink, uint64_t last, const status& read, std::vector<raw_event>& backlog);
+  void on_backlog(const event_sink_actor& sink, uint64_t last, const status& read, std::vector<raw_event>& backlog);
 
   // The actor is leaving: subscriptions whose backlog is still being read get `err`.
   void end_backlogs(const caf::error& err);
@@ -438,7 +452,7 @@ class thread_actor : public caf::event_based_actor {
   std::unordered_map<std::string, std::vector<schedule_row>> firing_rows_;
   caf::response_promise stop_promise_;
   struct subscriber {
-    caf::actor sink;
+    event_sink_actor sink;
     uint64_t from_seq;  // events before it are not this subscriber's
     // While its backlog is read (on a reader): live events wait here, so that
     // they follow the backlog; `answer` gets the next seq once it is sent.

@@ -67,7 +67,7 @@ constexpr size_t failure_reason_bytes_max = 1024;
 
 }  // namespace
 
-status thread_actor::load_conversation() {
+status thread_impl::load_conversation() {
   if (conversation_) return status::ok();
   std::vector<event> view;
   SKEIN_TRY(read_working_view(*ctx_->log, manifest_, &view));
@@ -76,7 +76,7 @@ status thread_actor::load_conversation() {
   return status::ok();
 }
 
-void thread_actor::with_conversation(std::function<void(const status&)> then) {
+void thread_impl::with_conversation(std::function<void(const status&)> then) {
   if (conversation_) return then(status::ok());
   conversation_waiters_.push_back(std::move(then));
   if (conversation_loading_) return;
@@ -103,7 +103,7 @@ void thread_actor::with_conversation(std::function<void(const status&)> then) {
   ctx_->readers->read_or_inline(this, std::move(job), std::move(done));
 }
 
-caf::result<compact_result> thread_actor::on_compact(compact_request req) {
+caf::result<compact_result> thread_impl::on_compact(compact_request req) {
   if (stopping_) return gone_error();
   if (failed_)
     return to_error(status::io_error("thread " + manifest_.id + " cannot be compacted now: an earlier write or read of it failed"));
@@ -122,7 +122,7 @@ caf::result<compact_result> thread_actor::on_compact(compact_request req) {
   return promise;
 }
 
-void thread_actor::start_compaction(pending_input p) {
+void thread_impl::start_compaction(pending_input p) {
   assert(!run_);         // between runs only: start_next lets one thing in at a time
   assert(!compacting_);  // one compaction at a time, like runs
   const compaction_settings& agent = agent_->config.compaction;
@@ -170,7 +170,7 @@ void thread_actor::start_compaction(pending_input p) {
   compaction_next();
 }
 
-void thread_actor::compaction_next() {
+void thread_impl::compaction_next() {
   compaction_state& c = *compacting_;
   while (c.next_stage < c.options.stages.size()) {
     const std::string& stage = c.options.stages[c.next_stage];
@@ -193,7 +193,7 @@ void thread_actor::compaction_next() {
     uint64_t gen = c.gen;
     engine_callbacks cb;
     cb.on_done = [me, gen](engine_reply reply) {
-      if (auto a = caf::actor_cast<caf::actor>(me)) caf::anon_send(a, summary_done_atom::value, gen, std::move(reply));
+      if (auto a = caf::actor_cast<thread_impl_actor>(me)) caf::anon_send(a, summary_done_atom::value, gen, std::move(reply));
     };
     c.call_pending = true;
     delayed_send(this, std::chrono::milliseconds(agent_->config.budgets.engine_idle_ms),
@@ -212,7 +212,7 @@ void thread_actor::compaction_next() {
   commit_compaction();
 }
 
-void thread_actor::on_summary_done(uint64_t gen, engine_reply reply) {
+void thread_impl::on_summary_done(uint64_t gen, engine_reply reply) {
   if (!compacting_ || compacting_->gen != gen || !compacting_->call_pending) return;
   compaction_state& c = *compacting_;
   c.call_pending = false;
@@ -233,7 +233,7 @@ void thread_actor::on_summary_done(uint64_t gen, engine_reply reply) {
   compaction_next();
 }
 
-void thread_actor::on_summary_timeout(uint64_t gen) {
+void thread_impl::on_summary_timeout(uint64_t gen) {
   if (!compacting_ || compacting_->gen != gen || !compacting_->call_pending) return;
   compacting_->call_pending = false;
   cancel_quietly(compacting_->call);
@@ -241,7 +241,7 @@ void thread_actor::on_summary_timeout(uint64_t gen) {
                   " ms: engine_idle_ms");
 }
 
-void thread_actor::commit_compaction() {
+void thread_impl::commit_compaction() {
   compaction_state& c = *compacting_;
   uint64_t tokens_after = estimate_tokens(c.events);
   if (tokens_after >= c.tokens_before) {
@@ -311,7 +311,7 @@ void thread_actor::commit_compaction() {
   commit(std::move(job));
 }
 
-void thread_actor::fail_compaction(std::string reason) {
+void thread_impl::fail_compaction(std::string reason) {
   make_storable_text(&reason, failure_reason_bytes_max, "failure_reason_bytes_max");
   ctx_->options.compactions->failed.fetch_add(1, std::memory_order_relaxed);
   compact_result r;
@@ -334,7 +334,7 @@ void thread_actor::fail_compaction(std::string reason) {
   commit(std::move(job));
 }
 
-void thread_actor::end_compaction(compact_result result) {
+void thread_impl::end_compaction(compact_result result) {
   if (!compacting_) return;
   compacting_->promise.deliver(std::move(result));
   compacting_.reset();
@@ -342,7 +342,7 @@ void thread_actor::end_compaction(compact_result result) {
   arm_idle_timer();
 }
 
-void thread_actor::abort_compaction(const caf::error& err) {
+void thread_impl::abort_compaction(const caf::error& err) {
   if (!compacting_) return;
   cancel_quietly(compacting_->call);
   compacting_->promise.deliver(err);

@@ -30,7 +30,7 @@ namespace {
 // The child thread of a call, as far as it is known; shared by the call's
 // handle and the replies of its requests, all on the parent's actor.
 struct delegation_state {
-  caf::actor child;
+  thread_actor child;
   bool cancelled = false;
 };
 
@@ -69,11 +69,11 @@ tool_output error_output(std::string text) { return {"(error: " + std::move(text
 
 }  // namespace
 
-bool thread_actor::delegates(const std::string& name) const {
+bool thread_impl::delegates(const std::string& name) const {
   return name == ask_agent_tool_name && !run_agent().config.delegation.agents.empty();
 }
 
-uint64_t thread_actor::check_delegations() {
+uint64_t thread_impl::check_delegations() {
   const delegation_settings& d = run_agent().config.delegation;
   uint64_t permitted = 0;
   for (pending_tool& t : run_->tools) {
@@ -110,7 +110,7 @@ uint64_t thread_actor::check_delegations() {
   return permitted;
 }
 
-void thread_actor::name_children(uint64_t count) {
+void thread_impl::name_children(uint64_t count) {
   assert(manifest_.children_count >= count);  // the step's commit added them
   uint64_t next = manifest_.children_count - count + 1;
   for (pending_tool& t : run_->tools)
@@ -118,7 +118,7 @@ void thread_actor::name_children(uint64_t count) {
   assert(next == manifest_.children_count + 1);  // one id for each permitted call
 }
 
-void thread_actor::start_child(uint64_t gen, std::string call_id, std::string child_id, std::string target,
+void thread_impl::start_child(uint64_t gen, std::string call_id, std::string child_id, std::string target,
                                std::string question) {
   pending_tool* t = find_pending(call_id);
   if (t == nullptr || t->done) return;  // timed out meanwhile: nothing to start
@@ -171,7 +171,7 @@ void thread_actor::start_child(uint64_t gen, std::string call_id, std::string ch
           [this, st, in, child_id, not_started, on_result, on_lost](manifest&) {
             request(ctx_->directory, caf::infinite, resolve_atom::value, child_id)
                 .then(
-                    [this, st, in, not_started, on_result, on_lost](caf::actor& child) {
+                    [this, st, in, not_started, on_result, on_lost](thread_actor& child) {
                       st->child = child;
                       // Its actor woke with the question from its inbox: the
                       // same input (same key) joins that run as a waiter.
@@ -183,7 +183,7 @@ void thread_actor::start_child(uint64_t gen, std::string call_id, std::string ch
           [not_started](caf::error& e) { not_started(e); });
 }
 
-void thread_actor::finish_delegation(uint64_t gen, const std::string& call_id, tool_output out,
+void thread_impl::finish_delegation(uint64_t gen, const std::string& call_id, tool_output out,
                                      std::optional<event> signal) {
   if (!current(gen)) return;
   pending_tool* t = find_pending(call_id);

@@ -12,14 +12,14 @@
 
 namespace skein::detail {
 
-bool thread_actor::is_house() const {
+bool thread_impl::is_house() const {
   const auto& members = manifest_.members;
   if (members.empty()) return false;
   return !(members.size() == 1 && members[0].agent_id == manifest_.agent_id &&
            members[0].trigger == member_trigger::always);
 }
 
-void thread_actor::fetch_members() {
+void thread_impl::fetch_members() {
   std::vector<std::string> ids;
   for (const auto& m : manifest_.members)
     if (m.agent_id != manifest_.agent_id) ids.push_back(m.agent_id);
@@ -48,7 +48,7 @@ void thread_actor::fetch_members() {
             });
 }
 
-agent_spec_ptr thread_actor::member_spec(const std::string& agent_id, std::string* why) const {
+agent_spec_ptr thread_impl::member_spec(const std::string& agent_id, std::string* why) const {
   agent_spec_ptr spec = agent_;
   if (agent_id != manifest_.agent_id) {
     auto it = member_specs_.find(agent_id);
@@ -67,7 +67,7 @@ agent_spec_ptr thread_actor::member_spec(const std::string& agent_id, std::strin
   return spec;
 }
 
-agent_spec_ptr thread_actor::dispatch_members(pending_input& p, std::vector<event>* failed,
+agent_spec_ptr thread_impl::dispatch_members(pending_input& p, std::vector<event>* failed,
                                               std::vector<std::pair<uint64_t, run_input>>* inbox_put) {
   auto failure = [&](const std::string& agent, const std::string& why) {
     return make_signal("dispatch.failed", signal_data({{"kind", "member"},
@@ -112,7 +112,7 @@ agent_spec_ptr thread_actor::dispatch_members(pending_input& p, std::vector<even
   return runnable[0].second;
 }
 
-caf::result<manifest> thread_actor::change_member(std::string agent_id, std::string trigger, bool add) {
+caf::result<manifest> thread_impl::change_member(std::string agent_id, std::string trigger, bool add) {
   if (stopping_) return gone_error();
   if (manifest_.parent != parent_kind::none && manifest_.parent != parent_kind::agent)
     return to_error(status::invalid_input("members: thread " + manifest_.id + " hangs from a " +
@@ -153,7 +153,7 @@ caf::result<manifest> thread_actor::change_member(std::string agent_id, std::str
   return promise;
 }
 
-void thread_actor::record_dispatch_failed(std::string data) {
+void thread_impl::record_dispatch_failed(std::string data) {
   if (stopping_ || failed_) return;
   commit_job job;
   job.events.push_back(make_signal("dispatch.failed", std::move(data)));

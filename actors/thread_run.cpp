@@ -30,7 +30,7 @@ std::string storable_error(std::string text) {
 
 }  // namespace
 
-void thread_actor::cancel_quietly(std::unique_ptr<call_handle>& h) {
+void thread_impl::cancel_quietly(std::unique_ptr<call_handle>& h) {
   if (!h) return;
   try {
     h->cancel();
@@ -39,7 +39,7 @@ void thread_actor::cancel_quietly(std::unique_ptr<call_handle>& h) {
   }
 }
 
-void thread_actor::storable(std::string* text) const {
+void thread_impl::storable(std::string* text) const {
   make_storable_text(text, run_agent().config.budgets.output_bytes_max, "output_bytes_max");
 }
 
@@ -53,7 +53,7 @@ std::string signal_data(std::initializer_list<std::pair<const char*, std::string
   return out;
 }
 
-void thread_actor::start_run(pending_input p) {
+void thread_impl::start_run(pending_input p) {
   assert(!run_);  // one run at a time: the mailbox serializes them
   // A run never starts on top of an open one: an open run left by a failed
   // closing commit is repaired (repair_open_run) before start_next lets one in.
@@ -134,7 +134,7 @@ void thread_actor::start_run(pending_input p) {
   commit(std::move(job));
 }
 
-void thread_actor::refuse_over_budget(pending_input p, const status& why) {
+void thread_impl::refuse_over_budget(pending_input p, const status& why) {
   caf::error err = to_error(why);
   take_firing_rows(p.input.run_id).clear();  // refused: the scheduler records the failure
   for (auto& w : p.waiters) w.deliver(err);
@@ -149,7 +149,7 @@ void thread_actor::refuse_over_budget(pending_input p, const status& why) {
   start_next();
 }
 
-caf::result<bool> thread_actor::archive(int64_t at_ms) {
+caf::result<bool> thread_impl::archive(int64_t at_ms) {
   // A running or queued thread is not archived this sweep: the next finds it idle.
   if (run_ || compacting_ || !queue_.empty() || stopping_ || failed_ || repairing_) return false;
   if (manifest_.archived_at_ms != 0) return true;
@@ -163,7 +163,7 @@ caf::result<bool> thread_actor::archive(int64_t at_ms) {
   return promise;
 }
 
-bool thread_actor::retire(int64_t before_ms, bool moving) {
+bool thread_impl::retire(int64_t before_ms, bool moving) {
   if (run_ || compacting_ || !queue_.empty() || in_flight_ || !commits_.empty() || stopping_ || repairing_) return false;
   if (manifest_.status == thread_status::running || manifest_.updated_at_ms >= before_ms) return false;
   stopping_ = true;  // inputs from now on are refused (gone_error)
@@ -171,7 +171,7 @@ bool thread_actor::retire(int64_t before_ms, bool moving) {
   return true;
 }
 
-void thread_actor::call_engine() {
+void thread_impl::call_engine() {
   const auto& budgets = run_agent().config.budgets;
   if (run_->turns >= budgets.ticks_max) {
     end_run(run_outcome::failed, "", "tick budget exhausted: ticks_max (" +
@@ -201,10 +201,10 @@ void thread_actor::call_engine() {
   uint64_t call_gen = run_->call_gen;
   engine_callbacks cb;
   cb.on_delta = [me, call_gen](std::string delta) {
-    if (auto a = caf::actor_cast<caf::actor>(me)) caf::anon_send(a, delta_atom::value, call_gen, std::move(delta));
+    if (auto a = caf::actor_cast<thread_impl_actor>(me)) caf::anon_send(a, delta_atom::value, call_gen, std::move(delta));
   };
   cb.on_done = [me, call_gen](engine_reply reply) {
-    if (auto a = caf::actor_cast<caf::actor>(me))
+    if (auto a = caf::actor_cast<thread_impl_actor>(me))
       caf::anon_send(a, engine_done_atom::value, call_gen, std::move(reply));
   };
   delayed_send(this, std::chrono::milliseconds(budgets.engine_idle_ms), idle_check_atom::value, call_gen);
@@ -219,14 +219,14 @@ void thread_actor::call_engine() {
   }
 }
 
-void thread_actor::on_delta(uint64_t call_gen, std::string text) {
+void thread_impl::on_delta(uint64_t call_gen, std::string text) {
   if (!run_ || run_->call_gen != call_gen || !run_->engine_pending) return;
   run_->last_activity = clock().now();
   for (const auto& sub : subscribers_)
     send(sub.sink, delta_atom::value, manifest_.id, run_->input.run_id, text);
 }
 
-void thread_actor::on_engine_done(uint64_t call_gen, engine_reply reply) {
+void thread_impl::on_engine_done(uint64_t call_gen, engine_reply reply) {
   if (!run_ || run_->call_gen != call_gen || !run_->engine_pending || run_->ending) return;
   run_->engine_pending = false;
   run_->engine_call.reset();
@@ -309,7 +309,7 @@ void thread_actor::on_engine_done(uint64_t call_gen, engine_reply reply) {
   commit(std::move(job));
 }
 
-void thread_actor::invoke_tools() {
+void thread_impl::invoke_tools() {
   caf::actor_addr me = address();
   uint64_t gen = run_->gen;
   auto timeout = std::chrono::milliseconds(run_agent().config.budgets.tool_timeout_ms);
@@ -332,7 +332,7 @@ void thread_actor::invoke_tools() {
                         manifest_.agent_id, manifest_.task_id, manifest_.depth, t.token};
     std::string call_id = t.call.call_id;
     auto done = [me, gen, call_id](tool_output out) {
-      if (auto a = caf::actor_cast<caf::actor>(me))
+      if (auto a = caf::actor_cast<thread_impl_actor>(me))
         caf::anon_send(a, tool_done_atom::value, gen, call_id, std::move(out));
     };
     delayed_send(this, timeout, tool_timeout_atom::value, gen, call_id);
@@ -348,12 +348,12 @@ void thread_actor::invoke_tools() {
   if (run_->tools_left == 0) commit_tool_results();
 }
 
-void thread_actor::abandon_tool(pending_tool& t) {
+void thread_impl::abandon_tool(pending_tool& t) {
   if (t.token) t.token->cancel();
   cancel_quietly(t.handle);
 }
 
-bool thread_actor::finish_tool(pending_tool& t, tool_output out) {
+bool thread_impl::finish_tool(pending_tool& t, tool_output out) {
   if (t.done) return false;
   t.done = true;
   t.output = std::move(out);
@@ -364,20 +364,20 @@ bool thread_actor::finish_tool(pending_tool& t, tool_output out) {
   return true;
 }
 
-pending_tool* thread_actor::find_pending(const std::string& call_id) {
+pending_tool* thread_impl::find_pending(const std::string& call_id) {
   for (auto& t : run_->tools)
     if (t.call.call_id == call_id) return &t;
   return nullptr;
 }
 
-void thread_actor::on_tool_done(uint64_t gen, const std::string& call_id, tool_output out) {
+void thread_impl::on_tool_done(uint64_t gen, const std::string& call_id, tool_output out) {
   if (!current(gen)) return;
   auto* t = find_pending(call_id);
   if (t == nullptr || !finish_tool(*t, std::move(out))) return;
   if (run_->tools_left == 0) commit_tool_results();
 }
 
-void thread_actor::on_tool_timeout(uint64_t gen, const std::string& call_id) {
+void thread_impl::on_tool_timeout(uint64_t gen, const std::string& call_id) {
   if (!current(gen)) return;
   auto* t = find_pending(call_id);
   if (t == nullptr || t->done) return;
@@ -389,7 +389,7 @@ void thread_actor::on_tool_timeout(uint64_t gen, const std::string& call_id) {
   if (run_->tools_left == 0) commit_tool_results();
 }
 
-void thread_actor::commit_tool_results() {
+void thread_impl::commit_tool_results() {
   std::vector<event> events;
   std::vector<requested_tool_call> calls;
   for (auto& t : run_->tools) {
@@ -415,13 +415,13 @@ void thread_actor::commit_tool_results() {
   commit(std::move(job));
 }
 
-void thread_actor::on_run_timeout(uint64_t gen) {
+void thread_impl::on_run_timeout(uint64_t gen) {
   if (!current(gen)) return;
   end_run(run_outcome::failed, "", "run time budget exhausted: run_time_ms_max (" +
                                        std::to_string(run_agent().config.budgets.run_time_ms_max) + " ms)");
 }
 
-void thread_actor::on_idle_check(uint64_t call_gen) {
+void thread_impl::on_idle_check(uint64_t call_gen) {
   if (!run_ || run_->call_gen != call_gen || !run_->engine_pending || run_->ending) return;
   auto idle_ms = std::chrono::milliseconds(run_agent().config.budgets.engine_idle_ms);
   auto silent = clock().now() - run_->last_activity;
@@ -435,7 +435,7 @@ void thread_actor::on_idle_check(uint64_t call_gen) {
                                        " ms: engine_idle_ms (" + std::to_string(idle_ms.count()) + ")");
 }
 
-void thread_actor::on_heartbeat(uint64_t gen) {
+void thread_impl::on_heartbeat(uint64_t gen) {
   if (!current(gen)) return;
   int64_t interval = ctx_->options.heartbeat_interval.count();
   if (!in_flight_ && commits_.empty() && wall_now() - manifest_.heartbeat_at_ms >= interval)
@@ -443,7 +443,7 @@ void thread_actor::on_heartbeat(uint64_t gen) {
   delayed_send(this, ctx_->options.heartbeat_interval, heartbeat_atom::value, gen);
 }
 
-caf::result<bool> thread_actor::reconcile() {
+caf::result<bool> thread_impl::reconcile() {
   if (manifest_.status != thread_status::running || !run_is_stale(manifest_, ctx_->options, wall_now()))
     return false;
   auto promise = make_response_promise<bool>();
@@ -466,13 +466,13 @@ caf::result<bool> thread_actor::reconcile() {
   return promise;
 }
 
-bool thread_actor::cancel_run() {
+bool thread_impl::cancel_run() {
   if (!run_ || run_->ending) return false;
   end_run(run_outcome::cancelled, "", "cancelled");
   return true;
 }
 
-void thread_actor::end_run(run_outcome outcome, std::string text, std::string error, std::string thinking,
+void thread_impl::end_run(run_outcome outcome, std::string text, std::string error, std::string thinking,
              const char* signal_before_stop) {
   run_->ending = true;
   if (run_->engine_pending) cancel_quietly(run_->engine_call);

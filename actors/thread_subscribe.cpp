@@ -12,7 +12,7 @@
 namespace skein {
 namespace detail {
 
-caf::result<uint64_t> thread_actor::subscribe(uint64_t from_seq, caf::actor& sink) {
+caf::result<uint64_t> thread_impl::subscribe(uint64_t from_seq, event_sink_actor& sink) {
   if (!sink) return to_error(status::invalid_input("subscribe: no sink"));
   // Only what was acknowledged: a commit in flight is delivered when its ack comes.
   const uint64_t last = manifest_.last_seq;
@@ -39,14 +39,14 @@ caf::result<uint64_t> thread_actor::subscribe(uint64_t from_seq, caf::actor& sin
   return promise;
 }
 
-void thread_actor::on_backlog(const caf::actor& sink, uint64_t last, const status& read,
+void thread_impl::on_backlog(const event_sink_actor& sink, uint64_t last, const status& read,
                               std::vector<raw_event>& backlog) {
   auto it = std::find_if(subscribers_.begin(), subscribers_.end(),
                          [&](const subscriber& s) { return s.sink == sink && s.backlog_pending; });
   if (it == subscribers_.end()) return;  // unsubscribed meanwhile (its answer went with it)
   caf::response_promise answer = it->answer;
   if (!read) {
-    demonitor(it->sink);
+    demonitor(it->sink.address());
     subscribers_.erase(it);
     answer.deliver(to_error(read));
     arm_idle_timer();
@@ -61,16 +61,16 @@ void thread_actor::on_backlog(const caf::actor& sink, uint64_t last, const statu
   answer.deliver(last + 1);
 }
 
-void thread_actor::end_backlogs(const caf::error& err) {
+void thread_impl::end_backlogs(const caf::error& err) {
   for (auto& sub : subscribers_)
     if (sub.backlog_pending && sub.answer.pending()) sub.answer.deliver(err);
 }
 
-void thread_actor::drop_subscriber(const caf::actor_addr& who) {
+void thread_impl::drop_subscriber(const caf::actor_addr& who) {
   auto it = std::find_if(subscribers_.begin(), subscribers_.end(),
                          [&](const subscriber& s) { return s.sink.address() == who; });
   if (it == subscribers_.end()) return;
-  demonitor(it->sink);
+  demonitor(it->sink.address());
   if (it->backlog_pending && it->answer.pending())
     it->answer.deliver(to_error(status::not_found("subscription ended before its backlog was read")));
   subscribers_.erase(it);

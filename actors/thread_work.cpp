@@ -96,7 +96,7 @@ status apply_work_op(const std::string& thread_id, const work_op& op, work_item*
 
 }  // namespace
 
-caf::result<manifest> thread_actor::on_work(work_op op) {
+caf::result<manifest> thread_impl::on_work(work_op op) {
   if (stopping_) return gone_error();
   if (!manifest_.work)
     return to_error(status::invalid_input("thread_id: thread " + manifest_.id + " is not a work item").with_field("thread_id"));

@@ -88,7 +88,7 @@ status run_skein(const append_plan& plan, durability mode, std::shared_ptr<const
   std::vector<manifest> threads = plan.threads;
   std::vector<int64_t> latencies_ns;
   latencies_ns.reserve(plan.total());
-  status s = with_journal(*log, plan.total(), [&](caf::actor_system& sys, const caf::actor& journal) {
+  status s = with_journal(*log, plan.total(), [&](caf::actor_system& sys, const journal_actor& journal) {
     progress bar{"skein " + row->mode, plan.total(), options.quiet};
     return drive_ticks(sys, journal, threads.data(), threads.size(), plan.ticks,
                        [&plan](size_t i, uint64_t seq) { return plan.make_event(i, seq); }, &bar, &latencies_ns,

@@ -117,7 +117,7 @@ status run_history(const bench_options& options, result* out) {
   progress bar{"appending", rounds * sets.size(), options.quiet};
   uint64_t commits = 0;  // every one-event tick of the rounds
   for (const auto& set : sets) commits += rounds * (set.ids.size() * (concurrent / rounds) + sequential / rounds);
-  SKEIN_TRY(with_journal(*log, commits, [&](caf::actor_system& sys, const caf::actor& journal) {
+  SKEIN_TRY(with_journal(*log, commits, [&](caf::actor_system& sys, const journal_actor& journal) {
     for (size_t r = 0; r < rounds; ++r) {
       for (size_t turn = 0; turn < sets.size(); ++turn) {
         length_set& set = sets[(r + turn) % sets.size()];

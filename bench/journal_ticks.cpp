@@ -23,7 +23,7 @@ struct driver_state {
   size_t left = 0;                    // ticks to commit still
   const std::function<event(size_t, uint64_t)>* make_event = nullptr;  // borrowed
   progress* bar = nullptr;                                              // borrowed
-  caf::actor journal;
+  journal_actor journal;
   caf::actor waiter;
   bench_clock::time_point sent, last_ack;
   std::vector<int64_t> latencies_ns;  // send to ack, one per acknowledged tick
@@ -79,7 +79,7 @@ void commit_next(driver_actor* self) {
 
 }  // namespace
 
-status drive_ticks(caf::actor_system& sys, const caf::actor& journal, manifest* threads, size_t count,
+status drive_ticks(caf::actor_system& sys, const journal_actor& journal, manifest* threads, size_t count,
                    size_t ticks, const std::function<event(size_t, uint64_t)>& make_event, progress* bar,
                    std::vector<int64_t>* latencies_ns, double* seconds) {
   caf::scoped_actor waiter{sys};
@@ -118,7 +118,7 @@ status drive_ticks(caf::actor_system& sys, const caf::actor& journal, manifest* 
 }
 
 status with_journal(event_log& log, uint64_t ticks,
-                    const std::function<status(caf::actor_system&, const caf::actor&)>& fn) {
+                    const std::function<status(caf::actor_system&, const journal_actor&)>& fn) {
   caf::actor_system_config cfg;
   register_skein_types(cfg);
   caf::actor_system sys{cfg};

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "actors/journal.hpp"
 #include "bench/result.hpp"
 #include "runtime/model/status.hpp"
 #include "runtime/runtime.hpp"
@@ -271,7 +272,7 @@ status post_run(http::client& client, const std::string& id, size_t n, run_resul
 // `threads` hold each thread's manifest as it is (last_seq: before the first
 // tick) and are left as after its last acknowledged tick. Appends the latencies
 // (send to ack), adds first send to last ack to *seconds, returns the first failure.
-status drive_ticks(caf::actor_system& sys, const caf::actor& journal, manifest* threads, size_t count,
+status drive_ticks(caf::actor_system& sys, const journal_actor& journal, manifest* threads, size_t count,
                    size_t ticks, const std::function<event(size_t, uint64_t)>& make_event, progress* bar,
                    std::vector<int64_t>* latencies_ns, double* seconds);
 
@@ -279,7 +280,7 @@ status drive_ticks(caf::actor_system& sys, const caf::actor& journal, manifest* 
 // closes the journal: the system is gone, and the log free, when this returns. The
 // log must then count `ticks` one-event commits, and no failed or rejected one.
 status with_journal(event_log& log, uint64_t ticks,
-                    const std::function<status(caf::actor_system&, const caf::actor&)>& fn);
+                    const std::function<status(caf::actor_system&, const journal_actor&)>& fn);
 
 // The HTTP API over `rt` on 127.0.0.1 at an ephemeral port, without a tokens file
 // (every request is admin, as skein serve allows on loopback); `rt` must outlive it.

@@ -70,11 +70,11 @@ namespace {
 
 // Resolves the thread and sends the input; a thread that passivated between the
 // two is resolved again (its mailbox never saw the input).
-void deliver_send(caf::event_based_actor* self, caf::actor directory, std::string thread,
+void deliver_send(caf::event_based_actor* self, directory_actor directory, std::string thread,
                   run_input in, std::shared_ptr<run_handle::state> st, int attempt) {
   self->request(directory, caf::infinite, resolve_atom::value, thread)
       .then(
-          [=](caf::actor& target) {
+          [=](thread_actor& target) {
             self->request(target, caf::infinite, send_atom::value, in)
                 .then([st](run_result& r) { st->finish(status::ok(), std::move(r)); },
                       [=](caf::error& e) {
@@ -85,7 +85,7 @@ void deliver_send(caf::event_based_actor* self, caf::actor directory, std::strin
           [st](caf::error& e) { st->finish(to_status(e), {}); });
 }
 
-caf::behavior client_actor(caf::event_based_actor* self, caf::actor directory) {
+caf::behavior client_actor(caf::event_based_actor* self, directory_actor directory) {
   return {
       [=](send_atom, std::string& thread, run_input& in, std::shared_ptr<run_handle::state>& st) {
         deliver_send(self, directory, std::move(thread), std::move(in), std::move(st), 0);
@@ -697,7 +697,7 @@ status runtime::subscribe(const std::string& thread_id, uint64_t from_seq, event
   } else {
     actor = spawn_sink(*impl_->sys, std::move(sink), impl_->host_failures);
     uint64_t next = 0;
-    status s = impl_->ask_thread(thread_id, &next, subscribe_atom::value, from_seq, actor);
+    status s = impl_->ask_thread(thread_id, &next, subscribe_atom::value, from_seq, caf::actor_cast<event_sink_actor>(actor));
     if (!s) {
       caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
       return s;

@@ -149,8 +149,8 @@ struct runtime::impl {
   }
 
   // Asks `dest` and waits for a T (or caf::unit when T is void-like).
-  template <class T, class... Ts>
-  status ask(const caf::actor& dest, T* out, Ts&&... xs) {
+  template <class Dest, class T, class... Ts>
+  status ask(const Dest& dest, T* out, Ts&&... xs) {
     SKEIN_TRY(check_open());
     caller self{*sys};
     status result;
@@ -159,8 +159,8 @@ struct runtime::impl {
     return result;
   }
 
-  template <class... Ts>
-  status tell(const caf::actor& dest, Ts&&... xs) {
+  template <class Dest, class... Ts>
+  status tell(const Dest& dest, Ts&&... xs) {
     SKEIN_TRY(check_open());
     caller self{*sys};
     status result;
@@ -173,7 +173,7 @@ struct runtime::impl {
   template <caf::message_priority P = caf::message_priority::normal, class T, class... Ts>
   status ask_thread(const std::string& thread, T* out, Ts... xs) {
     for (int attempt = 0;; ++attempt) {
-      caf::actor target;
+      thread_actor target;
       SKEIN_TRY(ask(actors.directory, &target, resolve_atom::value, thread));
       caller self{*sys};
       status result;

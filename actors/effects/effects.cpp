@@ -79,7 +79,7 @@ struct backlog_entry {
 class effect_actor : public caf::event_based_actor {
  public:
   effect_actor(caf::actor_config& cfg, std::shared_ptr<const effect_kind> kind, event_log* log,
-               caf::actor journal, caf::actor directory, effects_config config)
+               journal_actor journal, directory_actor directory, effects_config config)
       : caf::event_based_actor(cfg), kind_(std::move(kind)), name_(kind_->name()), log_(log),
         journal_(std::move(journal)), directory_(std::move(directory)), config_(std::move(config)) {}
 
@@ -293,7 +293,7 @@ class effect_actor : public caf::event_based_actor {
   void write_title(const std::string& id, uint64_t gen, effect_result r) {
     request(directory_, caf::infinite, resolve_atom::value, id)
         .then(
-            [this, id, gen, r](caf::actor& thread) mutable {
+            [this, id, gen, r](thread_actor& thread) mutable {
               std::string title = *r.title;
               uint64_t cursor = r.write.cursor;
               request(thread, caf::infinite, title_atom::value, std::move(title), cursor)
@@ -313,7 +313,7 @@ class effect_actor : public caf::event_based_actor {
   void write_compaction(const std::string& id, uint64_t gen, effect_result r) {
     request(directory_, caf::infinite, resolve_atom::value, id)
         .then(
-            [this, id, gen, r](caf::actor& thread) mutable {
+            [this, id, gen, r](thread_actor& thread) mutable {
               compact_request req = *r.compaction;
               request(thread, caf::infinite, compact_atom::value, std::move(req))
                   .then(
@@ -457,8 +457,8 @@ class effect_actor : public caf::event_based_actor {
   std::shared_ptr<const effect_kind> kind_;
   std::string name_;
   event_log* log_;
-  caf::actor journal_;
-  caf::actor directory_;
+  journal_actor journal_;
+  directory_actor directory_;
   effects_config config_;
   caf::actor reader_;
   std::unordered_map<std::string, backlog_entry> backlog_;
@@ -479,7 +479,7 @@ class effect_actor : public caf::event_based_actor {
 }  // namespace
 
 caf::actor spawn_effect(caf::actor_system& sys, std::shared_ptr<const effect_kind> kind, event_log& log,
-                        caf::actor journal, caf::actor directory, effects_config config) {
+                        journal_actor journal, directory_actor directory, effects_config config) {
   return sys.spawn<effect_actor>(std::move(kind), &log, std::move(journal), std::move(directory),
                                  std::move(config));
 }

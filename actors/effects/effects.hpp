@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/directory.hpp"
 #include "actors/journal.hpp"
 #include "actors/messages.hpp"
 #include "runtime/model/effect_stats.hpp"
@@ -122,7 +123,7 @@ std::string sanitize_title(std::string_view raw);
 // Spawns one effect actor. It registers with the journal's feed and, unless
 // catch_up is false, catches up from its cursors. `log` is borrowed.
 caf::actor spawn_effect(caf::actor_system& sys, std::shared_ptr<const effect_kind> kind, event_log& log,
-                        caf::actor journal, caf::actor directory, effects_config config);
+                        journal_actor journal, directory_actor directory, effects_config config);
 
 }  // namespace skein
 

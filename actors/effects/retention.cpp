@@ -84,7 +84,7 @@ class retention_loop {
 
   status archive(const std::string& id, int64_t now, retention_report* r) {
     for (int attempt = 0; attempt < 8; ++attempt) {  // it may passivate between resolve and ask
-      caf::actor target;
+      thread_actor target;
       SKEIN_TRY(ask(&target, resolve_atom::value, id));
       bool archived = false, down = false;
       status result;
@@ -113,8 +113,8 @@ class retention_loop {
     return ask_actor(config_.directory, out, std::forward<Ts>(xs)...);
   }
 
-  template <class T, class... Ts>
-  status ask_actor(const caf::actor& dest, T* out, Ts&&... xs) {
+  template <class Dest, class T, class... Ts>
+  status ask_actor(const Dest& dest, T* out, Ts&&... xs) {
     status result;
     self_->request(dest, caf::infinite, std::forward<Ts>(xs)...)
         .receive([&](T& v) { *out = std::move(v); }, [&](caf::error& e) { result = to_status(e); });

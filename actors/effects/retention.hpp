@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/directory.hpp"
 #include "actors/messages.hpp"
 
 namespace skein {
@@ -35,7 +36,7 @@ struct retention_report {
 
 struct retention_config {
   const event_log* log = nullptr;  // borrowed: outlives the actor
-  caf::actor directory;
+  directory_actor directory;
   std::function<int64_t()> wall_clock;
   std::chrono::milliseconds interval{3600000};  // between periodic sweeps
 };

@@ -211,7 +211,7 @@ TEST_CASE("while the journal's writes are saturated an effect works one thread a
   config.detached_readers = false;
   REQUIRE(config.busy_group_ticks == 16);
   REQUIRE(config.busy_jobs_in_flight_max == 1);
-  auto fx = spawn_effect(sys, probe, *log, journal, directory, config);
+  auto fx = spawn_effect(sys, probe, *log, caf::actor_cast<journal_actor>(journal), caf::actor_cast<directory_actor>(directory), config);
   sched.run();  // registered; the catch-up scan finds every thread behind its (absent) cursor
   while (!probe->st->pending.empty()) {
     probe->finish_one();

@@ -9,7 +9,7 @@ using namespace skein::test;
 
 namespace {
 
-std::string submit(det_runtime& rt, caf::actor thread, const std::string& text, const std::string& key = "") {
+std::string submit(det_runtime& rt, const thread_actor& thread, const std::string& text, const std::string& key = "") {
   run_input in;
   in.text = text;
   in.idempotency_key = key;

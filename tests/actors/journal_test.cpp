@@ -26,7 +26,7 @@ struct committer_state {
 
 // Commits `ticks` ticks of 1..3 events to one thread, each after the previous ack,
 // then reports (done, thread, acked last seqs, error text) to `report_to`.
-caf::behavior committer(caf::event_based_actor* self, caf::actor journal, std::string thread,
+caf::behavior committer(caf::event_based_actor* self, journal_actor journal, std::string thread,
                         int ticks, caf::actor report_to) {
   auto st = std::make_shared<committer_state>();
   st->thread = std::move(thread);
@@ -64,7 +64,7 @@ struct fixture {
   std::unique_ptr<event_log> log;
   caf::actor_system_config cfg;
   std::unique_ptr<caf::actor_system> sys;
-  caf::actor journal;
+  journal_actor journal;
 
   explicit fixture(rocksdb::Env* env = nullptr) {
     log_options o;

@@ -179,7 +179,7 @@ TEST_CASE("live events committed while a subscription's backlog is read follow t
             [](delta_atom, std::string&, std::string&, std::string&) {}};
   });
   auto target = rt.thread(t.id);
-  (*rt.self)->send(target, subscribe_atom::value, uint64_t{2}, sink);
+  (*rt.self)->send(target, subscribe_atom::value, uint64_t{2}, caf::actor_cast<event_sink_actor>(sink));
   run_input in;
   in.text = "second";
   (*rt.self)->send(target, send_atom::value, std::move(in));

@@ -289,7 +289,7 @@ TEST_CASE("deltas keep the watchdog quiet and reach subscribers without a seq") 
     return {[&](delta_atom, std::string&, std::string&, std::string& d) { deltas.push_back(d); },
             [&](event_atom, std::string&, published_ptr& e) { seqs.push_back(e->seq()); }};
   });
-  CHECK(rt.ask<uint64_t>(target, subscribe_atom::value, uint64_t{1}, sink) == 1);
+  CHECK(rt.ask<uint64_t>(target, subscribe_atom::value, uint64_t{1}, caf::actor_cast<event_sink_actor>(sink)) == 1);
   rt.send(t.id, "go");
   rt.run();
   for (int i = 0; i < 30; ++i) rt.advance(100ms);  // silences never reach 1500 ms

@@ -36,7 +36,7 @@ tick next_tick(const std::string& thread, uint64_t first, size_t size, bool crea
   return t;
 }
 
-caf::behavior writer(caf::event_based_actor* self, caf::actor journal, std::string thread,
+caf::behavior writer(caf::event_based_actor* self, journal_actor journal, std::string thread,
                      uint64_t last_seq, uint64_t seed) {
   struct state {
     uint64_t last;

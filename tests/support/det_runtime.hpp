@@ -163,8 +163,8 @@ struct det_runtime {
     return out;
   }
 
-  template <class T, class... Ts>
-  T ask(const caf::actor& dest, Ts&&... xs) {
+  template <class T, class Dest, class... Ts>
+  T ask(const Dest& dest, Ts&&... xs) {
     (*self)->send(dest, std::forward<Ts>(xs)...);
     run();
     T value{};
@@ -185,7 +185,7 @@ struct det_runtime {
     return ask<manifest>(actors.directory, create_atom::value, std::move(o));
   }
 
-  caf::actor thread(const std::string& id) { return ask<caf::actor>(actors.directory, resolve_atom::value, id); }
+  thread_actor thread(const std::string& id) { return ask<thread_actor>(actors.directory, resolve_atom::value, id); }
 
   void send(const std::string& thread_id, const std::string& text, const std::string& key = "") {
     run_input in;
