@@ -39,7 +39,7 @@ using ping_atom = caf::atom_constant<caf::atom("ping")>;
 // and an unanswered ask ends the wait (a stopped process keeps its link up and
 // would otherwise hold the caller forever; a long run on a live owner does not
 // end it).
-caf::behavior send_forwarder(caf::event_based_actor* self, caf::actor edge, std::string node, std::string thread,
+caf::behavior send_forwarder(caf::event_based_actor* self, edge_actor edge, std::string node, std::string thread,
                              run_input in, std::chrono::milliseconds every, std::function<void(status, run_result)> done) {
   auto finished = std::make_shared<bool>(false);
   auto finish = [self, finished, done](status s, run_result r) {
@@ -150,7 +150,7 @@ struct cluster_link::peers {
   struct entry {
     std::string host;
     uint16_t port = 0;
-    caf::actor edge;          // null: not connected
+    edge_actor edge;          // null: not connected
     bool connecting = false;  // one connection attempt at a time
     bool tried = false;
     steady::time_point retry_at{};
@@ -277,8 +277,12 @@ status cluster_link::start(runtime& rt, edge_hooks hooks) {
                                 [ws, next]() mutable { return ws[next++ % ws.size()]; },
                                 caf::actor_pool::round_robin());
   const auto& me = peers_->members.at(options_.node_id);
-  auto port = tls() ? caf::openssl::publish(edge_, me.port, me.host.c_str(), true)
-                    : sys_.middleman().publish(edge_, me.port, me.host.c_str(), true);
+  // Published with its interface (edge_protocol.hpp), which a connecting node
+  // compares with its own. The workers are blocking actors (CAF 0.17 has no
+  // typed ones): each answers exactly edge_actor's calls (cluster_edge.cpp).
+  auto typed = caf::actor_cast<edge_actor>(edge_);
+  auto port = tls() ? caf::openssl::publish(typed, me.port, me.host.c_str(), true)
+                    : sys_.middleman().publish(typed, me.port, me.host.c_str(), true);
   if (!port) {
     stop();
     return status::io_error("cluster: cannot listen on " + me.host + ":" + std::to_string(me.port) + ": " +
@@ -305,7 +309,7 @@ void cluster_link::stop() {
   for (auto& [id, p] : peers_->members) p.edge = nullptr;
 }
 
-status cluster_link::peer(const std::string& node, caf::actor* out) {
+status cluster_link::peer(const std::string& node, edge_actor* out) {
   std::unique_lock lock{peers_->mu};
   auto found = peers_->members.find(node);
   if (found == peers_->members.end()) return status::unavailable("node " + node + " is not a member");
@@ -335,16 +339,28 @@ status cluster_link::peer(const std::string& node, caf::actor* out) {
   // the handshake (a stopped process). A late answer goes nowhere.
   // Under TLS the OpenSSL module's middleman actor makes the link (the
   // handshake checks the peer's certificate against the cluster CA).
-  caf::actor edge;
+  // The edge there must speak this node's interface (edge_protocol.hpp): its
+  // published signatures are compared with ours, so a node of another skein
+  // version gets no link rather than messages it would misread.
+  edge_actor edge;
   caf::error failed;
+  std::string refused;
   {
     caller self{sys_};
     auto mm = tls() ? sys_.openssl_manager().actor_handle() : sys_.middleman().actor_handle();
     self->request(mm, timeout_, caf::connect_atom::value, host, port)
         .receive(
-            [&](caf::node_id&, caf::strong_actor_ptr& ptr, std::set<std::string>&) {
-              edge = caf::actor_cast<caf::actor>(ptr);
-              if (!edge) failed = caf::make_error(caf::sec::no_actor_published_at_port);
+            [&](caf::node_id&, caf::strong_actor_ptr& ptr, std::set<std::string>& ifs) {
+              if (!ptr) {
+                failed = caf::make_error(caf::sec::no_actor_published_at_port);
+              } else if (ifs != sys_.message_types<edge_actor>()) {
+                failed = caf::make_error(caf::sec::unexpected_actor_messaging_interface);
+                refused = "refused: its edge speaks another interface than this node's (" +
+                          std::to_string(ifs.size()) + " calls, this node " +
+                          std::to_string(sys_.message_types<edge_actor>().size()) + "): another skein version?";
+              } else {
+                edge = caf::actor_cast<edge_actor>(ptr);
+              }
             },
             [&](caf::error& e) { failed = std::move(e); });
   }
@@ -352,9 +368,9 @@ status cluster_link::peer(const std::string& node, caf::actor* out) {
   p.connecting = false;
   peers_->cv.notify_all();
   if (failed) {
-    p.last_error = failed == caf::sec::request_timeout
-                       ? "no handshake within " + std::to_string(timeout_.count()) + " ms"
-                       : sys_.render(failed);
+    p.last_error = !refused.empty()                      ? refused
+                   : failed == caf::sec::request_timeout ? "no handshake within " + std::to_string(timeout_.count()) + " ms"
+                                                         : sys_.render(failed);
     if (forgotten == peers_->forgotten) {  // else the failures were forgotten meanwhile: the next call tries
       p.backoff_ms = p.backoff_ms == 0 ? options_.reconnect_min_ms
                                        : std::min(p.backoff_ms * 2, options_.reconnect_max_ms);
@@ -384,7 +400,7 @@ status cluster_link::failure(const std::string& node, const caf::error& e) {
 
 void cluster_link::send(const std::string& node, const std::string& thread, run_input input,
                         std::function<void(status, run_result)> done) {
-  caf::actor edge;
+  edge_actor edge;
   if (status s = peer(node, &edge); !s) return done(std::move(s), {});
   sys_.spawn(send_forwarder, edge, node, thread, std::move(input), timeout_, std::move(done));
 }
@@ -392,10 +408,10 @@ void cluster_link::send(const std::string& node, const std::string& thread, run_
 status cluster_link::subscribe(const std::string& node, const std::string& thread, uint64_t from_seq,
                                event_sink sink, std::shared_ptr<std::atomic<uint64_t>> failures,
                                caf::actor* sink_actor) {
-  caf::actor edge;
+  edge_actor edge;
   SKEIN_TRY(peer(node, &edge));
   // The sink watches the owner's edge: the link dropping ends the subscription.
-  caf::actor actor = spawn_sink(sys_, std::move(sink), std::move(failures), edge);
+  caf::actor actor = spawn_sink(sys_, std::move(sink), std::move(failures), caf::actor_cast<caf::actor>(edge));
   uint64_t remote_id = 0;
   status s = call(node, [&](uint64_t id) { remote_id = id; }, subscribe_atom::value, thread, from_seq, actor);
   if (!s) {

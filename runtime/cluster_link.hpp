@@ -17,43 +17,7 @@
 // never cross: a remote subscription is a relay of (seq, type, stored JSON)
 // messages to a sink actor on the subscriber's node.
 //
-// Edge protocol (request -> reply; `id` is a thread id):
-//   (create_atom, thread_options)            -> (manifest, bool created)  task/dm/child creations
-//   (get_atom, id)                           -> manifest
-//   (submit_atom, id, run_input)             -> std::string run id
-//   (send_atom, id, run_input)               -> run_result (when the run has ended)
-//   (cancel_atom, id)                        -> bool
-//   (read_atom, id, uint8 view, uint64 from, uint64 limit)     -> std::vector<event>
-//   (raw_atom, id, uint64 from, uint64 limit, uint8 groups)    -> (std::vector<raw_event>, uint64 next)
-//   (subscribe_atom, id, uint64 from, actor sink) -> uint64; then to sink:
-//        (event_atom, id, uint64 seq, uint8 type, std::string json)
-//        (delta_atom, id, std::string run id, std::string delta)
-//        (caf::close_atom, id, std::string reason)
-//      the worker watches the sink and unsubscribes when it goes (or its node does)
-//   (delete_atom, id) -> bool · (fork_atom, id, uint64 at) -> manifest
-//   (title_atom, id, std::string) -> manifest · (reconcile_atom, id) -> bool
-//   (diagnose_atom, id) -> diagnosis · (import_atom, manifest, std::vector<event>) -> manifest
-//   (usage_atom, usage_query) -> usage_report      this node's usage rows alone
-//   (search_atom, agent, std::string query, uint64 k) -> std::vector<memory_hit>   this node's memory alone
-//   schedules, each on the node its id routes to (runtime_cluster.cpp, route_schedule):
-//   (schedule_atom, create_atom, schedule) -> schedule · (schedule_atom, get_atom, id) -> schedule
-//   (schedule_atom, pause_atom | resume_atom, id) -> schedule · (schedule_atom, delete_atom, id) -> bool
-//   (schedule_atom, schedule_history_atom, id, uint64 before, uint64 limit) -> (std::vector<schedule_firing>, uint64 next)
-//   (schedule_atom, schedule_preview_atom, id, uint64 n) -> std::vector<int64_t>
-//   (schedule_atom, list_atom, std::string after, uint64 limit) -> (std::vector<schedule>, std::string next)  its own
-//   (compact_atom, id, compact_wire) -> compact_result
-//   (member_atom, id, std::string agent, std::string trigger, bool add) -> manifest   house members
-//   (task_atom, task id) -> manifest · (list_atom, thread_query) -> thread_page (its own threads)
-//   (caf::put_atom, agent_config) -> agent_config · (agent_atom) -> std::vector<agent_config>
-//   (stats_atom) -> (uint64 threads stored, uint64 thread actors active)
-// Membership change (cluster_handoff.cpp); `members` is a cluster file's text:
-//   (members_atom) -> (std::string active, std::string target)   target "": no change
-//   (rebalance_atom, std::string target) -> bool   starts this node's handoff pass
-//   (progress_atom) -> cluster_rebalance_state      of this node's pass
-//   (adopt_atom, id, uint32 part, uint32 parts, std::vector<log_row>) -> bool adopted
-//        a thread's rows in parts; the last part writes them all in one batch
-//   (claim_atom, std::vector<log_row>) -> bool      claims handed over
-//   (membership_commit_atom, std::string target) -> bool   the target becomes the active members
+// Edge interface: runtime/edge_protocol.hpp.
 #pragma once
 
 #include <caf/actor.hpp>
@@ -70,87 +34,13 @@
 #include "actors/caller.hpp"
 #include "actors/error.hpp"
 #include "actors/messages.hpp"
+#include "runtime/edge_protocol.hpp"
 #include "runtime/memory_service.hpp"
 #include "runtime/model/cluster.hpp"
 #include "runtime/runtime.hpp"
 
 namespace skein {
 
-using read_atom = caf::atom_constant<caf::atom("read")>;
-using raw_atom = caf::atom_constant<caf::atom("readraw")>;
-using diagnose_atom = caf::atom_constant<caf::atom("diagnose")>;
-using task_atom = caf::atom_constant<caf::atom("task")>;
-using list_atom = caf::atom_constant<caf::atom("list")>;
-using count_atom = caf::atom_constant<caf::atom("counts")>;
-using members_atom = caf::atom_constant<caf::atom("members")>;
-using rebalance_atom = caf::atom_constant<caf::atom("rebalance")>;
-using progress_atom = caf::atom_constant<caf::atom("progress")>;
-using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
-using claim_atom = caf::atom_constant<caf::atom("claim")>;
-using membership_commit_atom = caf::atom_constant<caf::atom("mcommit")>;
-using usage_atom = caf::atom_constant<caf::atom("usage")>;
-using search_atom = caf::atom_constant<caf::atom("msearch")>;
-using schedule_atom = caf::atom_constant<caf::atom("schedule")>;
-using schedule_history_atom = caf::atom_constant<caf::atom("shistory")>;
-using schedule_preview_atom = caf::atom_constant<caf::atom("spreview")>;
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, log_row& x) {
-  return f(caf::meta::type_name("skein.log_row"), x.family, x.key, x.value);
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, cluster_rebalance_state& x) {
-  return f(caf::meta::type_name("skein.rebalance_state"), x.phase, x.moved, x.events, x.claims, x.remaining,
-           x.error);
-}
-
-// compact_options on the wire: CAF 0.17 has no std::optional, so "unset" is
-// a flag beside each value.
-struct compact_wire {
-  std::vector<std::string> stages;
-  bool has_keep_turns = false;
-  uint32_t keep_turns = 0;
-  bool has_tool_result_bytes_max = false;
-  uint64_t tool_result_bytes_max = 0;
-  static compact_wire from(const compact_options& o);
-  compact_options options() const;
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, compact_wire& x) {
-  return f(caf::meta::type_name("skein.compact_options"), x.stages, x.has_keep_turns, x.keep_turns,
-           x.has_tool_result_bytes_max, x.tool_result_bytes_max);
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, usage_query& x) {
-  return f(caf::meta::type_name("skein.usage_query"), x.agent_id, x.thread_id, x.since_ms, x.until_ms,
-           checked(x.group_by, usage_query::group::day));
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, usage_totals& x) {
-  return f(caf::meta::type_name("skein.usage_totals"), x.key, x.usage, x.cost_usd, x.runs, x.duration_ms);
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, usage_report& x) {
-  return f(caf::meta::type_name("skein.usage_report"), x.groups, x.rows, x.unreadable);
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, memory_hit& x) {
-  return f(caf::meta::type_name("skein.memory_hit"), x.thread_id, x.seq, x.role, x.score, x.snippet);
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, diagnosis& x) {
-  return f(caf::meta::type_name("skein.diagnosis"), x.thread_id, checked(x.status, thread_status::cancelled),
-           x.stage, x.last_seq, x.heartbeat_age_ms, x.last_run_id, x.last_outcome, x.last_error,
-           x.quarantined, x.quarantine_key, x.quarantine_reason);
-}
-static_assert(sizeof(diagnosis) == 256, "diagnosis changed: update cluster_link.hpp");
 
 // Registers every type the edge protocol carries (both ends must) and loads the
 // middleman into `cfg`; with `tls` (files already checked, cluster_tls.hpp)
@@ -246,7 +136,7 @@ class cluster_link {
   // answer, a lost link or an unreachable node is `unavailable` naming the node.
   template <class F, class... Ts>
   status call(const std::string& node, F&& on_value, Ts&&... xs) {
-    caf::actor edge;
+    edge_actor edge;
     SKEIN_TRY(peer(node, &edge));
     caller self{sys_};
     status result;
@@ -272,7 +162,7 @@ class cluster_link {
   // The member's edge: linked already, or a link made now, by whichever node
   // calls first (when both do, CAF's BASP keeps one link and closes the other;
   // under TLS that close once broke the other link too: cluster_tls.cpp).
-  status peer(const std::string& node, caf::actor* out);
+  status peer(const std::string& node, edge_actor* out);
   status failure(const std::string& node, const caf::error& e);
 
   struct views;

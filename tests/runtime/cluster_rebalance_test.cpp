@@ -472,12 +472,15 @@ TEST_CASE("cluster: handoff parts out of order or not this node's to take are re
   caf::actor_system_config cfg;
   prepare_cluster_config(cfg);
   caf::actor_system sys{cfg};
-  auto edge = sys.middleman().remote_actor("127.0.0.1", f.members[n4].port);
-  REQUIRE(edge);
+  // Connected as a node of this version would (the edge's interface), then
+  // used untyped, as a hostile peer's raw messages would arrive.
+  auto typed = sys.middleman().remote_actor<edge_actor>("127.0.0.1", f.members[n4].port);
+  REQUIRE(typed);
+  auto edge = caf::actor_cast<caf::actor>(*typed);
   caf::scoped_actor self{sys};
   auto ask = [&](caf::message msg) {
     status s;
-    self->request(*edge, std::chrono::seconds(5), std::move(msg))
+    self->request(edge, std::chrono::seconds(5), std::move(msg))
         .receive([&](bool) { s = status::ok(); }, [&](caf::error& e) { s = to_status(e); });
     return s;
   };

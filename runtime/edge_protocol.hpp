@@ -1,0 +1,182 @@
+// The cluster edge's interface: what one node may ask another's edge actor
+// (runtime/cluster_link.hpp), and the values that cross with it. Every call
+// site is checked against edge_actor when compiled; each node publishes its
+// edge with this interface, and a link to a node whose edge speaks another
+// (another skein version) is refused when it is made. Every type here has an
+// `inspect` overload (actors/wire.hpp, below) and is registered by name on both
+// ends (register_wire_types). Callbacks and shared pointers never cross: a
+// remote subscription is a relay to a sink actor on the subscriber's node.
+//
+// Request -> reply; `id` is a thread id:
+//   (create_atom, thread_options)            -> (manifest, bool created)  task/dm/child creations
+//   (get_atom, id)                           -> manifest
+//   (submit_atom, id, run_input)             -> std::string run id
+//   (send_atom, id, run_input)               -> run_result (when the run has ended)
+//   (cancel_atom, id)                        -> bool
+//   (read_atom, id, uint8 view, uint64 from, uint64 limit)     -> std::vector<event>
+//   (raw_atom, id, uint64 from, uint64 limit, uint8 groups)    -> (std::vector<raw_event>, uint64 next)
+//   (subscribe_atom, id, uint64 from, actor sink) -> uint64; then to sink:
+//        (event_atom, id, uint64 seq, uint8 type, std::string json)
+//        (delta_atom, id, std::string run id, std::string delta)
+//        (caf::close_atom, id, std::string reason)
+//      the worker watches the sink and unsubscribes when it goes (or its node does)
+//   (delete_atom, id) -> bool · (fork_atom, id, uint64 at) -> manifest
+//   (title_atom, id, std::string) -> manifest · (reconcile_atom, id) -> bool
+//   (diagnose_atom, id) -> diagnosis · (import_atom, manifest, std::vector<event>) -> manifest
+//   (usage_atom, usage_query) -> usage_report      this node's usage rows alone
+//   (search_atom, agent, std::string query, uint64 k) -> std::vector<memory_hit>   this node's memory alone
+//   schedules, each on the node its id routes to (runtime_cluster.cpp, route_schedule):
+//   (schedule_atom, create_atom, schedule) -> schedule · (schedule_atom, get_atom, id) -> schedule
+//   (schedule_atom, pause_atom | resume_atom, id) -> schedule · (schedule_atom, delete_atom, id) -> bool
+//   (schedule_atom, schedule_history_atom, id, uint64 before, uint64 limit) -> (std::vector<schedule_firing>, uint64 next)
+//   (schedule_atom, schedule_preview_atom, id, uint64 n) -> std::vector<int64_t>
+//   (schedule_atom, list_atom, std::string after, uint64 limit) -> (std::vector<schedule>, std::string next)  its own
+//   (compact_atom, id, compact_wire) -> compact_result
+//   (member_atom, id, std::string agent, std::string trigger, bool add) -> manifest   house members
+//   (task_atom, task id) -> manifest · (list_atom, thread_query) -> thread_page (its own threads)
+//   (caf::put_atom, agent_config) -> agent_config · (agent_atom) -> std::vector<agent_config>
+//   (count_atom) -> (uint64 threads stored, uint64 thread actors active)
+// Membership change (cluster_handoff.cpp); `members` is a cluster file's text:
+//   (members_atom) -> (std::string active, std::string target)   target "": no change
+//   (rebalance_atom, std::string target) -> bool   starts this node's handoff pass
+//   (progress_atom) -> cluster_rebalance_state      of this node's pass
+//   (adopt_atom, id, uint32 part, uint32 parts, std::vector<log_row>) -> bool adopted
+//        a thread's rows in parts; the last part writes them all in one batch
+//   (claim_atom, std::vector<log_row>) -> bool      claims handed over
+//   (membership_commit_atom, std::string target) -> bool   the target becomes the active members
+#pragma once
+
+#include <caf/atom.hpp>
+#include <caf/meta/type_name.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "actors/messages.hpp"
+#include "actors/scheduler.hpp"
+#include "persistence/event_log.hpp"
+#include "runtime/memory_service.hpp"
+#include "runtime/model/cluster.hpp"
+#include "runtime/runtime.hpp"
+
+namespace skein {
+
+using read_atom = caf::atom_constant<caf::atom("read")>;
+using raw_atom = caf::atom_constant<caf::atom("readraw")>;
+using diagnose_atom = caf::atom_constant<caf::atom("diagnose")>;
+using task_atom = caf::atom_constant<caf::atom("task")>;
+using list_atom = caf::atom_constant<caf::atom("list")>;
+using count_atom = caf::atom_constant<caf::atom("counts")>;
+using members_atom = caf::atom_constant<caf::atom("members")>;
+using rebalance_atom = caf::atom_constant<caf::atom("rebalance")>;
+using progress_atom = caf::atom_constant<caf::atom("progress")>;
+using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
+using claim_atom = caf::atom_constant<caf::atom("claim")>;
+using membership_commit_atom = caf::atom_constant<caf::atom("mcommit")>;
+using usage_atom = caf::atom_constant<caf::atom("usage")>;
+using search_atom = caf::atom_constant<caf::atom("msearch")>;
+using schedule_atom = caf::atom_constant<caf::atom("schedule")>;
+using schedule_history_atom = caf::atom_constant<caf::atom("shistory")>;
+using schedule_preview_atom = caf::atom_constant<caf::atom("spreview")>;
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, log_row& x) {
+  return f(caf::meta::type_name("skein.log_row"), x.family, x.key, x.value);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, cluster_rebalance_state& x) {
+  return f(caf::meta::type_name("skein.rebalance_state"), x.phase, x.moved, x.events, x.claims, x.remaining,
+           x.error);
+}
+
+// compact_options on the wire: CAF 0.17 has no std::optional, so "unset" is
+// a flag beside each value.
+struct compact_wire {
+  std::vector<std::string> stages;
+  bool has_keep_turns = false;
+  uint32_t keep_turns = 0;
+  bool has_tool_result_bytes_max = false;
+  uint64_t tool_result_bytes_max = 0;
+  static compact_wire from(const compact_options& o);
+  compact_options options() const;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, compact_wire& x) {
+  return f(caf::meta::type_name("skein.compact_options"), x.stages, x.has_keep_turns, x.keep_turns,
+           x.has_tool_result_bytes_max, x.tool_result_bytes_max);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, usage_query& x) {
+  return f(caf::meta::type_name("skein.usage_query"), x.agent_id, x.thread_id, x.since_ms, x.until_ms,
+           checked(x.group_by, usage_query::group::day));
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, usage_totals& x) {
+  return f(caf::meta::type_name("skein.usage_totals"), x.key, x.usage, x.cost_usd, x.runs, x.duration_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, usage_report& x) {
+  return f(caf::meta::type_name("skein.usage_report"), x.groups, x.rows, x.unreadable);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, memory_hit& x) {
+  return f(caf::meta::type_name("skein.memory_hit"), x.thread_id, x.seq, x.role, x.score, x.snippet);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, diagnosis& x) {
+  return f(caf::meta::type_name("skein.diagnosis"), x.thread_id, checked(x.status, thread_status::cancelled),
+           x.stage, x.last_seq, x.heartbeat_age_ms, x.last_run_id, x.last_outcome, x.last_error,
+           x.quarantined, x.quarantine_key, x.quarantine_reason);
+}
+static_assert(sizeof(diagnosis) == 256, "diagnosis changed: update edge_protocol.hpp");
+
+using edge_actor = caf::typed_actor<
+    caf::replies_to<create_atom, thread_options>::with<manifest, bool>,
+    caf::replies_to<caf::get_atom, std::string>::with<manifest>,
+    caf::replies_to<submit_atom, std::string, run_input>::with<std::string>,
+    caf::replies_to<send_atom, std::string, run_input>::with<run_result>,
+    caf::replies_to<cancel_atom, std::string>::with<bool>,
+    caf::replies_to<read_atom, std::string, uint8_t, uint64_t, uint64_t>::with<std::vector<event>>,
+    caf::replies_to<raw_atom, std::string, uint64_t, uint64_t, uint8_t>::with<std::vector<raw_event>, uint64_t>,
+    caf::replies_to<subscribe_atom, std::string, uint64_t, caf::actor>::with<uint64_t>,
+    caf::replies_to<delete_atom, std::string>::with<bool>,
+    caf::replies_to<fork_atom, std::string, uint64_t>::with<manifest>,
+    caf::replies_to<title_atom, std::string, std::string>::with<manifest>,
+    caf::replies_to<reconcile_atom, std::string>::with<bool>,
+    caf::replies_to<diagnose_atom, std::string>::with<diagnosis>,
+    caf::replies_to<usage_atom, usage_query>::with<usage_report>,
+    caf::replies_to<search_atom, std::string, std::string, uint64_t>::with<std::vector<memory_hit>>,
+    caf::replies_to<schedule_atom, create_atom, schedule>::with<schedule>,
+    caf::replies_to<schedule_atom, caf::get_atom, std::string>::with<schedule>,
+    caf::replies_to<schedule_atom, pause_atom, std::string>::with<schedule>,
+    caf::replies_to<schedule_atom, resume_atom, std::string>::with<schedule>,
+    caf::replies_to<schedule_atom, delete_atom, std::string>::with<bool>,
+    caf::replies_to<schedule_atom, schedule_history_atom, std::string, uint64_t, uint64_t>::with<
+        std::vector<schedule_firing>, uint64_t>,
+    caf::replies_to<schedule_atom, schedule_preview_atom, std::string, uint64_t>::with<std::vector<int64_t>>,
+    caf::replies_to<schedule_atom, list_atom, std::string, uint64_t>::with<std::vector<schedule>, std::string>,
+    caf::replies_to<compact_atom, std::string, compact_wire>::with<compact_result>,
+    caf::replies_to<member_atom, std::string, std::string, std::string, bool>::with<manifest>,
+    caf::replies_to<import_atom, manifest, std::vector<event>>::with<manifest>,
+    caf::replies_to<task_atom, std::string>::with<manifest>,
+    caf::replies_to<list_atom, thread_query>::with<thread_page>,
+    caf::replies_to<caf::put_atom, agent_config>::with<agent_config>,
+    caf::replies_to<agent_atom>::with<std::vector<agent_config>>,
+    caf::replies_to<count_atom>::with<uint64_t, uint64_t>,
+    caf::replies_to<members_atom>::with<std::string, std::string>,
+    caf::replies_to<rebalance_atom, std::string>::with<bool>,
+    caf::replies_to<progress_atom>::with<cluster_rebalance_state>,
+    caf::replies_to<adopt_atom, std::string, uint32_t, uint32_t, std::vector<log_row>>::with<bool>,
+    caf::replies_to<claim_atom, std::vector<log_row>>::with<bool>,
+    caf::replies_to<membership_commit_atom, std::string>::with<bool>>;
+
+}  // namespace skein
