@@ -187,3 +187,93 @@ TEST_CASE("after a failed write the journal fails that batch and refuses further
   CHECK(s.code() == errc::io_error);
   CHECK_THAT(s.message(), Catch::Contains("reopen"));
 }
+
+// journal_actor is one interface with two implementations: the detached
+// journal is a blocking actor (CAF 0.17 has no typed ones), so nothing but this
+// test checks that it answers exactly the calls the handle promises.
+TEST_CASE("both journals answer every call of the journal interface") {
+  for (bool detached : {true, false}) {
+    INFO((detached ? "detached" : "inline") << " journal");
+    temp_dir dir;
+    std::unique_ptr<event_log> log;
+    log_options o;
+    o.path = dir.str();
+    REQUIRE(event_log::open(o, &log).is_ok());
+    caf::actor_system_config cfg;
+    register_skein_types(cfg);
+    caf::actor_system sys{cfg};
+    journal_options jo;
+    jo.detached = detached;
+    journal_actor journal = spawn_journal(sys, *log, jo);
+    caf::scoped_actor self{sys};
+    auto fail = [&](caf::error& e) { FAIL(to_status(e).to_string()); };
+    // listen: the committed feed reaches the listener after each write.
+    auto feed = std::make_shared<std::vector<std::string>>();
+    auto listener = sys.spawn([feed](caf::event_based_actor*) -> caf::behavior {
+      return {[feed](committed_atom, std::vector<committed_tick>& ticks) {
+                for (auto& t : ticks) feed->push_back(t.thread_id + (t.erased ? " erased" : ""));
+              },
+              [](caf::ok_atom) { return true; }};
+    });
+    bool listening = false;
+    self->request(journal, 10s, listen_atom::value, listener).receive([&] { listening = true; }, fail);
+    CHECK(listening);
+    uint64_t last = 0;
+    self->request(journal, 10s, commit_atom::value, make_tick("a", 1, 2))
+        .receive([&](uint64_t seq) { last = seq; }, fail);
+    CHECK(last == 2);
+    std::vector<uint64_t> seqs;
+    self->request(journal, 10s, commit_all_atom::value, std::vector<tick>{make_tick("b", 1, 1), make_tick("c", 1, 3)})
+        .receive([&](std::vector<uint64_t>& v) { seqs = v; }, fail);
+    CHECK(seqs == std::vector<uint64_t>{1, 3});
+    effect_write w;
+    w.effect = "titles";
+    w.thread_id = "a";
+    w.cursor = 2;
+    bool effect_written = false;
+    self->request(journal, 10s, effect_atom::value, w).receive([&] { effect_written = true; }, fail);
+    CHECK(effect_written);
+    agent_config agent;
+    agent.id = "helper";
+    agent.engine = "scripted";
+    bool agent_put = false;
+    self->request(journal, 10s, caf::put_atom::value, agent).receive([&] { agent_put = true; }, fail);
+    CHECK(agent_put);
+    bool ran = false;
+    self->request(journal, 10s, write_atom::value, journal_write{[&](event_log&) {
+                    ran = true;
+                    return status::ok();
+                  }})
+        .receive([] {}, fail);
+    CHECK(ran);
+    bool erased = false;
+    self->request(journal, 10s, erase_atom::value, std::string{"b"}).receive([&] { erased = true; }, fail);
+    CHECK(erased);
+    journal_stats stats;
+    self->request(journal, 10s, caf::get_atom::value, stats_atom::value)
+        .receive([&](journal_stats& s) { stats = s; }, fail);
+    CHECK(stats.groups >= 2);  // the commit and the commit_all at least
+    bool closed = false;
+    self->request(journal, 10s, caf::close_atom::value).receive([&] { closed = true; }, fail);
+    CHECK(closed);
+    // What each call wrote is in the log.
+    manifest m;
+    REQUIRE(log->read_manifest("a", &m).is_ok());
+    CHECK(m.last_seq == 2);
+    CHECK(log->read_manifest("b", &m).code() == errc::not_found);
+    REQUIRE(log->read_manifest("c", &m).is_ok());
+    CHECK(m.last_seq == 3);
+    std::vector<agent_config> agents;
+    REQUIRE(log->list_agents(&agents).is_ok());
+    REQUIRE(agents.size() == 1);
+    CHECK(agents[0].id == "helper");
+    uint64_t cursor = 0;
+    REQUIRE(log->read_effect_cursor("titles", "a", &cursor).is_ok());
+    CHECK(cursor == 2);
+    // The feed went out before the close's reply; the listener has taken it
+    // once it answers a message sent after.
+    self->request(listener, 10s, caf::ok_atom::value).receive([](bool) {}, fail);
+    CHECK(*feed == std::vector<std::string>{"a", "b", "c", "b erased"});
+    self->send_exit(listener, caf::exit_reason::user_shutdown);
+  }
+}
