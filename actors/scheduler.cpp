@@ -69,6 +69,28 @@ class scheduler_actor : public caf::event_based_actor {
           fire_due(pass);
           return pass->promise;
         },
+        [this](release_atom, std::string& id) -> caf::result<bool> {
+          auto promise = make_response_promise<bool>();
+          when_idle(id, [this, id, promise]() mutable {
+            bool held = schedules_.count(id) != 0;
+            drop_memory(id);
+            promise.deliver(held);
+          });
+          return promise;
+        },
+        [this](load_atom, std::string& id) -> caf::result<bool> {
+          schedule s;
+          status r = config_.log->read_schedule(id, &s);
+          if (r.code() == errc::not_found) return false;
+          if (!r) return to_error(r);
+          auto promise = make_response_promise<bool>();
+          when_idle(id, [this, s, promise]() mutable {
+            wake_soon(s);
+            put_memory(std::move(s));
+            promise.deliver(true);
+          });
+          return promise;
+        },
         [this](wake_atom) {
           fire_due(nullptr);
           arm_wake();
@@ -443,7 +465,9 @@ class scheduler_actor : public caf::event_based_actor {
 status spawn_scheduler(caf::actor_system& sys, scheduler_config config, caf::actor* out) {
   assert(config.log != nullptr);  // the scheduler reads the log it writes through the journal
   std::vector<schedule> loaded;
-  SKEIN_TRY(config.log->scan_schedules([&](schedule&& s) { loaded.push_back(std::move(s)); }));
+  SKEIN_TRY(config.log->scan_schedules([&](schedule&& s) {
+    if (!config.skip || !config.skip(s.id)) loaded.push_back(std::move(s));
+  }));
   *out = sys.spawn<scheduler_actor>(std::move(config), std::move(loaded));
   return status::ok();
 }

@@ -9,6 +9,11 @@
 //   (delete_atom, schedule id)       -> caf::unit  idempotent; removes the history too
 //   (fire_due_atom)                  -> uint64_t   fires what is due at the wall clock now and answers,
 //        once every firing it started is durable, with how many delivered their input (outcome fired)
+//   (release_atom, schedule id)      -> bool       a cluster handoff: after any write of it in flight,
+//        the schedule leaves memory and never fires here again (its rows stay until erased); false:
+//        not held here
+//   (load_atom, schedule id)         -> bool       a cluster handoff: the schedule just adopted into the
+//        log is read and armed; false: not stored here
 // Reads (get, list, history, preview) go to the event log directly: the actor
 // updates its memory only after a write is durable, so the log is never behind.
 //
@@ -43,6 +48,8 @@ namespace skein {
 using pause_atom = caf::atom_constant<caf::atom("pause")>;
 using resume_atom = caf::atom_constant<caf::atom("resume")>;
 using fire_due_atom = caf::atom_constant<caf::atom("firedue")>;
+using release_atom = caf::atom_constant<caf::atom("release")>;
+using load_atom = caf::atom_constant<caf::atom("schedload")>;
 
 // Due times further in the past than this count as missed (default of runtime_options::schedule_grace_ms).
 inline constexpr int64_t schedule_grace_ms_default = 60000;
@@ -59,6 +66,9 @@ struct scheduler_config {
   timer_service* timers = nullptr;  // borrowed; needed when wake_period > 0
   // A cluster node's trigger threads get ids it owns (core_options::owns_id).
   std::function<bool(std::string_view)> owns_id;
+  // Schedules left out of the load at open: ones this node is handing to
+  // another (a cluster handoff's marks). Empty: none.
+  std::function<bool(std::string_view)> skip;
 };
 
 // Loads every schedule (one scan) and spawns the actor. A row that does not

@@ -348,6 +348,19 @@ class event_log {
   // that is not, and nothing is written. *adopted is false, and nothing is
   // written, when the thread is stored here already.
   status adopt_thread(std::string_view thread_id, const std::vector<log_row>& rows, bool* adopted);
+  // A schedule moving between cluster nodes: its definition row and its
+  // history rows (schedules family) from one snapshot; not_found if it is not
+  // stored here.
+  status schedule_rows(std::string_view schedule_id, std::vector<log_row>* out) const;
+  // Writes another node's schedule_rows() in one batch. Each row must be the
+  // schedule's own: its definition (which must decode, naming this id) or a
+  // history row of it that decodes; invalid_input names the first that is not,
+  // and nothing is written. *adopted is false, and nothing is written, when
+  // the schedule is stored here already.
+  status adopt_schedule(std::string_view schedule_id, const std::vector<log_row>& rows, bool* adopted);
+  // Erases a schedule's definition and history in one batch (the old owner,
+  // after the new one adopted them).
+  status erase_schedule(std::string_view schedule_id);
   // Claims handed over by another node ("c/<kind>/<id>" -> thread id): each is
   // written unless it is here already; conflict if one here names another thread.
   status put_claims(const std::vector<log_row>& rows);

@@ -5,6 +5,8 @@
 #include <rocksdb/write_batch.h>
 
 #include "persistence/event_log_internal.hpp"
+#include "persistence/keys.hpp"
+#include "runtime/model/schedule.hpp"
 #include "runtime/model/ids.hpp"
 
 namespace skein {
@@ -133,6 +135,81 @@ status event_log::adopt_thread(std::string_view thread_id, const std::vector<log
   SKEIN_TRY(write_whole_thread(&batch, threads_.load(std::memory_order_relaxed) + 1, id));
   *adopted = true;
   return status::ok();
+}
+
+status event_log::schedule_rows(std::string_view schedule_id, std::vector<log_row>* out) const {
+  SKEIN_TRY(validate_id(schedule_id, "schedule id"));
+  out->clear();
+  snapshot_guard snap{impl_->db.get()};
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snap.get();
+  std::string id{schedule_id}, key = keys::schedule_key(id), row;
+  auto s = impl_->db->Get(ro, impl_->cf(cf_schedules), key, &row);
+  if (s.IsNotFound()) return status::not_found("schedule " + id + " is not stored here");
+  SKEIN_TRY(from_rocks(s, "read schedule " + id));
+  out->push_back({static_cast<uint8_t>(cf_schedules), key, std::move(row)});
+  std::string end = keys::schedule_history_end(id);
+  rocksdb::Slice upper{end};
+  ro.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(ro, impl_->cf(cf_schedules))};
+  for (it->Seek(keys::schedule_history_prefix(id)); it->Valid(); it->Next())
+    out->push_back({static_cast<uint8_t>(cf_schedules), it->key().ToString(), it->value().ToString()});
+  return from_rocks(it->status(), "read history of schedule " + id);
+}
+
+status event_log::adopt_schedule(std::string_view schedule_id, const std::vector<log_row>& rows, bool* adopted) {
+  SKEIN_TRY(validate_id(schedule_id, "schedule id"));
+  if (!writable()) return refusal();
+  *adopted = false;
+  std::string id{schedule_id}, key = keys::schedule_key(id), history = keys::schedule_history_prefix(id);
+  // Another node's bytes are checked like a client's: every row must be the schedule's own.
+  auto row_error = [&](size_t i, const std::string& why) {
+    return status::invalid_input("handoff of schedule " + id + ": row " + std::to_string(i + 1) + " of " +
+                                 std::to_string(rows.size()) + " " + why)
+        .with_field("rows");
+  };
+  size_t definitions = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const log_row& r = rows[i];
+    if (r.family != cf_schedules)
+      return row_error(i, "is no schedules row (family " + std::to_string(r.family) + ")");
+    if (r.key == key) {
+      schedule sc;
+      if (status d = decode_schedule(r.value, &sc, options_.limits); !d)
+        return row_error(i, "does not decode as a schedule: " + d.message());
+      if (sc.id != id) return row_error(i, "holds schedule " + sc.id);
+      ++definitions;
+      continue;
+    }
+    schedule_firing f;
+    if (!r.key.starts_with(history) || r.key.size() != history.size() + 8)
+      return row_error(i, "is no row of the schedule (key " + printable_key(r.key) + ")");
+    if (status d = decode_firing(r.value, &f, options_.limits); !d)
+      return row_error(i, "does not decode as a firing: " + d.message());
+  }
+  if (definitions != 1)
+    return status::invalid_input("handoff of schedule " + id + ": " + std::to_string(definitions) +
+                                 " definition rows (one expected)")
+        .with_field("rows");
+  std::string existing;
+  auto g = impl_->db->Get(rocksdb::ReadOptions(), impl_->cf(cf_schedules), key, &existing);
+  if (g.ok()) return status::ok();  // stored here already: an earlier handoff got through
+  if (!g.IsNotFound()) return from_rocks(g, "read schedule " + id);
+  rocksdb::WriteBatch batch;
+  for (const auto& r : rows) batch.Put(impl_->cf(cf_schedules), r.key, r.value);
+  SKEIN_TRY(write(&batch, 0));
+  *adopted = true;
+  return status::ok();
+}
+
+status event_log::erase_schedule(std::string_view schedule_id) {
+  SKEIN_TRY(validate_id(schedule_id, "schedule id"));
+  if (!writable()) return refusal();
+  rocksdb::WriteBatch batch;
+  batch.Delete(impl_->cf(cf_schedules), keys::schedule_key(schedule_id));
+  batch.DeleteRange(impl_->cf(cf_schedules), keys::schedule_history_prefix(schedule_id),
+                    keys::schedule_history_end(schedule_id));
+  return write(&batch, 0);
 }
 
 status event_log::claim_rows(std::vector<log_row>* out) const {

@@ -330,6 +330,22 @@ void edge_worker(caf::blocking_actor* self, runtime* rt, cluster_link* link, edg
         if (status s = hooks.adopt(std::move(id), part, parts, std::move(rows), &adopted); !s) return to_error(s);
         return adopted;
       },
+      [&](schedule_atom, adopt_atom, std::string& id, std::vector<log_row>& rows) -> caf::result<bool> {
+        if (status s = validate_id(id, "schedule id"); !s) return to_error(s);
+        auto v = link->view();
+        if (!v->changing() || v->target_ring.owner_id(cluster_key(id)) != node)
+          return to_error(status::unavailable("node " + node + " is not the new owner of schedule " + id +
+                                              " (by its member list): the nodes' cluster files differ"));
+        if (rows.size() > schedule_history_max + 1)
+          return to_error(status::invalid_input("handoff of schedule " + id + ": " + std::to_string(rows.size()) +
+                                                " rows, past its definition and schedule_history_max (" +
+                                                std::to_string(schedule_history_max) + ") firings")
+                              .with_field("rows")
+                              .with_limit("schedule_history_max"));
+        bool adopted = false;
+        if (status s = hooks.adopt_schedule(std::move(id), std::move(rows), &adopted); !s) return to_error(s);
+        return adopted;
+      },
       [&](claim_atom, std::vector<log_row>& claims) -> caf::result<bool> {
         if (status s = hooks.put_claims(std::move(claims)); !s) return to_error(s);
         return true;

@@ -16,6 +16,12 @@
 //      writes them in one batch (event_log::adopt_thread) and serves it from then on;
 //   4. erase it here, its claims kept. The mark stays until the commit: calls
 //      are forwarded.
+// Schedules move in the same pass: those whose key changes owner are marked and
+// released by the scheduler (they never fire here again, not after a restart)
+// before any thread moves, and handed over (definition and history, written in
+// one batch and armed there) once every thread has: a bound schedule fires
+// into its thread on the new node. Until then their firings wait (late ones
+// follow the schedule's missed policy).
 // A busy thread is unmarked and tried again in a later round; a failed send
 // leaves it marked and frozen (unavailable) until the rebalance is rerun, whose
 // adopt finds it already there or writes it. Never two writers: the old owner
@@ -26,6 +32,7 @@
 
 #include "actors/directory.hpp"
 #include "actors/journal.hpp"
+#include "actors/scheduler.hpp"
 #include "persistence/keys.hpp"
 #include "runtime/runtime_impl.hpp"
 
@@ -151,22 +158,11 @@ void runtime::impl::run_pass(std::string target) {
   const std::string self = cluster->self();
   const auto patience = std::chrono::milliseconds(std::max<uint64_t>(options.cluster.request_timeout_ms, 1000) * 4);
   auto busy_since = std::chrono::steady_clock::time_point{};
-  // Schedules do not move yet: a change that would move one (its id's key
-  // changes owner; a bound one's key is its thread's) is refused before any
-  // thread of this node moves.
-  std::string moving_schedule, schedule_to;
-  status scanned = log->scan_schedules([&](schedule&& s) {
-    const std::string& to = v->target_ring.owner_id(cluster_key(s.id));
-    if (to != self && moving_schedule.empty()) {
-      moving_schedule = s.id;
-      schedule_to = to;
-    }
-  });
-  if (!scanned) return fail(scanned);
-  if (!moving_schedule.empty())
-    return fail(status::conflict("schedule " + moving_schedule + " on node " + self + " would move to node " +
-                                 schedule_to + ", and schedules do not move between nodes yet: delete it (create it "
-                                 "again once the rebalance is done), then rerun the rebalance"));
+  // The schedules whose key changes owner (a bound one's key is its thread's)
+  // stop firing here before any thread moves, and move once the threads have:
+  // a bound schedule's new node fires into its thread there.
+  std::vector<std::pair<std::string, std::string>> moving_schedules;  // id, new owner
+  if (status s = release_schedules(*v, &moving_schedules); !s) return fail(s);
   for (;;) {
     if (pass_stop) return fail(status::unavailable("node " + self + " is closing"));
     if (format_cluster(cluster->view()->target) != target)
@@ -223,6 +219,13 @@ void runtime::impl::run_pass(std::string target) {
                                       std::to_string(patience.count()) + " ms: rerun the rebalance once they are idle"));
     std::this_thread::sleep_for(poll);  // busy threads: their runs end in their own time
   }
+  uint64_t schedules = 0;
+  status handed = hand_schedules(moving_schedules, &schedules);
+  {
+    std::lock_guard lock{pass_mu};
+    pass.schedules = schedules;
+  }
+  if (!handed) return fail(handed);
   uint64_t claims = 0;
   if (status s = hand_claims(*v, &claims); !s) return fail(s);
   std::lock_guard lock{pass_mu};
@@ -293,6 +296,53 @@ status runtime::impl::handoff(const std::string& id, const std::string& to, hand
   *out = handoff_outcome::moved;
   *events = m.last_seq;
   return status::ok();
+}
+
+status runtime::impl::release_schedules(const cluster_view& v,
+                                        std::vector<std::pair<std::string, std::string>>* moving) {
+  moving->clear();
+  const std::string& self = cluster->self();
+  SKEIN_TRY(log->scan_schedules([&](schedule&& s) {
+    const std::string& to = v.target_ring.owner_id(cluster_key(s.id));
+    if (to != self) moving->emplace_back(s.id, to);
+  }));
+  for (const auto& [id, to] : *moving) {
+    // Marked durably first: after a restart this node's scheduler leaves it
+    // out (runtime::open), and calls for it are answered "moving" or forwarded.
+    if (!marked(id)) {
+      SKEIN_TRY(log->write_node_rows({{mark_prefix + id, to}}, {}));
+      std::lock_guard lock{marks_mu};
+      marks[id] = to;
+    }
+    bool held = false;  // after any write of it in flight: it never fires here again
+    SKEIN_TRY(ask(scheduler, &held, release_atom::value, id));
+  }
+  return status::ok();
+}
+
+status runtime::impl::hand_schedules(const std::vector<std::pair<std::string, std::string>>& moving,
+                                     uint64_t* moved) {
+  for (const auto& [schedule_id, to] : moving) {
+    const std::string& id = schedule_id;  // a lambda below takes it (clang: no structured binding captures)
+    if (pass_stop) return status::unavailable("node " + cluster->self() + " is closing");
+    std::vector<log_row> rows;
+    status got = log->schedule_rows(id, &rows);
+    if (got.code() == errc::not_found) continue;  // deleted meanwhile, or handed over by an earlier pass
+    SKEIN_TRY(got);
+    SKEIN_TRY(cluster->call(to, [](bool) {}, schedule_atom::value, adopt_atom::value, id, std::move(rows)));
+    // The new owner has it (durable, armed): erased here; the mark stays until
+    // the commit, so calls that still arrive here are forwarded.
+    SKEIN_TRY(journal_run(*sys, actors.journal, [&id](event_log& l) { return l.erase_schedule(id); }));
+    ++*moved;
+  }
+  return status::ok();
+}
+
+status runtime::impl::adopt_schedule(std::string id, std::vector<log_row> rows, bool* adopted) {
+  *adopted = false;
+  SKEIN_TRY(journal_run(*sys, actors.journal, [&](event_log& l) { return l.adopt_schedule(id, rows, adopted); }));
+  bool armed = false;  // also when it was here already: a crash may have come between the write and this
+  return ask(scheduler, &armed, load_atom::value, id);
 }
 
 status runtime::impl::hand_claims(const cluster_view& v, uint64_t* moved) {
@@ -520,12 +570,14 @@ status runtime::rebalance(cluster_rebalance_state* out) {
       sum.moved += st.moved;
       sum.events += st.events;
       sum.claims += st.claims;
+      sum.schedules += st.schedules;
       sum.remaining += st.remaining;
     }
     update([&](cluster_rebalance_state& st) {
       st.moved = sum.moved;
       st.events = sum.events;
       st.claims = sum.claims;
+      st.schedules = sum.schedules;
       st.remaining = sum.remaining;
     });
     if (done) break;

@@ -74,6 +74,7 @@ struct edge_hooks {
   std::function<status(std::string id, uint32_t part, uint32_t parts, std::vector<log_row> rows, bool* adopted)>
       adopt;
   std::function<status(std::vector<log_row> claims)> put_claims;
+  std::function<status(std::string id, std::vector<log_row> rows, bool* adopted)> adopt_schedule;
   std::function<status(const std::string& target)> commit;
 };
 

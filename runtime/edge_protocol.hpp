@@ -43,6 +43,8 @@
 //   (adopt_atom, id, uint32 part, uint32 parts, std::vector<log_row>) -> bool adopted
 //        a thread's rows in parts; the last part writes them all in one batch
 //   (claim_atom, std::vector<log_row>) -> bool      claims handed over
+//   (schedule_atom, adopt_atom, schedule id, std::vector<log_row>) -> bool adopted
+//        a schedule's definition and history, written in one batch, then armed
 //   (membership_commit_atom, std::string target) -> bool   the target becomes the active members
 #pragma once
 
@@ -88,8 +90,8 @@ typename Inspector::result_type inspect(Inspector& f, log_row& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, cluster_rebalance_state& x) {
-  return f(caf::meta::type_name("skein.rebalance_state"), x.phase, x.moved, x.events, x.claims, x.remaining,
-           x.error);
+  return f(caf::meta::type_name("skein.rebalance_state"), x.phase, x.moved, x.events, x.claims, x.schedules,
+           x.remaining, x.error);
 }
 
 // compact_options on the wire: CAF 0.17 has no std::optional, so "unset" is
@@ -177,6 +179,7 @@ using edge_actor = caf::typed_actor<
     caf::replies_to<progress_atom>::with<cluster_rebalance_state>,
     caf::replies_to<adopt_atom, std::string, uint32_t, uint32_t, std::vector<log_row>>::with<bool>,
     caf::replies_to<claim_atom, std::vector<log_row>>::with<bool>,
+    caf::replies_to<schedule_atom, adopt_atom, std::string, std::vector<log_row>>::with<bool>,
     caf::replies_to<membership_commit_atom, std::string>::with<bool>>;
 
 }  // namespace skein

@@ -233,6 +233,9 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   sc.wake_period = std::chrono::milliseconds(p->options.schedule_wake_ms);
   sc.timers = p->actors.timers.get();
   sc.owns_id = owns_id;
+  // A schedule this node marked for handoff (a change under way) never fires
+  // here again, not after a restart either: the marks were loaded above.
+  if (p->cluster) sc.skip = [impl = p.get()](std::string_view id) { return impl->marked(id); };
   if (status s = spawn_scheduler(*p->sys, std::move(sc), &p->scheduler); !s) {
     runtime partial{std::move(p)};  // close() stops what started
     return s;

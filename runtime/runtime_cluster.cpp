@@ -199,6 +199,9 @@ edge_hooks runtime::impl::hooks() {
     return adopt(std::move(id), part, parts, std::move(rows), adopted);
   };
   h.put_claims = [this](std::vector<log_row> claims) { return put_claims(std::move(claims)); };
+  h.adopt_schedule = [this](std::string id, std::vector<log_row> rows, bool* adopted) {
+    return adopt_schedule(std::move(id), std::move(rows), adopted);
+  };
   h.commit = [this](const std::string& target) { return commit_membership(target); };
   return h;
 }

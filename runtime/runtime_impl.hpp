@@ -137,6 +137,12 @@ struct runtime::impl {
   std::map<std::string, adopting_thread> adopting;
   size_t adopting_bytes = 0;
   status adopt(std::string id, uint32_t part, uint32_t parts, std::vector<log_row> rows, bool* adopted);
+  // A schedule handed here (its definition and history): written, then armed.
+  status adopt_schedule(std::string id, std::vector<log_row> rows, bool* adopted);
+  // The schedules this node hands over in a pass: marked and released (they
+  // never fire here again) before any thread moves; sent once their threads did.
+  status release_schedules(const cluster_view& v, std::vector<std::pair<std::string, std::string>>* moving);
+  status hand_schedules(const std::vector<std::pair<std::string, std::string>>& moving, uint64_t* moved);
   status put_claims(std::vector<log_row> claims);
   // Rebalances coordinated here (runtime::start_rebalance).
   std::mutex coord_mu;  // guards coord, coord_thread

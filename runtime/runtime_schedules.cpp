@@ -15,11 +15,31 @@ status runtime::impl::route_schedule(const std::string& id, std::string* node, b
   node->clear();
   if (!cluster) return status::ok();
   SKEIN_TRY(validate_id(id, "schedule id"));
-  // Schedules stay with their active owner during a change (a rebalance that
-  // would move one is refused); only a new one whose key moves waits for it.
-  if (creating) SKEIN_TRY(route_claim(std::string{cluster_key(id)}, node));
-  else if (const std::string& owner = cluster->view()->active_ring.owner_id(cluster_key(id)); owner != cluster->self())
-    *node = owner;
+  // A new schedule whose key moves in a change under way waits for its commit.
+  if (creating) {
+    SKEIN_TRY(route_claim(std::string{cluster_key(id)}, node));
+  } else {
+    // As route() does for threads: during a change a schedule is with its
+    // active owner until its pass hands it over, then with its target owner;
+    // one hop forwards a call that arrives on the other.
+    auto v = cluster->view();
+    const std::string& self = cluster->self();
+    std::string_view key = cluster_key(id);
+    const std::string& a = v->active_ring.owner_id(key);
+    const std::string& t = v->changing() ? v->target_ring.owner_id(key) : a;
+    if (t != a && (a == self || t == self)) {
+      schedule stored;
+      status read = log->read_schedule(id, &stored);
+      if (read.code() != errc::not_found) SKEIN_TRY(read);
+      const bool here = read.is_ok();
+      if (a == self && here && marked(id))
+        return status::unavailable("schedule " + id + " is moving to node " + t + ": retry shortly");
+      if (a == self && !here) *node = t;
+      if (t == self && !here && !cluster_link::serving_edge()) *node = a;
+      return status::ok();
+    }
+    if (a != self) *node = a;
+  }
   if (!node->empty() && cluster_link::serving_edge())
     return status::unavailable("node " + cluster->self() + " does not own schedule " + id + " (by its member list, " +
                                *node + " does): the nodes' cluster files differ");

@@ -108,6 +108,7 @@ struct cluster_rebalance_state {
   uint64_t moved = 0;      // threads handed to their new owner
   uint64_t events = 0;     // their events
   uint64_t claims = 0;     // task and DM claims handed over
+  uint64_t schedules = 0;  // schedules handed to their new owner (with their history)
   uint64_t remaining = 0;  // threads still to move (at the last count)
   std::string error;       // why it failed: rerun it once that is fixed
 };

@@ -522,7 +522,7 @@ TEST_CASE("cluster: each edge message round-trips through the wire encoding") {
   same(caf::make_message(caf::close_atom::value, id, std::string{"deleted"}));
   // Membership change.
   log_row row{10, std::string{"th_1\0\0\0\0\0\0\0\x01", 13}, std::string{"\x00\xff{}", 4}};
-  cluster_rebalance_state st{"failed", 3, 40, 2, 7, "node n4 stopped answering"};
+  cluster_rebalance_state st{"failed", 3, 40, 2, 5, 7, "node n4 stopped answering"};
   const std::string members = "n1 127.0.0.1:7501\nn2 [::1]:7502\n";
   same(caf::make_message(members_atom::value));
   same(caf::make_message(members, std::string{}));
@@ -531,12 +531,17 @@ TEST_CASE("cluster: each edge message round-trips through the wire encoding") {
   caf::message state = same(caf::make_message(st));
   CHECK(state.get_as<cluster_rebalance_state>(0).error == st.error);
   CHECK(state.get_as<cluster_rebalance_state>(0).remaining == 7);
+  CHECK(state.get_as<cluster_rebalance_state>(0).schedules == 5);
   caf::message adopted =
       same(caf::make_message(adopt_atom::value, id, uint32_t{1}, uint32_t{3}, std::vector<log_row>{row, row}));
   CHECK(adopted.get_as<std::vector<log_row>>(4).front().key == row.key);
   CHECK(adopted.get_as<std::vector<log_row>>(4).front().value == row.value);
   CHECK(adopted.get_as<std::vector<log_row>>(4).front().family == 10);
   same(caf::make_message(claim_atom::value, std::vector<log_row>{row}));
+  log_row definition{7, "d/th_1.sc_1", R"({"id":"th_1.sc_1"})"};
+  caf::message schedule_rows =
+      same(caf::make_message(schedule_atom::value, adopt_atom::value, id, std::vector<log_row>{definition, row}));
+  CHECK(schedule_rows.get_as<std::vector<log_row>>(3).front().key == definition.key);
   same(caf::make_message(membership_commit_atom::value, members));
   // Compaction and house members.
   compact_options co;

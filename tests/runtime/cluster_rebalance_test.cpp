@@ -500,6 +500,65 @@ TEST_CASE("cluster: handoff parts out of order or not this node's to take are re
   std::vector<cluster_member_state> ms;
   REQUIRE(f.nodes[n4]->cluster_members(&ms).is_ok());
   CHECK(ms[n4].threads == 0);
+  // A schedule's rows: only for a schedule this node will own, at most its
+  // definition and schedule_history_max firings, each row the schedule's own;
+  // a refusal writes nothing.
+  std::string mine_s, theirs_s;
+  for (int k = 0; mine_s.empty() || theirs_s.empty(); ++k) {
+    std::string id = "sched-" + std::to_string(k);
+    if (by4.owner_id(id) == "n4" && mine_s.empty()) mine_s = id;
+    if (by4.owner_id(id) == "n1" && theirs_s.empty()) theirs_s = id;
+  }
+  schedule def;
+  def.id = mine_s;
+  def.agent_id = "helper";
+  def.kind = schedule_kind::interval;
+  def.interval_ms = 3600000;
+  def.input_text = "tick";
+  def.next_fire_at_ms = 1;
+  std::string def_json;
+  REQUIRE(encode_schedule(def, &def_json).is_ok());
+  schedule_firing firing;
+  firing.schedule_id = mine_s;
+  firing.seq = 1;
+  firing.scheduled_at_ms = firing.fired_at_ms = 1;
+  std::string firing_json;
+  REQUIRE(encode_firing(firing, &firing_json).is_ok());
+  const uint8_t schedules_family = 7;
+  log_row definition{schedules_family, "d/" + mine_s, def_json};
+  log_row history{schedules_family, "h/" + mine_s + std::string{"\0\0\0\0\0\0\0\0\x01", 9}, firing_json};
+  auto adopt_schedule = [&](const std::string& id, std::vector<log_row> rows) {
+    return ask(caf::make_message(schedule_atom::value, adopt_atom::value, id, std::move(rows)));
+  };
+  auto refused = [&](std::vector<log_row> rows, errc code, const char* why) {
+    status r = adopt_schedule(mine_s, std::move(rows));
+    INFO(why << ": " << r.to_string());
+    CHECK(r.code() == code);
+    schedule none;
+    CHECK(f.nodes[n4]->get_schedule(mine_s, &none).code() == errc::not_found);
+  };
+  s = adopt_schedule(theirs_s, {definition});
+  CHECK(s.code() == errc::unavailable);
+  CHECK(s.message().find("not the new owner") != std::string::npos);
+  refused(std::vector<log_row>(schedule_history_max + 2, history), errc::invalid_input, "past schedule_history_max");
+  refused({history}, errc::invalid_input, "no definition");
+  refused({definition, definition, history}, errc::invalid_input, "two definitions");
+  refused({{schedules_family, "d/" + theirs_s, def_json}, history}, errc::invalid_input, "another schedule's definition");
+  refused({{schedules_family, "d/" + mine_s, "{not json"}}, errc::invalid_input, "a definition that does not decode");
+  refused({definition, {schedules_family, history.key, "[1]"}}, errc::invalid_input, "a firing that does not decode");
+  refused({definition, {schedules_family, "h/" + theirs_s + std::string{"\0\0\0\0\0\0\0\0\x01", 9}, firing_json}},
+          errc::invalid_input, "another schedule's firing");
+  refused({definition, {1, mine, "{}"}}, errc::invalid_input, "a threads row");
+  s = adopt_schedule(mine_s, {definition, history});
+  INFO(s.to_string());
+  REQUIRE(s.is_ok());
+  schedule adopted_schedule;
+  REQUIRE(f.nodes[n4]->get_schedule(mine_s, &adopted_schedule).is_ok());
+  CHECK(adopted_schedule.interval_ms == 3600000u);
+  std::vector<schedule_firing> firings;
+  uint64_t next_firing = 0;
+  REQUIRE(f.nodes[n4]->schedule_history(mine_s, 0, 10, &firings, &next_firing).is_ok());
+  CHECK(firings.size() == 1);
   // A commit or a pass for another target is refused by name.
   s = ask(caf::make_message(membership_commit_atom::value, std::string{"n1 127.0.0.1:1\n"}));
   CHECK(s.code() == errc::conflict);

@@ -534,6 +534,7 @@ void write_rebalance(json_writer& w, const cluster_rebalance_state& r) {
   w.field_uint("moved", r.moved);
   w.field_uint("events", r.events);
   w.field_uint("claims", r.claims);
+  w.field_uint("schedules", r.schedules);
   w.field_uint("remaining", r.remaining);
   if (!r.error.empty()) w.field("error", r.error);
   w.end_object();
