@@ -27,6 +27,7 @@
 // adopt finds it already there or writes it. Never two writers: the old owner
 // stops (1, 2) before the new one has a row (3).
 #include <algorithm>
+#include <caf/send.hpp>
 #include <chrono>
 #include <set>
 
@@ -289,6 +290,9 @@ status runtime::impl::handoff(const std::string& id, const std::string& to, hand
   // Erased here with its claims kept (they follow their own keys: hand_claims).
   // Frozen, the thread has no actor; on the journal's thread no commit comes between.
   SKEIN_TRY(journal_run(*sys, actors.journal, [&id](event_log& l) { return l.erase_thread(id, true); }));
+  // Its effects' pending work goes with it (the new owner's effects take it up).
+  for (const auto& fx : actors.effects)
+    caf::anon_send(fx, committed_atom::value, std::vector<committed_tick>{{id, {}, 0, core_opts.wall_clock(), true}});
   bool thawed = false;
   SKEIN_TRY(ask(actors.directory, &thawed, freeze_atom::value, id, false));  // gone: resolving it finds nothing
   memory->index().remove_thread(id);
@@ -407,17 +411,25 @@ status runtime::impl::adopt(std::string id, uint32_t part, uint32_t parts, std::
     drop();
   }
   SKEIN_TRY(journal_run(*sys, actors.journal, [&](event_log& l) { return l.adopt_thread(id, all, adopted); }));
+  if (!*adopted) return status::ok();
+  // The effects take it up from the cursors that came with its rows (titles,
+  // embeddings, compaction the old owner had not done yet), as their catch-up
+  // at open would: told like a commit of it.
+  manifest m;
+  if (log->read_manifest(id, &m).is_ok())
+    for (const auto& fx : actors.effects)
+      caf::anon_send(fx, committed_atom::value,
+                     std::vector<committed_tick>{{id, m.agent_id, m.last_seq, core_opts.wall_clock(), false}});
   // Its messages are searchable here at once (the old owner dropped them from
   // its index): the embeddings rows just written, as the rebuild at open reads them.
-  if (*adopted)
-    for (const auto& r : all) {
-      std::string_view thread;
-      uint64_t seq = 0;
-      embedding_record e;
-      if (r.family == log_row_embeddings_family && keys::parse_event_key(r.key, &thread, &seq) &&
-          decode_embedding(r.value, &e).is_ok())
-        memory->index().add(thread, seq, e).ignore();  // a row the index cannot hold is left out, as at open
-    }
+  for (const auto& r : all) {
+    std::string_view thread;
+    uint64_t seq = 0;
+    embedding_record e;
+    if (r.family == log_row_embeddings_family && keys::parse_event_key(r.key, &thread, &seq) &&
+        decode_embedding(r.value, &e).is_ok())
+      memory->index().add(thread, seq, e).ignore();  // a row the index cannot hold is left out, as at open
+  }
   return status::ok();
 }
 

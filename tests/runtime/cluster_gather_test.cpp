@@ -125,3 +125,45 @@ TEST_CASE("cluster: usage and memory search gather every node's part") {
   CHECK(s.code() == errc::unavailable);
   CHECK(s.message().find("n3") != std::string::npos);
 }
+
+TEST_CASE("cluster: a moved thread's pending effect work is taken up on its new node at once") {
+  // The first three nodes run no embeddings effect: the threads' messages
+  // reach a memory index only where one runs — the fourth node, once the
+  // threads are there (its effects are told of each adopted thread, as of a
+  // commit; before, only its next open's catch-up took them up).
+  cluster_fixture f{0};
+  f.adjust = [](runtime_options& o) { o.effects.embeddings = o.cluster.node_id == "n4"; };
+  for (size_t i = 0; i < 3; ++i) f.add_member();
+  f.n = 3;
+  for (size_t i = 0; i < f.n; ++i) f.open(i);
+  f.agent(0);
+  rendezvous by4{{"n1", "n2", "n3", "n4"}};
+  std::vector<std::pair<std::string, std::string>> moving;  // thread, its word
+  for (size_t k = 0; moving.size() < 3; ++k) {
+    manifest t = f.thread(k % f.n);
+    std::string word = "marigold" + std::to_string(k);
+    f.run((k + 1) % f.n, t.id, "a note about the " + word);
+    if (by4.owner_id(cluster_key(t.id)) == "n4") moving.emplace_back(t.id, word);
+  }
+  std::vector<memory_hit> hits;
+  REQUIRE(f.nodes[0]->memory_search("helper", moving[0].second, 3, &hits).is_ok());
+  CHECK(hits.empty());  // nobody embedded anything yet
+
+  size_t n4 = f.add_member();
+  f.open(n4);
+  for (size_t i = 0; i < 3; ++i) REQUIRE(f.nodes[i]->reload_cluster(f.members).is_ok());
+  cluster_rebalance_state st;
+  status moved = f.nodes[0]->rebalance(&st);
+  INFO(moved.to_string() << " " << st.error);
+  REQUIRE(moved.is_ok());
+  for (const auto& [thread, word] : moving) {
+    for (size_t via : {size_t{0}, n4}) {
+      bool found = runtime_fixture::eventually([&] {
+        return f.nodes[via]->memory_search("helper", word, 3, &hits).is_ok() && !hits.empty() &&
+               hits.front().thread_id == thread;
+      }, 30s);
+      INFO(word << " via " << f.members[via].id);
+      CHECK(found);
+    }
+  }
+}
