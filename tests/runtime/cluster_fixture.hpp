@@ -5,9 +5,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/runtime.hpp"
@@ -96,6 +98,30 @@ struct cluster_fixture {
     INFO(thread << " via " << members[via].id << ": " << s.to_string());
     REQUIRE(s.is_ok());
     return r;
+  }
+
+  // A rebalance started through node `via`, cut short: node `leaving` (a new
+  // owner) is closed once `moved` threads reached their new owners, and the
+  // pass fails. Polls the pass's progress, bounded (20 s each wait).
+  cluster_rebalance_state cut_short_rebalance(size_t via, size_t leaving, uint64_t moved) {
+    using namespace std::chrono_literals;
+    REQUIRE(nodes[via]->start_rebalance().is_ok());
+    REQUIRE(nodes[via]->start_rebalance().code() == errc::conflict);  // one at a time
+    cluster_rebalance_state st;
+    for (int i = 0; i < 4000; ++i) {
+      REQUIRE(nodes[via]->rebalance_state(&st).is_ok());
+      if (st.moved >= moved || st.phase != "moving") break;
+      std::this_thread::sleep_for(5ms);
+    }
+    REQUIRE(st.phase == "moving");
+    close(leaving);
+    for (int i = 0; i < 2000 && st.phase == "moving"; ++i) {
+      std::this_thread::sleep_for(10ms);
+      REQUIRE(nodes[via]->rebalance_state(&st).is_ok());
+    }
+    INFO(st.error);
+    REQUIRE(st.phase == "failed");
+    return st;
   }
 
   void agent(size_t via) {

@@ -156,7 +156,9 @@ TEST_CASE("cluster: a moved thread's pending effect work is taken up on its new 
   status moved = f.nodes[0]->rebalance(&st);
   INFO(moved.to_string() << " " << st.error);
   REQUIRE(moved.is_ok());
-  for (const auto& [thread, word] : moving) {
+  for (const auto& entry : moving) {
+    const std::string& thread = entry.first;  // named, not bound: lambdas below take them
+    const std::string& word = entry.second;
     for (size_t via : {size_t{0}, n4}) {
       bool found = runtime_fixture::eventually([&] {
         return f.nodes[via]->memory_search("helper", word, 3, &hits).is_ok() && !hits.empty() &&

@@ -293,22 +293,7 @@ TEST_CASE("cluster: a handoff cut short by a node going down loses nothing and a
   for (size_t i = 0; i < 3; ++i) REQUIRE(f.nodes[i]->reload_cluster(f.members).is_ok());
 
   // The new owner goes away once some threads reached it.
-  REQUIRE(f.nodes[0]->start_rebalance().is_ok());
-  REQUIRE(f.nodes[0]->start_rebalance().code() == errc::conflict);  // one at a time
-  cluster_rebalance_state st;
-  for (int i = 0; i < 2000; ++i) {
-    REQUIRE(f.nodes[0]->rebalance_state(&st).is_ok());
-    if (st.moved >= 20 || st.phase != "moving") break;
-    std::this_thread::sleep_for(5ms);
-  }
-  REQUIRE(st.phase == "moving");
-  f.close(n4);
-  for (int i = 0; i < 2000 && st.phase == "moving"; ++i) {
-    std::this_thread::sleep_for(10ms);
-    REQUIRE(f.nodes[0]->rebalance_state(&st).is_ok());
-  }
-  INFO(st.error);
-  REQUIRE(st.phase == "failed");
+  cluster_rebalance_state st = f.cut_short_rebalance(0, n4, 20);
   CHECK(st.error.find("n4") != std::string::npos);
 
   // Meanwhile: a thread is answered, or unavailable naming the node to wait
