@@ -315,7 +315,7 @@ TEST_CASE("cluster: a handoff cut short by a node going down loses nothing and a
 
   // Right away: a rebalance asks every node again, past any reconnect backoff.
   f.open(n4);
-  status s = f.nodes[2]->rebalance(&st);
+  status s = f.rerun_rebalance(2, &st);
   INFO(s.to_string() << " " << st.error);
   REQUIRE(s.is_ok());
   std::vector<uint64_t> expected(4, 0);

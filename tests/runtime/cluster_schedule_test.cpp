@@ -358,7 +358,7 @@ TEST_CASE("cluster: a schedule released for a handoff that failed fires nowhere 
 
   // A rerun moves it; it fires once, on the new node, into its thread there.
   f.open(n4);
-  s = f.nodes[2]->rebalance(&st);
+  s = f.rerun_rebalance(2, &st);
   INFO(s.to_string() << " " << st.error);
   REQUIRE(s.is_ok());
   size_t fired = 0;
