@@ -330,6 +330,32 @@ void edge_worker(caf::blocking_actor* self, runtime* rt, cluster_link* link, edg
         if (status s = hooks.adopt(std::move(id), part, parts, std::move(rows), &adopted); !s) return to_error(s);
         return adopted;
       },
+      [&](item_atom, caf::get_atom, std::string& id) -> caf::result<work_entry> {
+        work_entry e;
+        if (status s = own(id); !s) return to_error(s);
+        if (status s = rt->get_item(id, &e); !s) return to_error(s);
+        return e;
+      },
+      [&](item_atom, touch_atom, std::string& id) -> caf::result<work_entry> {
+        work_entry e;
+        if (status s = own(id); !s) return to_error(s);
+        if (status s = rt->touch_item(id, &e); !s) return to_error(s);
+        return e;
+      },
+      [&](item_atom, relate_atom, std::string& id, std::string& issue) -> caf::result<work_entry> {
+        work_entry e;
+        if (status s = own(id); !s) return to_error(s);
+        if (status s = rt->relate_item(id, issue, &e); !s) return to_error(s);
+        return e;
+      },
+      [&](item_atom, item_resolve_atom, work_resolve& in) -> caf::result<work_entry> {
+        work_entry e;
+        if (in.thread_id.empty())  // by text: the agent's items on the node asked, never forwarded
+          return to_error(status::invalid_input("thread_id: a forwarded resolve names its item").with_field("thread_id"));
+        if (status s = own(in.thread_id); !s) return to_error(s);
+        if (status s = rt->resolve_item(in, &e); !s) return to_error(s);
+        return e;
+      },
       [&](schedule_atom, adopt_atom, std::string& id, std::vector<log_row>& rows) -> caf::result<bool> {
         if (status s = validate_id(id, "schedule id"); !s) return to_error(s);
         auto v = link->view();

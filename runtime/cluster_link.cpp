@@ -114,6 +114,8 @@ void register_wire_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<std::vector<int64_t>>("skein.int64s");
   cfg.add_message_type<compact_wire>("skein.compact_options");
   cfg.add_message_type<compact_result>("skein.compact_result");
+  cfg.add_message_type<work_entry>("skein.work_entry");
+  cfg.add_message_type<work_resolve>("skein.work_resolve");
 }
 
 compact_wire compact_wire::from(const compact_options& o) {

@@ -32,6 +32,10 @@
 //   (schedule_atom, schedule_preview_atom, id, uint64 n) -> std::vector<int64_t>
 //   (schedule_atom, list_atom, std::string after, uint64 limit) -> (std::vector<schedule>, std::string next)  its own
 //   (compact_atom, id, compact_wire) -> compact_result
+//   work items by thread id, on the item's node (its rows and the work index
+//   that holds it live there; calls by agent stay on the node asked):
+//   (item_atom, get_atom | touch_atom, id) -> work_entry · (item_atom, relate_atom, id, issue id) -> work_entry
+//   (item_atom, item_resolve_atom, work_resolve with thread_id) -> work_entry
 //   (member_atom, id, std::string agent, std::string trigger, bool add) -> manifest   house members
 //   (task_atom, task id) -> manifest · (list_atom, thread_query) -> thread_page (its own threads)
 //   (caf::put_atom, agent_config) -> agent_config · (agent_atom) -> std::vector<agent_config>
@@ -61,6 +65,7 @@
 #include "persistence/event_log.hpp"
 #include "runtime/memory_service.hpp"
 #include "runtime/model/cluster.hpp"
+#include "runtime/model/work_api.hpp"
 #include "runtime/runtime.hpp"
 
 namespace skein {
@@ -82,6 +87,10 @@ using search_atom = caf::atom_constant<caf::atom("msearch")>;
 using schedule_atom = caf::atom_constant<caf::atom("schedule")>;
 using schedule_history_atom = caf::atom_constant<caf::atom("shistory")>;
 using schedule_preview_atom = caf::atom_constant<caf::atom("spreview")>;
+using item_atom = caf::atom_constant<caf::atom("item")>;
+using touch_atom = caf::atom_constant<caf::atom("touch")>;
+using relate_atom = caf::atom_constant<caf::atom("relate")>;
+using item_resolve_atom = caf::atom_constant<caf::atom("iresolve")>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, log_row& x) {
@@ -141,6 +150,25 @@ typename Inspector::result_type inspect(Inspector& f, diagnosis& x) {
 }
 static_assert(sizeof(diagnosis) == 256, "diagnosis changed: update edge_protocol.hpp");
 
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, work_vitality& x) {
+  return f(caf::meta::type_name("skein.work_vitality"), x.vitality, x.recency, x.frequency,
+           checked(x.stage, work_stage::resolved), x.dormant_since_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, work_entry& x) {
+  return f(caf::meta::type_name("skein.work_entry"), x.thread, x.vitality);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, work_resolve& x) {
+  return f(caf::meta::type_name("skein.work_resolve"), x.agent_id, x.thread_id, x.text_match, x.note, x.session_id);
+}
+static_assert(sizeof(work_vitality) == 40, "work_vitality changed: update edge_protocol.hpp");
+static_assert(sizeof(work_entry) == sizeof(manifest) + sizeof(work_vitality), "work_entry changed: update edge_protocol.hpp");
+static_assert(sizeof(work_resolve) == 5 * sizeof(std::string), "work_resolve changed: update edge_protocol.hpp");
+
 using edge_actor = caf::typed_actor<
     caf::replies_to<create_atom, thread_options>::with<manifest, bool>,
     caf::replies_to<caf::get_atom, std::string>::with<manifest>,
@@ -167,6 +195,10 @@ using edge_actor = caf::typed_actor<
     caf::replies_to<schedule_atom, schedule_preview_atom, std::string, uint64_t>::with<std::vector<int64_t>>,
     caf::replies_to<schedule_atom, list_atom, std::string, uint64_t>::with<std::vector<schedule>, std::string>,
     caf::replies_to<compact_atom, std::string, compact_wire>::with<compact_result>,
+    caf::replies_to<item_atom, caf::get_atom, std::string>::with<work_entry>,
+    caf::replies_to<item_atom, touch_atom, std::string>::with<work_entry>,
+    caf::replies_to<item_atom, relate_atom, std::string, std::string>::with<work_entry>,
+    caf::replies_to<item_atom, item_resolve_atom, work_resolve>::with<work_entry>,
     caf::replies_to<member_atom, std::string, std::string, std::string, bool>::with<manifest>,
     caf::replies_to<import_atom, manifest, std::vector<event>>::with<manifest>,
     caf::replies_to<task_atom, std::string>::with<manifest>,

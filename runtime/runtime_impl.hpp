@@ -67,6 +67,14 @@ struct runtime::impl {
   // empty for here (alone, or this node has it). Unavailable while the thread
   // moves to another node (cluster_handoff.cpp).
   status route(std::string_view id, std::string* node) const;
+  // The node a call about one work item (by its thread id) goes to: "" for this
+  // one (runtime_work.cpp).
+  status item_node(const std::string& thread_id, std::string* node) const;
+  // Asks `node` about an item (edge_protocol.hpp, item_atom) and takes its entry.
+  template <class... Ts>
+  status ask_item(const std::string& node, work_entry* out, Ts&&... xs) {
+    return cluster->call(node, [&](work_entry& e) { *out = std::move(e); }, item_atom::value, std::forward<Ts>(xs)...);
+  }
   // The node a creation goes to ("" here) by its claim or parent (creation_key).
   status route_creation(const thread_options& o, std::string* node) const;
   // The node that decides a claim key ("task/…", "dm/…"); unavailable while it moves.

@@ -1,9 +1,22 @@
 // The runtime's work-item calls (runtime.hpp): each checks that the runtime is
-// open and hands over to the work service (work_service.hpp).
+// open and hands over to the work service (work_service.hpp). In a cluster a
+// call about one item (by its thread id) goes to the item's node, where its
+// rows and the work index that holds it live; calls by agent are the node's
+// own (README, "A cluster of nodes").
 #include "runtime/runtime.hpp"
+#include "runtime/model/ids.hpp"
+#include "runtime/runtime_impl.hpp"
 #include "runtime/work_service.hpp"
 
 namespace skein {
+
+status runtime::impl::item_node(const std::string& thread_id, std::string* node) const {
+  node->clear();
+  SKEIN_TRY(check_open());
+  if (!cluster) return status::ok();
+  SKEIN_TRY(validate_id(thread_id, "thread id"));
+  return route(thread_id, node);
+}
 
 #define SKEIN_WORK(call)                                                      \
   do {                                                                        \
@@ -13,12 +26,30 @@ namespace skein {
   } while (false)
 
 status runtime::create_item(const work_create& in, work_create_result* out) { SKEIN_WORK(create_item(in, out)); }
-status runtime::touch_item(const std::string& thread_id, work_entry* out) { SKEIN_WORK(touch_item(thread_id, out)); }
-status runtime::resolve_item(const work_resolve& in, work_entry* out) { SKEIN_WORK(resolve_item(in, out)); }
+status runtime::touch_item(const std::string& thread_id, work_entry* out) {
+  std::string node;
+  SKEIN_TRY(impl_->item_node(thread_id, &node));
+  if (!node.empty()) return impl_->ask_item(node, out, touch_atom::value, thread_id);
+  SKEIN_WORK(touch_item(thread_id, out));
+}
+status runtime::resolve_item(const work_resolve& in, work_entry* out) {
+  std::string node;
+  if (!in.thread_id.empty()) SKEIN_TRY(impl_->item_node(in.thread_id, &node));
+  if (!node.empty()) return impl_->ask_item(node, out, item_resolve_atom::value, in);
+  SKEIN_WORK(resolve_item(in, out));
+}
 status runtime::relate_item(const std::string& thread_id, const std::string& issue_id, work_entry* out) {
+  std::string node;
+  SKEIN_TRY(impl_->item_node(thread_id, &node));
+  if (!node.empty()) return impl_->ask_item(node, out, relate_atom::value, thread_id, issue_id);
   SKEIN_WORK(relate_item(thread_id, issue_id, out));
 }
-status runtime::get_item(const std::string& thread_id, work_entry* out) { SKEIN_WORK(get_item(thread_id, out)); }
+status runtime::get_item(const std::string& thread_id, work_entry* out) {
+  std::string node;
+  SKEIN_TRY(impl_->item_node(thread_id, &node));
+  if (!node.empty()) return impl_->ask_item(node, out, caf::get_atom::value, thread_id);
+  SKEIN_WORK(get_item(thread_id, out));
+}
 status runtime::list_items(const work_list_query& query, work_list_page* out) { SKEIN_WORK(list_items(query, out)); }
 status runtime::sweep_items(const work_sweep_options& options, work_sweep_result* out) {
   SKEIN_WORK(sweep_items(options, out));
