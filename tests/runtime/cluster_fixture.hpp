@@ -32,6 +32,13 @@ struct cluster_fixture {
     for (size_t i = 0; i < n; ++i) open(i);
   }
 
+  // `count` nodes opened with more options of every node, set before each open().
+  cluster_fixture(size_t count, std::function<void(runtime_options&)> options_of_all) : n(count) {
+    adjust = std::move(options_of_all);
+    for (size_t i = 0; i < n; ++i) add_member();
+    for (size_t i = 0; i < n; ++i) open(i);
+  }
+
   // One more member (closed: open() it), with a directory and a port of its own.
   size_t add_member() {
     size_t i = members.size();

@@ -13,11 +13,7 @@ using namespace skein::test;
 using namespace std::chrono_literals;
 
 TEST_CASE("cluster: usage and memory search gather every node's part") {
-  cluster_fixture f{0};
-  f.adjust = [](runtime_options& o) { o.effects.embeddings = true; };
-  for (size_t i = 0; i < 3; ++i) f.add_member();
-  f.n = 3;
-  for (size_t i = 0; i < f.n; ++i) f.open(i);
+  cluster_fixture f{3, [](runtime_options& o) { o.effects.embeddings = true; }};
   f.agent(0);
 
   std::vector<std::string> words = {"zebra", "quartz", "violin",  "glacier", "pepper",
@@ -131,11 +127,7 @@ TEST_CASE("cluster: a moved thread's pending effect work is taken up on its new 
   // reach a memory index only where one runs — the fourth node, once the
   // threads are there (its effects are told of each adopted thread, as of a
   // commit; before, only its next open's catch-up took them up).
-  cluster_fixture f{0};
-  f.adjust = [](runtime_options& o) { o.effects.embeddings = o.cluster.node_id == "n4"; };
-  for (size_t i = 0; i < 3; ++i) f.add_member();
-  f.n = 3;
-  for (size_t i = 0; i < f.n; ++i) f.open(i);
+  cluster_fixture f{3, [](runtime_options& o) { o.effects.embeddings = o.cluster.node_id == "n4"; }};
   f.agent(0);
   rendezvous by4{{"n1", "n2", "n3", "n4"}};
   std::vector<std::pair<std::string, std::string>> moving;  // thread, its word

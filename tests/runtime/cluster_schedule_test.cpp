@@ -200,11 +200,7 @@ size_t inputs_of(cluster_fixture& f, size_t via, const std::string& thread, cons
 }  // namespace
 
 TEST_CASE("cluster: a rebalance moves schedules with their threads, history and all, and they fire there") {
-  cluster_fixture f{0};
-  f.adjust = [](runtime_options& o) { o.schedule_wake_ms = 0; };  // firings only when a test asks
-  for (int i = 0; i < 3; ++i) f.add_member();
-  f.n = 3;
-  for (size_t i = 0; i < 3; ++i) f.open(i);
+  cluster_fixture f{3, [](runtime_options& o) { o.schedule_wake_ms = 0; }};  // firings only when a test asks
   f.agent(0);
   size_t n4 = f.add_member();
   f.open(n4);
@@ -318,11 +314,7 @@ TEST_CASE("cluster: a rebalance moves schedules with their threads, history and 
 }
 
 TEST_CASE("cluster: a schedule released for a handoff that failed fires nowhere until a rerun moves it") {
-  cluster_fixture f{0};
-  f.adjust = [](runtime_options& o) { o.schedule_wake_ms = 0; };
-  for (int i = 0; i < 3; ++i) f.add_member();
-  f.n = 3;
-  for (size_t i = 0; i < 3; ++i) f.open(i);
+  cluster_fixture f{3, [](runtime_options& o) { o.schedule_wake_ms = 0; }};
   f.agent(0);
   size_t n4 = f.add_member();
   f.open(n4);
