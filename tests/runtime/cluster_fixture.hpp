@@ -107,6 +107,19 @@ struct cluster_fixture {
     return r;
   }
 
+  // A new member joins: opened, every other node reloads the members, and a
+  // rebalance through node `via` moves its threads to it. Its index.
+  size_t join_and_rebalance(size_t via = 0) {
+    size_t added = add_member();
+    open(added);
+    for (size_t i = 0; i < added; ++i) REQUIRE(nodes[i]->reload_cluster(members).is_ok());
+    cluster_rebalance_state st;
+    status moved = nodes[via]->rebalance(&st);
+    INFO(moved.to_string() << " " << st.error);
+    REQUIRE(moved.is_ok());
+    return added;
+  }
+
   // A rebalance started through node `via`, cut short: node `leaving` (a new
   // owner) is closed once `moved` threads reached their new owners, and the
   // pass fails. Polls the pass's progress, bounded (20 s each wait).

@@ -90,13 +90,7 @@ TEST_CASE("cluster: usage and memory search gather every node's part") {
 
   // A fourth node joins and takes its threads: their messages are found at once
   // through every node, the new one included (its index took the moved rows).
-  size_t n4 = f.add_member();
-  f.open(n4);
-  for (size_t i = 0; i < 3; ++i) REQUIRE(f.nodes[i]->reload_cluster(f.members).is_ok());
-  cluster_rebalance_state st;
-  status moved = f.nodes[0]->rebalance(&st);
-  INFO(moved.to_string() << " " << st.error);
-  REQUIRE(moved.is_ok());
+  size_t n4 = f.join_and_rebalance();
   size_t on_n4 = 0;
   for (const auto& t : threads) on_n4 += f.owner(t.id) == n4;
   REQUIRE(on_n4 > 0);
@@ -141,13 +135,7 @@ TEST_CASE("cluster: a moved thread's pending effect work is taken up on its new 
   REQUIRE(f.nodes[0]->memory_search("helper", moving[0].second, 3, &hits).is_ok());
   CHECK(hits.empty());  // nobody embedded anything yet
 
-  size_t n4 = f.add_member();
-  f.open(n4);
-  for (size_t i = 0; i < 3; ++i) REQUIRE(f.nodes[i]->reload_cluster(f.members).is_ok());
-  cluster_rebalance_state st;
-  status moved = f.nodes[0]->rebalance(&st);
-  INFO(moved.to_string() << " " << st.error);
-  REQUIRE(moved.is_ok());
+  size_t n4 = f.join_and_rebalance();
   for (const auto& entry : moving) {
     const std::string& thread = entry.first;  // named, not bound: lambdas below take them
     const std::string& word = entry.second;
