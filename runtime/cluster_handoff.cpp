@@ -33,7 +33,6 @@
 
 #include "actors/directory.hpp"
 #include "actors/journal.hpp"
-#include "actors/scheduler.hpp"
 #include "persistence/keys.hpp"
 #include "runtime/runtime_impl.hpp"
 
@@ -65,6 +64,14 @@ bool has_member(const std::vector<cluster_member>& list, const std::string& id) 
 }
 
 }  // namespace
+
+status runtime::impl::mark(const std::string& id, const std::string& to) {
+  if (marked(id)) return status::ok();
+  SKEIN_TRY(log->write_node_rows({{mark_prefix + id, to}}, {}));
+  std::lock_guard lock{marks_mu};
+  marks[id] = to;
+  return status::ok();
+}
 
 bool runtime::impl::marked(std::string_view id) const {
   std::lock_guard lock{marks_mu};
@@ -247,11 +254,7 @@ status runtime::impl::handoff(const std::string& id, const std::string& to, hand
     return status::conflict("thread " + id + " is a work item, and work items do not move between nodes yet: "
                             "this node must stay its owner");
   const bool was_marked = marked(id);
-  if (!was_marked) {
-    SKEIN_TRY(log->write_node_rows({{mark_prefix + id, to}}, {}));
-    std::lock_guard lock{marks_mu};
-    marks[id] = to;
-  }
+  SKEIN_TRY(mark(id, to));
   auto unmark = [&]() -> status {
     bool thawed = false;
     SKEIN_TRY(ask(actors.directory, &thawed, freeze_atom::value, id, false));
@@ -300,53 +303,6 @@ status runtime::impl::handoff(const std::string& id, const std::string& to, hand
   *out = handoff_outcome::moved;
   *events = m.last_seq;
   return status::ok();
-}
-
-status runtime::impl::release_schedules(const cluster_view& v,
-                                        std::vector<std::pair<std::string, std::string>>* moving) {
-  moving->clear();
-  const std::string& self = cluster->self();
-  SKEIN_TRY(log->scan_schedules([&](schedule&& s) {
-    const std::string& to = v.target_ring.owner_id(cluster_key(s.id));
-    if (to != self) moving->emplace_back(s.id, to);
-  }));
-  for (const auto& [id, to] : *moving) {
-    // Marked durably first: after a restart this node's scheduler leaves it
-    // out (runtime::open), and calls for it are answered "moving" or forwarded.
-    if (!marked(id)) {
-      SKEIN_TRY(log->write_node_rows({{mark_prefix + id, to}}, {}));
-      std::lock_guard lock{marks_mu};
-      marks[id] = to;
-    }
-    bool held = false;  // after any write of it in flight: it never fires here again
-    SKEIN_TRY(ask(scheduler, &held, release_atom::value, id));
-  }
-  return status::ok();
-}
-
-status runtime::impl::hand_schedules(const std::vector<std::pair<std::string, std::string>>& moving,
-                                     uint64_t* moved) {
-  for (const auto& [schedule_id, to] : moving) {
-    const std::string& id = schedule_id;  // a lambda below takes it (clang: no structured binding captures)
-    if (pass_stop) return status::unavailable("node " + cluster->self() + " is closing");
-    std::vector<log_row> rows;
-    status got = log->schedule_rows(id, &rows);
-    if (got.code() == errc::not_found) continue;  // deleted meanwhile, or handed over by an earlier pass
-    SKEIN_TRY(got);
-    SKEIN_TRY(cluster->call(to, [](bool) {}, schedule_atom::value, adopt_atom::value, id, std::move(rows)));
-    // The new owner has it (durable, armed): erased here; the mark stays until
-    // the commit, so calls that still arrive here are forwarded.
-    SKEIN_TRY(journal_run(*sys, actors.journal, [&id](event_log& l) { return l.erase_schedule(id); }));
-    ++*moved;
-  }
-  return status::ok();
-}
-
-status runtime::impl::adopt_schedule(std::string id, std::vector<log_row> rows, bool* adopted) {
-  *adopted = false;
-  SKEIN_TRY(journal_run(*sys, actors.journal, [&](event_log& l) { return l.adopt_schedule(id, rows, adopted); }));
-  bool armed = false;  // also when it was here already: a crash may have come between the write and this
-  return ask(scheduler, &armed, load_atom::value, id);
 }
 
 status runtime::impl::hand_claims(const cluster_view& v, uint64_t* moved) {

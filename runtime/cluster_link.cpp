@@ -206,7 +206,8 @@ std::vector<cluster_member> cluster_view::everyone() const {
 
 cluster_link::cluster_link(caf::actor_system& sys, cluster_options options)
     : sys_(sys), options_(std::move(options)), views_(std::make_shared<views>()),
-      timeout_(options_.request_timeout_ms), peers_(std::make_shared<peers>()) {
+      timeout_(options_.request_timeout_ms), interface_(sys.message_types<edge_actor>()),
+      peers_(std::make_shared<peers>()) {
   set_view(options_.members, {}, {});
 }
 
@@ -355,11 +356,11 @@ status cluster_link::peer(const std::string& node, edge_actor* out) {
             [&](caf::node_id&, caf::strong_actor_ptr& ptr, std::set<std::string>& ifs) {
               if (!ptr) {
                 failed = caf::make_error(caf::sec::no_actor_published_at_port);
-              } else if (ifs != sys_.message_types<edge_actor>()) {
+              } else if (ifs != interface_) {
                 failed = caf::make_error(caf::sec::unexpected_actor_messaging_interface);
                 refused = "refused: its edge speaks another interface than this node's (" +
-                          std::to_string(ifs.size()) + " calls, this node " +
-                          std::to_string(sys_.message_types<edge_actor>().size()) + "): another skein version?";
+                          std::to_string(ifs.size()) + " calls, this node " + std::to_string(interface_.size()) +
+                          "): another skein version?";
               } else {
                 edge = caf::actor_cast<edge_actor>(ptr);
               }

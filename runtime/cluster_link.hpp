@@ -27,6 +27,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -171,6 +172,7 @@ class cluster_link {
   cluster_options options_;
   std::shared_ptr<views> views_;  // shared with id_filter()'s functions
   std::chrono::milliseconds timeout_;
+  std::set<std::string> interface_;  // edge_actor's signatures: what a peer's edge must publish
   std::shared_ptr<peers> peers_;
   caf::actor edge_;
   std::vector<caf::actor> workers_;        // blocking actors, one per thread below

@@ -149,6 +149,9 @@ struct runtime::impl {
   status adopt_schedule(std::string id, std::vector<log_row> rows, bool* adopted);
   // The schedules this node hands over in a pass: marked and released (they
   // never fire here again) before any thread moves; sent once their threads did.
+  // Marks `id` (a thread or schedule) as handed to node `to`, durably before
+  // anything of it leaves: this node never serves it again (cluster_handoff.cpp).
+  status mark(const std::string& id, const std::string& to);
   status release_schedules(const cluster_view& v, std::vector<std::pair<std::string, std::string>>* moving);
   status hand_schedules(const std::vector<std::pair<std::string, std::string>>& moving, uint64_t* moved);
   status put_claims(std::vector<log_row> claims);

@@ -2,7 +2,9 @@
 // actor fires them). In a cluster a schedule lives on the node its id routes to
 // (route_schedule): a bound one's id starts with its thread's root id, so it
 // lives and fires with the thread; every call goes to that node, and a listing
-// merges every node's page.
+// merges every node's page. A membership change hands a schedule whose id
+// changes owner to its new node (release_schedules, hand_schedules,
+// adopt_schedule below; the pass is cluster_handoff.cpp's).
 #include <algorithm>
 
 #include "actors/scheduler.hpp"
@@ -205,6 +207,51 @@ status runtime::list_schedules(const std::string& after_id, size_t limit, std::v
   if (more && !merged.empty()) *next = merged.back().id;
   *out = std::move(merged);
   return status::ok();
+}
+
+// --- a membership change (cluster_handoff.cpp runs the pass) ----------------
+
+status runtime::impl::release_schedules(const cluster_view& v,
+                                        std::vector<std::pair<std::string, std::string>>* moving) {
+  moving->clear();
+  const std::string& self = cluster->self();
+  SKEIN_TRY(log->scan_schedules([&](schedule&& s) {
+    const std::string& to = v.target_ring.owner_id(cluster_key(s.id));
+    if (to != self) moving->emplace_back(s.id, to);
+  }));
+  for (const auto& [id, to] : *moving) {
+    // Marked durably first: after a restart this node's scheduler leaves it
+    // out (runtime::open), and calls for it are answered "moving" or forwarded.
+    SKEIN_TRY(mark(id, to));
+    bool held = false;  // after any write of it in flight: it never fires here again
+    SKEIN_TRY(ask(scheduler, &held, release_atom::value, id));
+  }
+  return status::ok();
+}
+
+status runtime::impl::hand_schedules(const std::vector<std::pair<std::string, std::string>>& moving,
+                                     uint64_t* moved) {
+  for (const auto& [schedule_id, to] : moving) {
+    const std::string& id = schedule_id;  // a lambda below takes it (clang: no structured binding captures)
+    if (pass_stop) return status::unavailable("node " + cluster->self() + " is closing");
+    std::vector<log_row> rows;
+    status got = log->schedule_rows(id, &rows);
+    if (got.code() == errc::not_found) continue;  // deleted meanwhile, or handed over by an earlier pass
+    SKEIN_TRY(got);
+    SKEIN_TRY(cluster->call(to, [](bool) {}, schedule_atom::value, adopt_atom::value, id, std::move(rows)));
+    // The new owner has it (durable, armed): erased here; the mark stays until
+    // the commit, so calls that still arrive here are forwarded.
+    SKEIN_TRY(journal_run(*sys, actors.journal, [&id](event_log& l) { return l.erase_schedule(id); }));
+    ++*moved;
+  }
+  return status::ok();
+}
+
+status runtime::impl::adopt_schedule(std::string id, std::vector<log_row> rows, bool* adopted) {
+  *adopted = false;
+  SKEIN_TRY(journal_run(*sys, actors.journal, [&](event_log& l) { return l.adopt_schedule(id, rows, adopted); }));
+  bool armed = false;  // also when it was here already: a crash may have come between the write and this
+  return ask(scheduler, &armed, load_atom::value, id);
 }
 
 }  // namespace skein
