@@ -6,8 +6,9 @@
 //
 // Checks: every request is answered (within answer_wait_ms; a scripted run may be
 // slower, that is not a finding), with a status in 200..599; JSON bodies are JSON;
-// errors carry {"error":{"code":..}}; without a valid token only /healthz answers
-// below 400; a token scoped to another agent never succeeds on this agent's
+// errors carry {"error":{"code":..}}; without a valid token only /healthz and the
+// viewer's compiled-in files (/ui, /ui/...) answer below 400, and a viewer path
+// answers one of its files, 404 or 405, nothing else; a token scoped to another agent never succeeds on this agent's
 // thread while it exists.
 #include <chrono>
 #include <condition_variable>
@@ -23,6 +24,7 @@
 #include "tests/fuzz/fuzz_check.hpp"
 #include "tests/fuzz/fuzz_input.hpp"
 #include "tools/server/api.hpp"
+#include "tools/server/ui.hpp"
 
 namespace {
 
@@ -157,6 +159,7 @@ enum class who { none, admin, scoped, foreign, garbage };
 
 std::string build_target(fuzz::input& in, const world& w) {
   if (in.boolean()) return in.string(256);
+  if (in.below(8) == 0) return "/ui" + in.string(64);  // the viewer's files, public
   static const char* const collections[] = {"threads", "agents", "import", "prune", "metrics", "healthz"};
   static const char* const actions[] = {"entries", "stream", "cancel", "fork", "diagnose", "reconcile", "export", ""};
   std::string t = "/v1/";
@@ -222,8 +225,15 @@ void check_response(const http::response& r, const http::request& req, who calle
     SKEIN_FUZZ_CHECK(shaped && !code.empty(), "an error names its code");
   }
   bool authenticated = caller == who::admin || caller == who::scoped || caller == who::foreign;
-  if (!authenticated && req.path != "/healthz")
-    SKEIN_FUZZ_CHECK(r.status == 401, "without a valid token only /healthz answers");
+  if (server::is_ui_path(req.path)) {
+    // Public, whoever asks: a compiled-in file (or 304 for it), else 404/405.
+    const server::embedded_file* file = server::find_ui_file(req.path);
+    bool served = (r.status == 200 && file && r.body == file->bytes) || (r.status == 304 && file && r.body.empty());
+    SKEIN_FUZZ_CHECK(served || r.status == 404 || r.status == 405,
+                     "a viewer path answers one of the viewer's files, 404 or 405");
+  } else if (!authenticated && req.path != "/healthz") {
+    SKEIN_FUZZ_CHECK(r.status == 401, "without a valid token only /healthz and the viewer answer");
+  }
   if (caller == who::foreign) {
     thread_mark after = mark_of(w);
     SKEIN_FUZZ_CHECK(after.exists == before.exists && after.children == before.children,
