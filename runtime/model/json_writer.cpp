@@ -90,7 +90,10 @@ void json_writer::number(double v) {
   assert(std::isfinite(v));  // JSON has no NaN or infinity; callers validate
   separate();
   char buf[32];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  // Shortest form, but never a long integral one ("444444444444444440000"):
+  // past 64-bit integers a JSON reader calls that a big integer, not a number.
+  auto r = std::fabs(v) < 1e18 ? std::to_chars(buf, buf + sizeof buf, v)
+                                : std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
   out_->append(buf, r.ptr);
 }
 

@@ -183,6 +183,19 @@ TEST_CASE("manifests round-trip and default optional fields") {
   CHECK(back.updated_at_ms == 2);
 }
 
+TEST_CASE("large integral numbers round-trip (never written as a 21-digit integer)") {
+  for (double cost : {4.4444444444444446e20, 1e18, -9.5e22, 1.8446744073709552e19, 999999999999999.0, 1e300}) {
+    auto m = sample_manifest();
+    m.cost_usd = cost;
+    std::string json;
+    REQUIRE(encode_manifest(m, &json).is_ok());
+    manifest back;
+    INFO(json);
+    REQUIRE(decode_manifest(json, &back).is_ok());
+    CHECK(back.cost_usd == cost);
+  }
+}
+
 TEST_CASE("bad manifests are refused, naming the field") {
   manifest back;
   auto check = [&](const char* json, const char* mentions) {
