@@ -344,7 +344,8 @@ class event_log {
   // Writes another node's copy of a thread (thread_rows() there) in one batch,
   // counted as one more thread. Each row must be one of the thread's own (its
   // threads row, which must decode, events, inbox, usage, embeddings, index
-  // entries, idempotency keys, effect cursors); invalid_input names the first
+  // entries, idempotency keys, effect cursors, and a work item's row and the
+  // graph triples naming it); invalid_input names the first
   // that is not, and nothing is written. *adopted is false, and nothing is
   // written, when the thread is stored here already.
   status adopt_thread(std::string_view thread_id, const std::vector<log_row>& rows, bool* adopted);
@@ -361,6 +362,18 @@ class event_log {
   // Erases a schedule's definition and history in one batch (the old owner,
   // after the new one adopted them).
   status erase_schedule(std::string_view schedule_id);
+  // An agent's work moving between cluster nodes beside its items (which move
+  // as threads, their work rows and triples with them): the agents with any
+  // work, session or suggestion row here; one agent's session and suggestion
+  // rows from one snapshot; another node's such rows written in one batch
+  // (each must be a session or suggestion row of that agent that decodes,
+  // keyed by its id; invalid_input names the first that is not, and nothing
+  // is written; rows here already are overwritten with the same bytes); and
+  // their erasure on the old node.
+  status work_agents(std::vector<std::string>* out) const;
+  status agent_work_rows(std::string_view agent_id, std::vector<log_row>* out) const;
+  status adopt_agent_work(std::string_view agent_id, const std::vector<log_row>& rows);
+  status erase_agent_work(std::string_view agent_id);
   // Claims handed over by another node ("c/<kind>/<id>" -> thread id): each is
   // written unless it is here already; conflict if one here names another thread.
   status put_claims(const std::vector<log_row>& rows);

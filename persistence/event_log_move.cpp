@@ -2,10 +2,12 @@
 // thread read from one snapshot, the same rows written on another node in one
 // batch, the claims handed over beside them, and a node's own meta rows.
 #include <algorithm>
+#include <set>
 #include <rocksdb/write_batch.h>
 
 #include "persistence/event_log_internal.hpp"
 #include "persistence/keys.hpp"
+#include "persistence/work_rows.hpp"
 #include "runtime/model/schedule.hpp"
 #include "runtime/model/ids.hpp"
 
@@ -25,6 +27,19 @@ constexpr cf_id ranged[] = {cf_events, cf_inbox, cf_usage, cf_embeddings};
 
 bool is_ranged(uint8_t family) {
   return std::find(std::begin(ranged), std::end(ranged), static_cast<cf_id>(family)) != std::end(ranged);
+}
+
+// Whether `t` names thread `id` (every triple names exactly one thread: the
+// item whose transition wrote it).
+bool names_thread(const work_triple& t, std::string_view id) {
+  std::string node = "thread:" + std::string{id};
+  return t.subject == node || t.object == node;
+}
+
+bool is_key_of_triple(std::string_view key, const work_triple& t) {
+  for (const auto& r : triple_rows(t))
+    if (r.key == key) return true;
+  return false;
 }
 
 // "effect 0x00 thread" with a non-empty effect name.
@@ -71,6 +86,41 @@ status event_log::thread_rows(std::string_view thread_id, std::vector<log_row>* 
     if (g.IsNotFound()) continue;  // updated_at entries of a row behind its log
     SKEIN_TRY(from_rocks(g, "read index of " + id));
     out->push_back({static_cast<uint8_t>(cf_index), k, std::move(value)});
+  }
+  // A work item's row (keyed by its agent) and every graph triple naming it,
+  // each under all three of its keys: its agent's work moves with it.
+  if (m.work) {
+    std::string key = keys::work_key(m.agent_id, id), value;
+    auto g = impl_->db->Get(ro, impl_->cf(cf_work), key, &value);
+    if (!g.IsNotFound()) {
+      SKEIN_TRY(from_rocks(g, "read work row of " + id));
+      out->push_back({static_cast<uint8_t>(cf_work), key, std::move(value)});
+    }
+    std::set<std::string> triple_keys;
+    std::string node = "thread:" + id;
+    for (const auto& prefix : {keys::graph_subject_prefix(node), keys::graph_object_prefix(node)}) {
+      std::string end = prefix;
+      end.back() = static_cast<char>(end.back() + 1);
+      rocksdb::Slice upper{end};
+      rocksdb::ReadOptions r = ro;
+      r.iterate_upper_bound = &upper;
+      std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(r, impl_->cf(cf_graph))};
+      for (it->Seek(prefix); it->Valid(); it->Next()) {
+        work_triple t;
+        if (!decode_triple(it->value().ToStringView(), &t))
+          return status::corruption("graph key " + printable_key(it->key().ToString()) + " of thread " + id +
+                                    " does not decode, so the item cannot move: repair or delete it");
+        for (const auto& row : triple_rows(t)) triple_keys.insert(row.key);
+      }
+      SKEIN_TRY(from_rocks(it->status(), "read graph of " + id));
+    }
+    for (const auto& k : triple_keys) {
+      std::string value;
+      auto t = impl_->db->Get(ro, impl_->cf(cf_graph), k, &value);
+      if (t.IsNotFound()) continue;
+      SKEIN_TRY(from_rocks(t, "read graph of " + id));
+      out->push_back({static_cast<uint8_t>(cf_graph), k, std::move(value)});
+    }
   }
   // Effect cursors lead with the effect's name: visit each name once.
   std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(ro, impl_->cf(cf_effects))};
@@ -121,6 +171,14 @@ status event_log::adopt_thread(std::string_view thread_id, const std::vector<log
     else if (r.family == cf_index)
       ok = r.key.starts_with(idem) || std::find(index.begin(), index.end(), r.key) != index.end();
     else if (r.family == cf_effects) ok = is_effect_key_of(r.key, id);
+    else if (r.family == cf_work && m.work) {
+      work_row w;
+      ok = r.key == keys::work_key(m.agent_id, id) && decode_work_row(r.value, &w).is_ok() && w.thread_id == id &&
+           w.agent_id == m.agent_id;
+    } else if (r.family == cf_graph && m.work) {
+      work_triple t;
+      ok = decode_triple(r.value, &t).is_ok() && names_thread(t, id) && is_key_of_triple(r.key, t);
+    }
     if (!ok) return row_error(i, "is no row of the thread (family " + std::to_string(r.family) + ", key " +
                                      printable_key(r.key) + ")");
   }
@@ -209,6 +267,92 @@ status event_log::erase_schedule(std::string_view schedule_id) {
   batch.Delete(impl_->cf(cf_schedules), keys::schedule_key(schedule_id));
   batch.DeleteRange(impl_->cf(cf_schedules), keys::schedule_history_prefix(schedule_id),
                     keys::schedule_history_end(schedule_id));
+  return write(&batch, 0);
+}
+
+status event_log::work_agents(std::vector<std::string>* out) const {
+  out->clear();
+  std::set<std::string> agents;
+  // Keys lead with "<agent>/": one seek per agent, past its rows.
+  for (cf_id family : {cf_work, cf_sessions, cf_suggestions}) {
+    std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->cf(family))};
+    for (it->SeekToFirst(); it->Valid();) {
+      std::string_view key = it->key().ToStringView();
+      size_t slash = key.find('/');
+      if (slash == std::string_view::npos || slash == 0)
+        return status::corruption(std::string{cf_names[family]} + " key " + printable_key(std::string{key}) +
+                                  " names no agent");
+      std::string agent{key.substr(0, slash)};
+      agents.insert(agent);
+      agent.push_back('/' + 1);
+      it->Seek(agent);
+    }
+    SKEIN_TRY(from_rocks(it->status(), std::string{"read "} + cf_names[family]));
+  }
+  out->assign(agents.begin(), agents.end());
+  return status::ok();
+}
+
+status event_log::agent_work_rows(std::string_view agent_id, std::vector<log_row>* out) const {
+  SKEIN_TRY(validate_id(agent_id, "agent_id"));
+  out->clear();
+  snapshot_guard snap{impl_->db.get()};
+  std::string prefix = keys::work_prefix(agent_id), end = prefix;
+  end.back() = static_cast<char>(end.back() + 1);
+  for (cf_id family : {cf_sessions, cf_suggestions}) {
+    rocksdb::Slice upper{end};
+    rocksdb::ReadOptions ro;
+    ro.snapshot = snap.get();
+    ro.iterate_upper_bound = &upper;
+    std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(ro, impl_->cf(family))};
+    for (it->Seek(prefix); it->Valid(); it->Next())
+      out->push_back({static_cast<uint8_t>(family), it->key().ToString(), it->value().ToString()});
+    SKEIN_TRY(from_rocks(it->status(), std::string{"read "} + cf_names[family] + " of agent " + std::string{agent_id}));
+  }
+  return status::ok();
+}
+
+status event_log::adopt_agent_work(std::string_view agent_id, const std::vector<log_row>& rows) {
+  SKEIN_TRY(validate_id(agent_id, "agent_id"));
+  if (!writable()) return refusal();
+  std::string agent{agent_id};
+  // Another node's bytes are checked like a client's: every row must be the agent's own.
+  auto row_error = [&](size_t i, const std::string& why) {
+    return status::invalid_input("handoff of agent " + agent + "'s work: row " + std::to_string(i + 1) + " of " +
+                                 std::to_string(rows.size()) + " " + why)
+        .with_field("rows");
+  };
+  rocksdb::WriteBatch batch;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const log_row& r = rows[i];
+    if (r.family == cf_sessions) {
+      work_session_row w;
+      if (status d = decode_session_row(r.value, &w); !d) return row_error(i, "does not decode as a session: " + d.message());
+      if (w.agent_id != agent || r.key != keys::session_key(agent, w.id))
+        return row_error(i, "is no session row of the agent (key " + printable_key(r.key) + ")");
+    } else if (r.family == cf_suggestions) {
+      work_suggestion w;
+      if (status d = decode_suggestion(r.value, &w); !d)
+        return row_error(i, "does not decode as a suggestion: " + d.message());
+      if (w.agent_id != agent || r.key != keys::suggestion_key(agent, w.id))
+        return row_error(i, "is no suggestion row of the agent (key " + printable_key(r.key) + ")");
+    } else {
+      return row_error(i, "is no session or suggestion row (family " + std::to_string(r.family) + ")");
+    }
+    batch.Put(impl_->cf(static_cast<cf_id>(r.family)), r.key, r.value);
+  }
+  if (batch.Count() == 0) return status::ok();
+  return write(&batch, 0);
+}
+
+status event_log::erase_agent_work(std::string_view agent_id) {
+  SKEIN_TRY(validate_id(agent_id, "agent_id"));
+  if (!writable()) return refusal();
+  std::string prefix = keys::work_prefix(agent_id), end = prefix;
+  end.back() = static_cast<char>(end.back() + 1);
+  rocksdb::WriteBatch batch;
+  batch.DeleteRange(impl_->cf(cf_sessions), prefix, end);
+  batch.DeleteRange(impl_->cf(cf_suggestions), prefix, end);
   return write(&batch, 0);
 }
 
