@@ -142,8 +142,9 @@ class agent_impl : public agent_actor::base {
   caf::result<manifest> create_item(work_birth b) {
     if (b.options.agent_id.empty()) b.options.agent_id = spec_->config.id;
     if (status s = validate_thread_options(b.options); !s) return to_error(s);
+    if (status s = validate_id(b.thread_id, "thread id"); !s) return to_error(s);
     int64_t now = wall_now();
-    manifest m = new_manifest(mint_thread_id(ctx_->options, now), *spec_, b.options, now);
+    manifest m = new_manifest(std::move(b.thread_id), *spec_, b.options, now);
     m.work = std::move(b.item);
     event e = make_signal("work.created", std::move(b.signal_data));
     e.seq = 1;

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <optional>
 #include <type_traits>
+#include <vector>
 
 #include "persistence/event_log.hpp"
 #include "runtime/model/agent.hpp"
@@ -56,6 +57,37 @@ typename Inspector::result_type inspect(Inspector& f, checked_enum<E>& x) {
     return {};
   } else {
     return f(u);
+  }
+}
+
+// A vector of enums, each checked as checked_enum does.
+template <class E>
+struct checked_enum_list {
+  std::vector<E>& values;
+  E last;
+};
+
+template <class E>
+checked_enum_list<E> checked(std::vector<E>& values, E last) {
+  return {values, last};
+}
+
+template <class Inspector, class E>
+typename Inspector::result_type inspect(Inspector& f, checked_enum_list<E>& x) {
+  using U = std::underlying_type_t<E>;
+  std::vector<U> us;
+  if constexpr (Inspector::writes_state) {
+    if (auto e = f(us)) return e;
+    std::vector<E> values;
+    for (U u : us) {
+      if (u > static_cast<U>(x.last)) return caf::make_error(caf::sec::invalid_argument, "enum value out of range");
+      values.push_back(static_cast<E>(u));
+    }
+    x.values = std::move(values);
+    return {};
+  } else {
+    for (E v : x.values) us.push_back(static_cast<U>(v));
+    return f(us);
   }
 }
 

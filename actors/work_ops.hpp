@@ -19,6 +19,7 @@ namespace skein {
 using work_rows_fn = std::function<std::vector<side_row>(const manifest& after, uint64_t signal_seq)>;
 
 struct work_birth {
+  std::string thread_id;   // minted by the work service, led by its agent's work home key
   thread_options options;  // agent_id, title (the text, cut), tags
   work_item item;          // the fields, times by the runtime's clock
   std::string signal_data; // the work.created signal's data (a JSON object)

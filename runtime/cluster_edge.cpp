@@ -356,6 +356,76 @@ void edge_worker(caf::blocking_actor* self, runtime* rt, cluster_link* link, edg
         if (status s = rt->resolve_item(in, &e); !s) return to_error(s);
         return e;
       },
+      // By agent: the runtime's call routes it (its work home is this node, or
+      // the call is refused as another's: the nodes' cluster files differ).
+      [&](work_atom, create_atom, work_create& in) -> caf::result<work_create_result> {
+        work_create_result r;
+        if (status s = rt->create_item(in, &r); !s) return to_error(s);
+        return r;
+      },
+      [&](work_atom, list_atom, work_list_query& q) -> caf::result<work_list_page> {
+        work_list_page r;
+        if (status s = rt->list_items(q, &r); !s) return to_error(s);
+        return r;
+      },
+      [&](work_atom, item_resolve_atom, work_resolve& in) -> caf::result<work_entry> {
+        work_entry e;
+        if (!in.thread_id.empty())  // by id: item_atom's, on the item's node
+          return to_error(status::invalid_input("thread_id: a resolve by agent names no item").with_field("thread_id"));
+        if (status s = rt->resolve_item(in, &e); !s) return to_error(s);
+        return e;
+      },
+      [&](work_atom, work_sweep_atom, work_sweep_options& o) -> caf::result<work_sweep_result> {
+        work_sweep_result r;
+        if (status s = rt->sweep_items(o, &r); !s) return to_error(s);  // agent "": this node's items
+        return r;
+      },
+      [&](work_atom, suggest_atom, std::string& agent, bool all) -> caf::result<std::vector<work_suggestion>> {
+        std::vector<work_suggestion> r;
+        if (status s = rt->list_suggestions(agent, all, &r); !s) return to_error(s);
+        return r;
+      },
+      [&](work_atom, promote_atom, std::string& id) -> caf::result<work_create_result> {
+        work_create_result r;
+        if (status s = rt->promote_suggestion(id, &r); !s) return to_error(s);
+        return r;
+      },
+      [&](work_atom, dismiss_atom, std::string& id) -> caf::result<work_suggestion> {
+        work_suggestion r;
+        if (status s = rt->dismiss_suggestion(id, &r); !s) return to_error(s);
+        return r;
+      },
+      [&](work_atom, session_start_atom, work_session_start& in) -> caf::result<work_session_started> {
+        work_session_started r;
+        if (status s = rt->session_start(in, &r); !s) return to_error(s);
+        return r;
+      },
+      [&](work_atom, session_close_atom, work_session_close& in) -> caf::result<work_session_closed> {
+        work_session_closed r;
+        if (status s = rt->session_close(in, &r); !s) return to_error(s);
+        return r;
+      },
+      [&](work_atom, graph_atom, uint8_t lens, std::string& n, uint64_t limit) -> caf::result<std::vector<work_triple>> {
+        std::vector<work_triple> r;
+        if (status s = hooks.graph_local(lens, n, static_cast<size_t>(std::min<uint64_t>(limit, SIZE_MAX)), &r); !s)
+          return to_error(s);
+        return r;
+      },
+      [&](work_atom, graph_stats_atom) -> caf::result<work_graph_stats, std::vector<std::string>> {
+        work_graph_stats st;
+        std::vector<std::string> shared;
+        if (status s = hooks.graph_stats_local(&st, &shared); !s) return to_error(s);
+        return {std::move(st), std::move(shared)};
+      },
+      [&](work_atom, adopt_atom, std::string& agent, std::vector<log_row>& rows) -> caf::result<bool> {
+        if (status s = validate_id(agent, "agent_id"); !s) return to_error(s);
+        auto v = link->view();
+        if (!v->changing() || v->target_ring.owner_id(work_home_key(agent)) != node)
+          return to_error(status::unavailable("node " + node + " is not the new work home of agent " + agent +
+                                              " (by its member list): the nodes' cluster files differ"));
+        if (status s = hooks.adopt_work(std::move(agent), std::move(rows)); !s) return to_error(s);
+        return true;
+      },
       [&](schedule_atom, adopt_atom, std::string& id, std::vector<log_row>& rows) -> caf::result<bool> {
         if (status s = validate_id(id, "schedule id"); !s) return to_error(s);
         auto v = link->view();

@@ -16,6 +16,10 @@
 //      writes them in one batch (event_log::adopt_thread) and serves it from then on;
 //   4. erase it here, its claims kept. The mark stays until the commit: calls
 //      are forwarded.
+// An agent's work moves in the same pass when its work home key changes owner
+// (runtime_work.cpp): the key is marked before any thread moves, its items
+// move as threads (their work rows and triples with them), then its sessions
+// and suggestions.
 // Schedules move in the same pass: those whose key changes owner are marked and
 // released by the scheduler (they never fire here again, not after a restart)
 // before any thread moves, and handed over (definition and history, written in
@@ -171,6 +175,10 @@ void runtime::impl::run_pass(std::string target) {
   // a bound schedule's new node fires into its thread there.
   std::vector<std::pair<std::string, std::string>> moving_schedules;  // id, new owner
   if (status s = release_schedules(*v, &moving_schedules); !s) return fail(s);
+  // Likewise the agents whose work home moves: their keys marked before their
+  // items move (as threads), their sessions and suggestions once they have.
+  std::vector<std::pair<std::string, std::string>> moving_work;  // agent, new home
+  if (status s = release_work(*v, &moving_work); !s) return fail(s);
   for (;;) {
     if (pass_stop) return fail(status::unavailable("node " + self + " is closing"));
     if (format_cluster(cluster->view()->target) != target)
@@ -234,6 +242,8 @@ void runtime::impl::run_pass(std::string target) {
     pass.schedules = schedules;
   }
   if (!handed) return fail(handed);
+  uint64_t agents = 0;
+  if (status s = hand_work(moving_work, &agents); !s) return fail(s);
   uint64_t claims = 0;
   if (status s = hand_claims(*v, &claims); !s) return fail(s);
   std::lock_guard lock{pass_mu};
@@ -250,9 +260,6 @@ status runtime::impl::handoff(const std::string& id, const std::string& to, hand
   status read = log->read_manifest(id, &m);
   if (read.code() == errc::not_found) return status::ok();
   SKEIN_TRY(read);
-  if (m.work)
-    return status::conflict("thread " + id + " is a work item, and work items do not move between nodes yet: "
-                            "this node must stay its owner");
   const bool was_marked = marked(id);
   SKEIN_TRY(mark(id, to));
   auto unmark = [&]() -> status {
@@ -372,10 +379,13 @@ status runtime::impl::adopt(std::string id, uint32_t part, uint32_t parts, std::
   // embeddings, compaction the old owner had not done yet), as their catch-up
   // at open would: told like a commit of it.
   manifest m;
-  if (log->read_manifest(id, &m).is_ok())
+  if (log->read_manifest(id, &m).is_ok()) {
     for (const auto& fx : actors.effects)
       caf::anon_send(fx, committed_atom::value,
                      std::vector<committed_tick>{{id, m.agent_id, m.last_seq, core_opts.wall_clock(), false}});
+    // A work item joins its agent's index here (dedup, listings).
+    if (m.work && work) work->adopt_item(m.agent_id, id);
+  }
   // Its messages are searchable here at once (the old owner dropped them from
   // its index): the embeddings rows just written, as the rebuild at open reads them.
   for (const auto& r : all) {

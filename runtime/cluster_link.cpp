@@ -116,6 +116,20 @@ void register_wire_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<compact_result>("skein.compact_result");
   cfg.add_message_type<work_entry>("skein.work_entry");
   cfg.add_message_type<work_resolve>("skein.work_resolve");
+  cfg.add_message_type<work_create>("skein.work_create");
+  cfg.add_message_type<work_create_result>("skein.work_create_result");
+  cfg.add_message_type<work_list_query>("skein.work_list_query");
+  cfg.add_message_type<work_list_page>("skein.work_list_page");
+  cfg.add_message_type<work_sweep_options>("skein.work_sweep_options");
+  cfg.add_message_type<work_sweep_result>("skein.work_sweep_result");
+  cfg.add_message_type<work_suggestion>("skein.work_suggestion");
+  cfg.add_message_type<std::vector<work_suggestion>>("skein.work_suggestions");
+  cfg.add_message_type<work_session_start>("skein.work_session_start");
+  cfg.add_message_type<work_session_started>("skein.work_session_started");
+  cfg.add_message_type<work_session_close>("skein.work_session_close");
+  cfg.add_message_type<work_session_closed>("skein.work_session_closed");
+  cfg.add_message_type<std::vector<work_triple>>("skein.work_triples");
+  cfg.add_message_type<work_graph_stats>("skein.work_graph_stats");
 }
 
 compact_wire compact_wire::from(const compact_options& o) {

@@ -36,6 +36,22 @@
 //   that holds it live there; calls by agent stay on the node asked):
 //   (item_atom, get_atom | touch_atom, id) -> work_entry · (item_atom, relate_atom, id, issue id) -> work_entry
 //   (item_atom, item_resolve_atom, work_resolve with thread_id) -> work_entry
+//   work by agent, on the agent's work home (the node owning work_key(agent);
+//   runtime_work.cpp, route_work): every item of an agent, its sessions and
+//   suggestions live there, so that dedup and listings see them all:
+//   (work_atom, create_atom, work_create) -> work_create_result
+//   (work_atom, list_atom, work_list_query) -> work_list_page
+//   (work_atom, item_resolve_atom, work_resolve by text) -> work_entry
+//   (work_atom, work_sweep_atom, work_sweep_options) -> work_sweep_result   agent "": this node's items alone
+//   (work_atom, suggest_atom, agent, bool all) -> std::vector<work_suggestion>
+//   (work_atom, promote_atom | dismiss_atom, suggestion id) -> work_create_result | work_suggestion
+//   (work_atom, session_start_atom, work_session_start) -> work_session_started
+//   (work_atom, session_close_atom, work_session_close) -> work_session_closed
+//   the knowledge graph lives with the items whose transitions wrote it; each
+//   lens gathers every node's (this node's own alone):
+//   (work_atom, graph_atom, uint8 lens, std::string node, uint64 limit) -> std::vector<work_triple>
+//        lens 0: connected to node, 1: produced by agent `node`, 2: into node (a provenance hop)
+//   (work_atom, graph_stats_atom) -> (work_graph_stats, std::vector<std::string> nodes other than thread:)
 //   (member_atom, id, std::string agent, std::string trigger, bool add) -> manifest   house members
 //   (task_atom, task id) -> manifest · (list_atom, thread_query) -> thread_page (its own threads)
 //   (caf::put_atom, agent_config) -> agent_config · (agent_atom) -> std::vector<agent_config>
@@ -49,6 +65,8 @@
 //   (claim_atom, std::vector<log_row>) -> bool      claims handed over
 //   (schedule_atom, adopt_atom, schedule id, std::vector<log_row>) -> bool adopted
 //        a schedule's definition and history, written in one batch, then armed
+//   (work_atom, adopt_atom, agent, std::vector<log_row>) -> bool
+//        part of an agent's sessions and suggestions, once its items moved
 //   (membership_commit_atom, std::string target) -> bool   the target becomes the active members
 #pragma once
 
@@ -62,6 +80,7 @@
 
 #include "actors/messages.hpp"
 #include "actors/scheduler.hpp"
+#include "actors/work_messages.hpp"
 #include "persistence/event_log.hpp"
 #include "runtime/memory_service.hpp"
 #include "runtime/model/cluster.hpp"
@@ -91,6 +110,14 @@ using item_atom = caf::atom_constant<caf::atom("item")>;
 using touch_atom = caf::atom_constant<caf::atom("touch")>;
 using relate_atom = caf::atom_constant<caf::atom("relate")>;
 using item_resolve_atom = caf::atom_constant<caf::atom("iresolve")>;
+using work_sweep_atom = caf::atom_constant<caf::atom("wsweep")>;
+using suggest_atom = caf::atom_constant<caf::atom("wsuggest")>;
+using promote_atom = caf::atom_constant<caf::atom("wpromote")>;
+using dismiss_atom = caf::atom_constant<caf::atom("wdismiss")>;
+using session_start_atom = caf::atom_constant<caf::atom("wsstart")>;
+using session_close_atom = caf::atom_constant<caf::atom("wsclose")>;
+using graph_atom = caf::atom_constant<caf::atom("wgraph")>;
+using graph_stats_atom = caf::atom_constant<caf::atom("wgstats")>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, log_row& x) {
@@ -165,6 +192,77 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, work_resolve& x) {
   return f(caf::meta::type_name("skein.work_resolve"), x.agent_id, x.thread_id, x.text_match, x.note, x.session_id);
 }
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, work_create& x) {
+  return f(caf::meta::type_name("skein.work_create"), x.agent_id, x.text, x.session_id, x.relates_to, x.tags);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, work_create_result& x) {
+  return f(caf::meta::type_name("skein.work_create_result"), x.thread, x.deduplicated, x.matched_by, x.similarity);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, work_list_query& x) {
+  return f(caf::meta::type_name("skein.work_list_query"), x.agent_id, checked(x.stages, work_stage::resolved),
+           x.project_state, wire_detail::size64{x.limit}, x.cursor);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, work_list_page& x) {
+  return f(caf::meta::type_name("skein.work_list_page"), x.items, x.next_cursor);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, work_sweep_options& x) {
+  return f(caf::meta::type_name("skein.work_sweep_options"), x.agent_id, x.auto_archive);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, work_sweep_result& x) {
+  return f(caf::meta::type_name("skein.work_sweep_result"), x.examined, x.dormant, x.archived);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, work_suggestion& x) {
+  return f(caf::meta::type_name("skein.work_suggestion"), x.id, x.agent_id, x.text,
+           checked(x.status, suggestion_status::suppressed), x.sessions, x.dismissals, x.promoted_thread,
+           x.created_at_ms, x.updated_at_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, work_session_start& x) {
+  return f(caf::meta::type_name("skein.work_session_start"), x.agent_id, x.session_id, x.auto_archive);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, work_session_started& x) {
+  return f(caf::meta::type_name("skein.work_session_started"), x.session_id, x.items, x.project_state, x.suggestions,
+           x.sweep);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, work_session_close& x) {
+  return f(caf::meta::type_name("skein.work_session_close"), x.agent_id, x.session_id, x.summary, x.open_items,
+           x.topics);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, work_session_closed& x) {
+  return f(caf::meta::type_name("skein.work_session_closed"), x.items, x.suggestions);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, work_triple& x) {
+  return f(caf::meta::type_name("skein.work_triple"), x.subject, x.predicate, x.object, x.agent_id, x.thread_id,
+           x.seq, x.at_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, work_graph_stats& x) {
+  return f(caf::meta::type_name("skein.work_graph_stats"), x.triples, x.nodes, x.by_predicate);
+}
+
 static_assert(sizeof(work_vitality) == 40, "work_vitality changed: update edge_protocol.hpp");
 static_assert(sizeof(work_entry) == sizeof(manifest) + sizeof(work_vitality), "work_entry changed: update edge_protocol.hpp");
 static_assert(sizeof(work_resolve) == 5 * sizeof(std::string), "work_resolve changed: update edge_protocol.hpp");
@@ -199,6 +297,17 @@ using edge_actor = caf::typed_actor<
     caf::replies_to<item_atom, touch_atom, std::string>::with<work_entry>,
     caf::replies_to<item_atom, relate_atom, std::string, std::string>::with<work_entry>,
     caf::replies_to<item_atom, item_resolve_atom, work_resolve>::with<work_entry>,
+    caf::replies_to<work_atom, create_atom, work_create>::with<work_create_result>,
+    caf::replies_to<work_atom, list_atom, work_list_query>::with<work_list_page>,
+    caf::replies_to<work_atom, item_resolve_atom, work_resolve>::with<work_entry>,
+    caf::replies_to<work_atom, work_sweep_atom, work_sweep_options>::with<work_sweep_result>,
+    caf::replies_to<work_atom, suggest_atom, std::string, bool>::with<std::vector<work_suggestion>>,
+    caf::replies_to<work_atom, promote_atom, std::string>::with<work_create_result>,
+    caf::replies_to<work_atom, dismiss_atom, std::string>::with<work_suggestion>,
+    caf::replies_to<work_atom, session_start_atom, work_session_start>::with<work_session_started>,
+    caf::replies_to<work_atom, session_close_atom, work_session_close>::with<work_session_closed>,
+    caf::replies_to<work_atom, graph_atom, uint8_t, std::string, uint64_t>::with<std::vector<work_triple>>,
+    caf::replies_to<work_atom, graph_stats_atom>::with<work_graph_stats, std::vector<std::string>>,
     caf::replies_to<member_atom, std::string, std::string, std::string, bool>::with<manifest>,
     caf::replies_to<import_atom, manifest, std::vector<event>>::with<manifest>,
     caf::replies_to<task_atom, std::string>::with<manifest>,
@@ -212,6 +321,7 @@ using edge_actor = caf::typed_actor<
     caf::replies_to<adopt_atom, std::string, uint32_t, uint32_t, std::vector<log_row>>::with<bool>,
     caf::replies_to<claim_atom, std::vector<log_row>>::with<bool>,
     caf::replies_to<schedule_atom, adopt_atom, std::string, std::vector<log_row>>::with<bool>,
+    caf::replies_to<work_atom, adopt_atom, std::string, std::vector<log_row>>::with<bool>,
     caf::replies_to<membership_commit_atom, std::string>::with<bool>>;
 
 }  // namespace skein

@@ -75,23 +75,6 @@ status runtime::impl::route_creation(const thread_options& o, std::string* node)
   return status::ok();
 }
 
-namespace {
-
-// Every node's answer, this node's by `local`, the others' by asking their edge
-// with `xs`; in member order. The first failure ends it: a gathered answer is
-// whole or refused.
-template <class T, class Local, class... Ts>
-status gather(cluster_link& link, std::vector<T>* out, Local local, Ts&&... xs) {
-  for (const auto& m : link.view()->everyone()) {
-    T& value = out->emplace_back();
-    if (m.id == link.self()) SKEIN_TRY(local(&value));
-    else SKEIN_TRY(link.call(m.id, [&](T& x) { value = std::move(x); }, xs...));
-  }
-  return status::ok();
-}
-
-}  // namespace
-
 status runtime::impl::usage_cluster(const usage_query& q, usage_report* out) {
   auto local = [&](usage_report* r) { return log->query_usage(q, r); };
   if (!q.thread_id.empty()) {  // one thread's rows live with it
@@ -101,7 +84,7 @@ status runtime::impl::usage_cluster(const usage_query& q, usage_report* out) {
     return cluster->call(owner, [&](usage_report& r) { *out = std::move(r); }, usage_atom::value, q);
   }
   std::vector<usage_report> reports;
-  SKEIN_TRY(gather(*cluster, &reports, local, usage_atom::value, q));
+  SKEIN_TRY(cluster_gather(*cluster, &reports, local, usage_atom::value, q));
   std::map<std::string, usage_totals> groups;
   *out = {};
   for (auto& r : reports) {
@@ -131,7 +114,7 @@ status runtime::impl::search_cluster(const std::string& agent, const std::string
     *hits = std::move(mine);
     return status::ok();
   };
-  SKEIN_TRY(gather(*cluster, &found, local, search_atom::value, agent, query, uint64_t{k}));
+  SKEIN_TRY(cluster_gather(*cluster, &found, local, search_atom::value, agent, query, uint64_t{k}));
   out->clear();
   for (auto& hits : found)
     for (auto& h : hits) out->push_back(std::move(h));
@@ -202,6 +185,16 @@ edge_hooks runtime::impl::hooks() {
   h.adopt_schedule = [this](std::string id, std::vector<log_row> rows, bool* adopted) {
     return adopt_schedule(std::move(id), std::move(rows), adopted);
   };
+  h.adopt_work = [this](std::string agent, std::vector<log_row> rows) { return adopt_work(agent, std::move(rows)); };
+  h.graph_local = [this](uint8_t lens, const std::string& node, size_t limit, std::vector<work_triple>* out) {
+    SKEIN_TRY(check_open());
+    return graph_local(lens, node, limit, out);
+  };
+  h.graph_stats_local = [this](work_graph_stats* out, std::vector<std::string>* shared) -> status {
+    SKEIN_TRY(check_open());
+    if (!work) return status::io_error("the runtime is closed");
+    return work->graph_stats(out, shared);
+  };
   h.commit = [this](const std::string& target) { return commit_membership(target); };
   return h;
 }
@@ -233,7 +226,7 @@ status runtime::list_threads(const thread_query& query, thread_page* out) {
   // order; the page is the first `limit` of the merge, and its cursor (the index
   // suffix of its last thread) is valid on every node.
   std::vector<thread_page> pages;
-  SKEIN_TRY(gather(*c, &pages, [&](thread_page* page) { return impl_->list_local(query, page); }, list_atom::value,
+  SKEIN_TRY(cluster_gather(*c, &pages, [&](thread_page* page) { return impl_->list_local(query, page); }, list_atom::value,
                    query));
   const bool newest_first = query.index == thread_query::by::updated;
   auto suffix = [&](const manifest& m) {

@@ -8,6 +8,7 @@
 #include <caf/sec.hpp>
 #include <atomic>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -31,6 +32,19 @@ namespace skein {
 inline bool receiver_down(const caf::error& e) {
   return e.category() == caf::atom("system") &&
          e.code() == static_cast<uint8_t>(caf::sec::request_receiver_down);
+}
+
+// Every node's answer, this node's by `local`, the others' by asking their edge
+// with `xs`; in member order. The first failure ends it: a gathered answer is
+// whole or refused.
+template <class T, class Local, class... Ts>
+status cluster_gather(cluster_link& link, std::vector<T>* out, Local local, Ts&&... xs) {
+  for (const auto& m : link.view()->everyone()) {
+    T& value = out->emplace_back();
+    if (m.id == link.self()) SKEIN_TRY(local(&value));
+    else SKEIN_TRY(link.call(m.id, [&](T& x) { value = std::move(x); }, xs...));
+  }
+  return status::ok();
 }
 
 struct runtime::impl {
@@ -75,6 +89,22 @@ struct runtime::impl {
   status ask_item(const std::string& node, work_entry* out, Ts&&... xs) {
     return cluster->call(node, [&](work_entry& e) { *out = std::move(e); }, item_atom::value, std::forward<Ts>(xs)...);
   }
+  // An agent's work (its items, sessions, suggestions) lives on its work home,
+  // the owner of work_home_key(agent): the node a call keyed by `key` goes to,
+  // "" for this one (runtime_work.cpp). During a change the active owner
+  // serves it until its pass marks the key, answers "moving" until the work
+  // is handed, then forwards to the target owner.
+  status route_work(const std::string& key, std::string* node) const;
+  status work_node(const std::string& agent_id, std::string* node) const;
+  // Asks `node`'s edge (work_atom, xs...) and takes its answer.
+  template <class T, class... Ts>
+  status ask_work(const std::string& node, T* out, Ts&&... xs) {
+    return cluster->call(node, [&](T& r) { *out = std::move(r); }, work_atom::value, std::forward<Ts>(xs)...);
+  }
+  // The knowledge graph's lenses (0 connected to, 1 produced by, 2 into): this
+  // node's triples, and every node's merged (runtime_work.cpp).
+  status graph_local(uint8_t lens, const std::string& node, size_t limit, std::vector<work_triple>* out);
+  status graph_cluster(uint8_t lens, const std::string& node, size_t limit, std::vector<work_triple>* out);
   // The node a creation goes to ("" here) by its claim or parent (creation_key).
   status route_creation(const thread_options& o, std::string* node) const;
   // The node that decides a claim key ("task/…", "dm/…"); unavailable while it moves.
@@ -154,6 +184,16 @@ struct runtime::impl {
   status mark(const std::string& id, const std::string& to);
   status release_schedules(const cluster_view& v, std::vector<std::pair<std::string, std::string>>* moving);
   status hand_schedules(const std::vector<std::pair<std::string, std::string>>& moving, uint64_t* moved);
+  // The agents whose work home moves: their keys marked, their items' index
+  // settled, before any thread moves; once their items moved (as threads, with
+  // their rows and triples), their sessions and suggestions are sent, adopted,
+  // and erased here (runtime_work.cpp). `work_handed`: keys handed in this
+  // process (after a restart mid-change a marked key answers "moving" until
+  // the rerun).
+  status release_work(const cluster_view& v, std::vector<std::pair<std::string, std::string>>* moving);
+  status hand_work(const std::vector<std::pair<std::string, std::string>>& moving, uint64_t* moved);
+  status adopt_work(const std::string& agent_id, std::vector<log_row> rows);
+  std::set<std::string, std::less<>> work_handed;  // guarded by marks_mu
   status put_claims(std::vector<log_row> claims);
   // Rebalances coordinated here (runtime::start_rebalance).
   std::mutex coord_mu;  // guards coord, coord_thread

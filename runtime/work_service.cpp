@@ -9,6 +9,7 @@
 #include <future>
 
 #include "persistence/work_rows.hpp"
+#include "runtime/model/cluster.hpp"
 #include "runtime/model/ids.hpp"
 #include "runtime/model/json_writer.hpp"
 #include "runtime/model/text.hpp"
@@ -106,6 +107,22 @@ void work_service::forget(const std::string& thread_id) {
     std::lock_guard lock{ix->mu};
     drop_open(*ix, thread_id);
   }
+}
+
+void work_service::adopt_item(const std::string& agent_id, const std::string& thread_id) {
+  std::string value;
+  work_row r;
+  if (!log_.read_side(side_cf::work, keys::work_key(agent_id, thread_id), &value).is_ok() ||
+      !decode_work_row(value, &r).is_ok() || r.item.status != work_status::open)
+    return;
+  auto& ix = index_of(agent_id);
+  std::lock_guard lock{ix.mu};
+  put_open(ix, r.thread_id, r.item, r.vector);
+}
+
+void work_service::settle(const std::string& agent_id) {
+  auto& ix = index_of(agent_id);
+  std::lock_guard lock{ix.mu};
 }
 
 std::vector<std::vector<float>> work_service::embed(const std::string& agent_id, std::vector<std::string> texts) {
@@ -259,6 +276,7 @@ status work_service::create_locked(agent_index& ix, const work_create& in, const
         .with_limit("work_items_per_agent_max");
   int64_t now = hooks_.clock();
   work_birth b;
+  b.thread_id = work_item_id(in.agent_id, now);  // lives with the agent's other items
   b.options.agent_id = in.agent_id;
   b.options.title = title_of(in.text);
   b.options.tags = in.tags;

@@ -60,8 +60,15 @@ class work_service {
   // Sweeps every `interval_ms` on a thread of its own until stop(); 0: never.
   void start_sweeps(uint64_t interval_ms, bool auto_archive);
   void stop();
-  // A thread erased (delete, retention): it leaves the index.
+  // A thread erased (delete, retention, handed to another node): it leaves the index.
   void forget(const std::string& thread_id);
+  // An item adopted from another node (its rows written here): its row, if
+  // open, joins the agent's index. A row that does not decode is left out, as
+  // at rebuild.
+  void adopt_item(const std::string& agent_id, const std::string& thread_id);
+  // Waits for the agent's creation or transition in flight (its index lock):
+  // a membership change moves its work next.
+  void settle(const std::string& agent_id);
 
   status create_item(const work_create& in, work_create_result* out);
   status touch_item(const std::string& thread_id, work_entry* out);
@@ -73,8 +80,15 @@ class work_service {
 
   status graph_connected_to(const std::string& node, size_t limit, std::vector<work_triple>* out);
   status graph_produced_by(const std::string& agent_id, size_t limit, std::vector<work_triple>* out);
-  status graph_provenance(const std::string& node, size_t depth, size_t limit, std::vector<work_triple>* out);
-  status graph_stats(work_graph_stats* out);
+  // One hop of provenance: triples whose object is `node`, at most `limit`.
+  using graph_hop = std::function<status(const std::string& node, size_t limit, std::vector<work_triple>* out)>;
+  // `read_hop`: how each hop is read (a cluster gathers every node's); default: here.
+  status graph_provenance(const std::string& node, size_t depth, size_t limit, std::vector<work_triple>* out,
+                          const graph_hop& read_hop = {});
+  status graph_into(const std::string& node, size_t limit, std::vector<work_triple>* out);
+  // `shared`, if given: the distinct nodes other than thread: ones (a cluster
+  // counts those once over every node; a thread node lives on one node).
+  status graph_stats(work_graph_stats* out, std::vector<std::string>* shared = nullptr);
 
   status list_suggestions(const std::string& agent_id, bool all, std::vector<work_suggestion>* out);
   status promote_suggestion(const std::string& suggestion_id, work_create_result* out);

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "persistence/work_rows.hpp"
+#include "runtime/model/cluster.hpp"
 #include "runtime/model/ids.hpp"
 #include "runtime/work_service.hpp"
 
@@ -80,8 +81,15 @@ status work_service::graph_produced_by(const std::string& agent_id, size_t limit
   return scan_triples(keys::graph_agent_prefix(agent_id), limit, out);
 }
 
+status work_service::graph_into(const std::string& node, size_t limit, std::vector<work_triple>* out) {
+  SKEIN_TRY(check_node(node));
+  SKEIN_TRY(check_limit(limit));
+  out->clear();
+  return scan_triples(keys::graph_object_prefix(node), limit, out);
+}
+
 status work_service::graph_provenance(const std::string& node, size_t depth, size_t limit,
-                                      std::vector<work_triple>* out) {
+                                      std::vector<work_triple>* out, const graph_hop& read_hop) {
   SKEIN_TRY(check_node(node));
   SKEIN_TRY(check_limit(limit));
   if (depth == 0 || depth > work_graph_depth_max)
@@ -95,7 +103,8 @@ status work_service::graph_provenance(const std::string& node, size_t depth, siz
     std::vector<std::string> next;
     for (const auto& n : frontier) {
       std::vector<work_triple> in;
-      SKEIN_TRY(scan_triples(keys::graph_object_prefix(n), limit - out->size(), &in));
+      if (read_hop) SKEIN_TRY(read_hop(n, limit - out->size(), &in));
+      else SKEIN_TRY(scan_triples(keys::graph_object_prefix(n), limit - out->size(), &in));
       for (auto& t : in) {
         if (seen.insert(t.subject).second) next.push_back(t.subject);
         out->push_back(std::move(t));
@@ -108,7 +117,7 @@ status work_service::graph_provenance(const std::string& node, size_t depth, siz
   return status::ok();
 }
 
-status work_service::graph_stats(work_graph_stats* out) {
+status work_service::graph_stats(work_graph_stats* out, std::vector<std::string>* shared) {
   *out = {};
   std::set<std::string> nodes;
   std::map<std::string, uint64_t> by;
@@ -123,6 +132,11 @@ status work_service::graph_stats(work_graph_stats* out) {
   }));
   out->nodes = nodes.size();
   out->by_predicate.assign(by.begin(), by.end());
+  if (shared != nullptr) {
+    shared->clear();
+    for (const auto& n : nodes)
+      if (!n.starts_with("thread:")) shared->push_back(n);
+  }
   return status::ok();
 }
 
@@ -315,7 +329,7 @@ status work_service::compute_suggestions(const std::string& agent_id, const std:
     }
     if (matched) continue;
     work_suggestion s;
-    s.id = new_prefixed_id("sug_");
+    s.id = work_suggestion_id(agent_id);  // found on the agent's work home by its id alone
     s.agent_id = agent_id;
     s.text = texts[i];
     s.sessions = std::move(sessions);

@@ -184,7 +184,34 @@ status check_cluster(const cluster_options& o) {
   return status::ok();
 }
 
-std::string_view cluster_key(std::string_view thread_id) { return thread_id.substr(0, thread_id.find('.')); }
+std::string_view cluster_key(std::string_view thread_id) {
+  std::string_view root = thread_id.substr(0, thread_id.find('.'));
+  std::string_view work = work_home_key_of(root);
+  return work.empty() ? root : work;
+}
+
+std::string work_home_key(std::string_view agent_id) {
+  static constexpr char hex[] = "0123456789abcdef";
+  uint64_t h = fmix64(fnv1a(agent_id));
+  std::string out = "wk_";
+  for (int shift = 60; shift >= 0; shift -= 4) out.push_back(hex[(h >> shift) & 0xf]);
+  return out;
+}
+
+std::string work_item_id(std::string_view agent_id, int64_t now_ms) {
+  return work_home_key(agent_id) + "_" + new_thread_id(now_ms);
+}
+
+std::string work_suggestion_id(std::string_view agent_id) {
+  return work_home_key(agent_id) + "_sug_" + new_run_id().substr(4);
+}
+
+std::string_view work_home_key_of(std::string_view id) {
+  if (id.size() <= work_home_key_bytes || !id.starts_with("wk_") || id[work_home_key_bytes] != '_') return {};
+  for (char c : id.substr(3, work_home_key_bytes - 3))
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return {};
+  return id.substr(0, work_home_key_bytes);
+}
 
 std::string format_cluster(const std::vector<cluster_member>& members) {
   std::string out;

@@ -82,8 +82,22 @@ struct cluster_options {
 status check_cluster(const cluster_options& options);
 
 // The key a thread is owned by: its root id (the part before the first '.'),
-// so that a delegation's children ("parent.N") live with their parent.
+// so that a delegation's children ("parent.N") live with their parent — or,
+// for a root id led by an agent's work home key (a work item, work_item_id), that
+// key, so that an agent's items live together, on their agent's work home.
 std::string_view cluster_key(std::string_view thread_id);
+
+// An agent's work home key, "wk_" + 16 hex digits of a stable hash of its id: the
+// key its work (items, sessions, suggestions) is owned by in a cluster.
+inline constexpr size_t work_home_key_bytes = 19;
+std::string work_home_key(std::string_view agent_id);
+// A new work item's thread id, led by its agent's work home key:
+// "wk_<16 hex>_th_YYYYMMDD_<12 base32>".
+std::string work_item_id(std::string_view agent_id, int64_t now_ms);
+// A new suggestion's id, led by its agent's work home key: "wk_<16 hex>_sug_<16 base32>".
+std::string work_suggestion_id(std::string_view agent_id);
+// The work home key an id (an item's, a suggestion's) leads with; "" if none.
+std::string_view work_home_key_of(std::string_view id);
 
 // What GET /v1/cluster shows of one member.
 struct cluster_member_state {
