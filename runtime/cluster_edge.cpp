@@ -110,6 +110,7 @@ void edge_worker(caf::blocking_actor* self, runtime* rt, cluster_link* link, edg
         auto rp = self->make_response_promise();
         uint64_t k = st.next_send++;
         st.sends.emplace(k, rp);
+        if (link->options().lose_send && link->options().lose_send(id)) return rp;  // test hook: never answered
         auto me = caf::actor_cast<caf::actor>(self);
         rt->send(id, std::move(in)).on_done([me, k](const status& s, const run_result& r) {
           caf::anon_send(me, done_atom::value, k, r, to_error(s));

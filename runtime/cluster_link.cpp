@@ -33,14 +33,22 @@ status remote_failure(const std::string& node, const caf::error& e, std::chrono:
 }
 
 using ping_atom = caf::atom_constant<caf::atom("ping")>;
+using resend_atom = caf::atom_constant<caf::atom("resend")>;
 
 // Waits for one forwarded run: the owner's answer, the owner's link dropping,
 // or the owner no longer answering: every `every` it is asked for its counts,
 // and an unanswered ask ends the wait (a stopped process keeps its link up and
 // would otherwise hold the caller forever; a long run on a live owner does not
-// end it).
+// end it). The send itself is asked again at growing intervals (every, 2x, 4x,
+// … up to resend_max): a request CAF lost with a link it closed (two nodes
+// dialing each other at once) would otherwise never be answered. The input
+// carries an idempotency key (the client's, or one minted here), so a repeat
+// joins the first run or returns its result: never a second run.
+constexpr int resend_doublings_max = 4;
+
 caf::behavior send_forwarder(caf::event_based_actor* self, edge_actor edge, std::string node, std::string thread,
                              run_input in, std::chrono::milliseconds every, std::function<void(status, run_result)> done) {
+  if (in.idempotency_key.empty()) in.idempotency_key = "fwd-" + new_run_id().substr(4);
   auto finished = std::make_shared<bool>(false);
   auto finish = [self, finished, done](status s, run_result r) {
     if (*finished) return;
@@ -54,11 +62,21 @@ caf::behavior send_forwarder(caf::event_based_actor* self, edge_actor edge, std:
                                ": its outcome is in the thread's log once the node is back"),
            {});
   });
-  self->request(edge, caf::infinite, send_atom::value, thread, std::move(in))
-      .then([=](run_result& r) { finish(status::ok(), std::move(r)); },
-            [=](caf::error& e) { finish(remote_failure(node, e, std::chrono::milliseconds{0}), {}); });
+  auto ask = [=] {
+    self->request(edge, caf::infinite, send_atom::value, thread, in)
+        .then([=](run_result& r) { finish(status::ok(), std::move(r)); },
+              [=](caf::error& e) { finish(remote_failure(node, e, std::chrono::milliseconds{0}), {}); });
+  };
+  ask();
   self->delayed_send(self, every, ping_atom::value);
+  self->delayed_send(self, every, resend_atom::value, 0);
   return {
+      [=](resend_atom, int doublings) {
+        if (*finished) return;
+        ask();
+        int next = std::min(doublings + 1, resend_doublings_max);
+        self->delayed_send(self, every * (1 << next), resend_atom::value, next);
+      },
       [=](ping_atom) {
         if (*finished) return;
         self->request(edge, every, count_atom::value)

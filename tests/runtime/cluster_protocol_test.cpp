@@ -144,3 +144,36 @@ TEST_CASE("cluster: a member whose edge speaks another interface gets no link") 
   caf::anon_send_exit(fake, caf::exit_reason::user_shutdown);
 }
 
+
+TEST_CASE("cluster: a forwarded send whose request is lost is asked again and runs once") {
+  // The owner's edge takes the first forwarded send and never answers it, as
+  // when CAF closes the link it came on (two nodes dialing each other at once).
+  auto lost = std::make_shared<std::atomic<int>>(0);
+  cluster_fixture f(3, [lost](runtime_options& o) {
+    o.cluster.request_timeout_ms = 300;  // the forwarder asks again after this
+    o.cluster.lose_send = [lost](const std::string&) { return lost->fetch_add(1) == 0; };
+  });
+  f.agent(0);
+  manifest t = f.thread(0);
+  const size_t via = (f.owner(t.id) + 1) % f.n;
+  run_input in;
+  in.text = "hello once";
+  run_result r;
+  status s = f.nodes[via]->send(t.id, in).wait(&r, 30s);
+  INFO(s.to_string());
+  REQUIRE(s.is_ok());
+  CHECK(r.text == "done");
+  CHECK(lost->load() >= 2);  // the first was lost, a repeat went through
+  // One run in the log: one input, one result.
+  std::vector<event> events;
+  REQUIRE(f.nodes[via]->read(t.id, history_view::complete, 0, 1000, &events).is_ok());
+  size_t inputs = 0, results = 0;
+  for (const auto& e : events) {
+    if (e.type == event_type::message && e.role == message_role::user) ++inputs;
+    if (e.type == event_type::result) ++results;
+  }
+  CHECK(inputs == 1);
+  CHECK(results == 1);
+  // Later sends through the same node go through at once.
+  CHECK(f.run(via, t.id, "again").text == "done");
+}
