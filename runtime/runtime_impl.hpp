@@ -9,6 +9,7 @@
 #include <atomic>
 #include <map>
 #include <set>
+#include <shared_mutex>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -95,7 +96,14 @@ struct runtime::impl {
   // serves it until its pass marks the key, answers "moving" until the work
   // is handed, then forwards to the target owner.
   status route_work(const std::string& key, std::string* node) const;
-  status work_node(const std::string& agent_id, std::string* node) const;
+  // route_work() for a call on this node's copy of the work under `key` (an
+  // agent's, work_home_key): when it is served here, *gate holds that key's
+  // gate shared for the call, so that a pass marking the key waits for calls
+  // in flight (release_work) and none starts after the mark.
+  using work_gate = std::shared_lock<std::shared_mutex>;
+  status work_node(const std::string& key, std::string* node, work_gate* gate);
+  std::mutex work_gates_mu;  // guards work_gates (the map, not the gates)
+  std::map<std::string, std::unique_ptr<std::shared_mutex>, std::less<>> work_gates;
   // Asks `node`'s edge (work_atom, xs...) and takes its answer.
   template <class T, class... Ts>
   status ask_work(const std::string& node, T* out, Ts&&... xs) {
@@ -184,8 +192,8 @@ struct runtime::impl {
   status mark(const std::string& id, const std::string& to);
   status release_schedules(const cluster_view& v, std::vector<std::pair<std::string, std::string>>* moving);
   status hand_schedules(const std::vector<std::pair<std::string, std::string>>& moving, uint64_t* moved);
-  // The agents whose work home moves: their keys marked, their items' index
-  // settled, before any thread moves; once their items moved (as threads, with
+  // The agents whose work home moves: their keys marked, and the calls on their
+  // work in flight here ended, before any thread moves; once their items moved (as threads, with
   // their rows and triples), their sessions and suggestions are sent, adopted,
   // and erased here (runtime_work.cpp). `work_handed`: keys handed in this
   // process (after a restart mid-change a marked key answers "moving" until

@@ -69,12 +69,21 @@ status runtime::impl::route_work(const std::string& key, std::string* node) cons
   return status::ok();
 }
 
-status runtime::impl::work_node(const std::string& agent_id, std::string* node) const {
+status runtime::impl::work_node(const std::string& key, std::string* node, work_gate* gate) {
   node->clear();
   SKEIN_TRY(check_open());
-  if (!cluster) return status::ok();
-  SKEIN_TRY(validate_id(agent_id, "agent_id"));
-  return route_work(work_home_key(agent_id), node);
+  if (!cluster || key.empty()) return status::ok();
+  std::shared_mutex* g = nullptr;
+  {
+    std::lock_guard lock{work_gates_mu};
+    auto& slot = work_gates[key];
+    if (!slot) slot = std::make_unique<std::shared_mutex>();
+    g = slot.get();
+  }
+  *gate = work_gate{*g};  // before the route: a mark made after it waits for this call
+  SKEIN_TRY(route_work(key, node));
+  if (!node->empty()) gate->unlock();  // forwarded: nothing here to hold
+  return status::ok();
 }
 
 status runtime::impl::item_node(const std::string& thread_id, std::string* node) const {
@@ -94,9 +103,17 @@ status runtime::impl::release_work(const cluster_view& v, std::vector<std::pair<
     const std::string& to = v.target_ring.owner_id(key);
     if (to == cluster->self()) continue;
     // Marked durably first: from now on calls for the agent's work answer
-    // "moving" here until it is handed, then go to its new home.
+    // "moving" here until it is handed, then go to its new home. Then the
+    // calls in flight end (their rows are written) before anything moves.
     SKEIN_TRY(mark(key, to));
-    if (work) work->settle(agent);  // after any creation or transition in flight
+    std::shared_mutex* g = nullptr;
+    {
+      std::lock_guard lock{work_gates_mu};
+      auto& slot = work_gates[key];
+      if (!slot) slot = std::make_unique<std::shared_mutex>();
+      g = slot.get();
+    }
+    std::unique_lock drained{*g};
     moving->emplace_back(agent, to);
   }
   return status::ok();
@@ -150,11 +167,14 @@ status runtime::impl::adopt_work(const std::string& agent_id, std::vector<log_ro
     return w->call;                                                           \
   } while (false)
 
-// A call by agent: on its work home.
+// A call by agent: on its work home (the key's gate held while it runs here).
 #define SKEIN_WORK_OF(agent, call, ...)                                            \
   do {                                                                             \
+    SKEIN_TRY(impl_->check_open());                                                \
+    if (impl_->cluster) SKEIN_TRY(validate_id(agent, "agent_id"));                 \
     std::string node;                                                              \
-    SKEIN_TRY(impl_->work_node(agent, &node));                                     \
+    runtime::impl::work_gate gate;                                                 \
+    SKEIN_TRY(impl_->work_node(impl_->cluster ? work_home_key(agent) : std::string{}, &node, &gate)); \
     if (!node.empty()) return impl_->ask_work(node, out, __VA_ARGS__);             \
     SKEIN_WORK(call);                                                              \
   } while (false)
@@ -285,14 +305,13 @@ status runtime::list_suggestions(const std::string& agent_id, bool all, std::vec
 
 // A suggestion's id leads with its agent's work home key (work_suggestion_id);
 // one minted before that is looked for here.
-#define SKEIN_SUGGESTION(id, call, atom)                                      \
-  do {                                                                        \
-    std::string node;                                                         \
-    SKEIN_TRY(impl_->check_open());                                           \
-    std::string_view key = work_home_key_of(id);                              \
-    if (!key.empty()) SKEIN_TRY(impl_->route_work(std::string{key}, &node));  \
-    if (!node.empty()) return impl_->ask_work(node, out, atom, id);           \
-    SKEIN_WORK(call);                                                         \
+#define SKEIN_SUGGESTION(id, call, atom)                                            \
+  do {                                                                              \
+    std::string node;                                                               \
+    runtime::impl::work_gate gate;                                                  \
+    SKEIN_TRY(impl_->work_node(std::string{work_home_key_of(id)}, &node, &gate));   \
+    if (!node.empty()) return impl_->ask_work(node, out, atom, id);                 \
+    SKEIN_WORK(call);                                                               \
   } while (false)
 
 status runtime::promote_suggestion(const std::string& suggestion_id, work_create_result* out) {

@@ -120,11 +120,6 @@ void work_service::adopt_item(const std::string& agent_id, const std::string& th
   put_open(ix, r.thread_id, r.item, r.vector);
 }
 
-void work_service::settle(const std::string& agent_id) {
-  auto& ix = index_of(agent_id);
-  std::lock_guard lock{ix.mu};
-}
-
 std::vector<std::vector<float>> work_service::embed(const std::string& agent_id, std::vector<std::string> texts) {
   std::shared_ptr<embedder> e;
   if (texts.empty() || !hooks_.embedder_of || !hooks_.embedder_of(agent_id, &e) || !e) return {};

@@ -66,9 +66,6 @@ class work_service {
   // open, joins the agent's index. A row that does not decode is left out, as
   // at rebuild.
   void adopt_item(const std::string& agent_id, const std::string& thread_id);
-  // Waits for the agent's creation or transition in flight (its index lock):
-  // a membership change moves its work next.
-  void settle(const std::string& agent_id);
 
   status create_item(const work_create& in, work_create_result* out);
   status touch_item(const std::string& thread_id, work_entry* out);
