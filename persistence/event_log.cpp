@@ -866,20 +866,14 @@ status event_log::erase_work_rows(const std::string& id, const std::vector<std::
     std::string_view agent = std::string_view{k}.substr(2, k.size() - 2 - id.size() - 1);
     batch->Delete(impl_->cf(cf_work), keys::work_key(agent, id));
   }
-  // Every triple naming the thread, as subject or object, with all three of its keys.
-  std::string node = "thread:" + id;
-  for (const auto& prefix : {keys::graph_subject_prefix(node), keys::graph_object_prefix(node)}) {
-    std::vector<work_triple> found;
-    SKEIN_TRY(scan_side(side_cf::graph, prefix, [&](std::string_view key, std::string_view value) {
-      work_triple t;
-      // A row that does not decode cannot name its twin keys: it goes by its own.
-      if (decode_triple(value, &t)) found.push_back(std::move(t));
-      else batch->Delete(impl_->cf(cf_graph), rocksdb::Slice(key.data(), key.size()));
-      return true;
-    }));
-    for (const auto& t : found)
-      for (const auto& r : triple_erase_rows(t)) batch->Delete(impl_->cf(cf_graph), r.key);
-  }
+  // Every triple naming the thread, as subject or object, with all three of its
+  // keys; a row that does not decode cannot name its twin keys: it goes by its own.
+  std::set<std::string> triples;
+  std::vector<std::string> undecodable;
+  std::unique_ptr<rocksdb::Iterator> graph{impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->cf(cf_graph))};
+  SKEIN_TRY(thread_triple_keys(graph.get(), id, &triples, &undecodable));
+  for (const auto& k : triples) batch->Delete(impl_->cf(cf_graph), k);
+  for (const auto& k : undecodable) batch->Delete(impl_->cf(cf_graph), k);
   return status::ok();
 }
 

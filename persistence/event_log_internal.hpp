@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <rocksdb/db.h>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,6 +51,17 @@ struct log_end {
 // family (prefix mode is enough: it stays within the thread's prefix). A key of
 // the thread's range that is no seq key (another length) is looked past.
 status find_log_end(rocksdb::Iterator* events, std::string_view thread_id, log_end* out);
+
+// The keys of every graph triple naming thread `id` (as subject or object),
+// each under all three of its keys, read through `graph`, an iterator of the
+// graph family (a snapshot's when made with one). *undecodable: the keys under
+// the thread's two prefixes whose triple does not decode (they cannot name
+// their twin keys). Work items: erase_thread erases them, thread_rows moves them.
+status thread_triple_keys(rocksdb::Iterator* graph, std::string_view id, std::set<std::string>* keys,
+                          std::vector<std::string>* undecodable);
+
+// The exclusive upper bound of the keys that start with `prefix`.
+std::string prefix_end(std::string prefix);
 
 // The manifest a read reports for a stored threads row and its log's end
 // (the derivation at the top of event_log.cpp): last_seq from the log always;

@@ -37,8 +37,8 @@ bool names_thread(const work_triple& t, std::string_view id) {
 }
 
 bool is_key_of_triple(std::string_view key, const work_triple& t) {
-  for (const auto& r : triple_rows(t))
-    if (r.key == key) return true;
+  for (const auto& k : triple_keys(t))
+    if (k == key) return true;
   return false;
 }
 
@@ -49,6 +49,32 @@ bool is_effect_key_of(std::string_view key, std::string_view thread) {
 }
 
 }  // namespace
+
+namespace detail {
+
+std::string prefix_end(std::string prefix) {
+  prefix.back() = static_cast<char>(prefix.back() + 1);
+  return prefix;
+}
+
+status thread_triple_keys(rocksdb::Iterator* graph, std::string_view id, std::set<std::string>* keys,
+                          std::vector<std::string>* undecodable) {
+  std::string node = "thread:" + std::string{id};
+  for (const auto& prefix : {keys::graph_subject_prefix(node), keys::graph_object_prefix(node)}) {
+    for (graph->Seek(prefix); graph->Valid() && graph->key().starts_with(prefix); graph->Next()) {
+      work_triple t;
+      if (!decode_triple(graph->value().ToStringView(), &t)) {
+        undecodable->push_back(graph->key().ToString());
+        continue;
+      }
+      for (auto& k : triple_keys(t)) keys->insert(std::move(k));
+    }
+    SKEIN_TRY(from_rocks(graph->status(), "read graph of " + std::string{id}));
+  }
+  return status::ok();
+}
+
+}  // namespace detail
 
 status event_log::thread_rows(std::string_view thread_id, std::vector<log_row>* out) const {
   SKEIN_TRY(validate_id(thread_id, "thread id"));
@@ -77,9 +103,8 @@ status event_log::thread_rows(std::string_view thread_id, std::vector<log_row>* 
     return from_rocks(it->status(), std::string{"read "} + cf_names[family] + " of " + id);
   };
   for (cf_id family : ranged) SKEIN_TRY(scan(family, keys::event_prefix(id), keys::event_prefix_end(id)));
-  std::string idem = keys::idempotency_prefix(id), idem_end = idem;
-  idem_end.back() = static_cast<char>(idem_end.back() + 1);
-  SKEIN_TRY(scan(cf_index, idem, idem_end));
+  std::string idem = keys::idempotency_prefix(id);
+  SKEIN_TRY(scan(cf_index, idem, prefix_end(idem)));
   for (const auto& k : index_keys_of(m)) {
     std::string value;
     auto g = impl_->db->Get(ro, impl_->cf(cf_index), k, &value);
@@ -96,25 +121,14 @@ status event_log::thread_rows(std::string_view thread_id, std::vector<log_row>* 
       SKEIN_TRY(from_rocks(g, "read work row of " + id));
       out->push_back({static_cast<uint8_t>(cf_work), key, std::move(value)});
     }
-    std::set<std::string> triple_keys;
-    std::string node = "thread:" + id;
-    for (const auto& prefix : {keys::graph_subject_prefix(node), keys::graph_object_prefix(node)}) {
-      std::string end = prefix;
-      end.back() = static_cast<char>(end.back() + 1);
-      rocksdb::Slice upper{end};
-      rocksdb::ReadOptions r = ro;
-      r.iterate_upper_bound = &upper;
-      std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(r, impl_->cf(cf_graph))};
-      for (it->Seek(prefix); it->Valid(); it->Next()) {
-        work_triple t;
-        if (!decode_triple(it->value().ToStringView(), &t))
-          return status::corruption("graph key " + printable_key(it->key().ToString()) + " of thread " + id +
-                                    " does not decode, so the item cannot move: repair or delete it");
-        for (const auto& row : triple_rows(t)) triple_keys.insert(row.key);
-      }
-      SKEIN_TRY(from_rocks(it->status(), "read graph of " + id));
-    }
-    for (const auto& k : triple_keys) {
+    std::set<std::string> triples;
+    std::vector<std::string> undecodable;
+    std::unique_ptr<rocksdb::Iterator> graph{impl_->db->NewIterator(ro, impl_->cf(cf_graph))};
+    SKEIN_TRY(thread_triple_keys(graph.get(), id, &triples, &undecodable));
+    if (!undecodable.empty())
+      return status::corruption("graph key " + printable_key(undecodable.front()) + " of thread " + id +
+                                " does not decode, so the item cannot move: repair or delete it");
+    for (const auto& k : triples) {
       std::string value;
       auto t = impl_->db->Get(ro, impl_->cf(cf_graph), k, &value);
       if (t.IsNotFound()) continue;
@@ -297,8 +311,7 @@ status event_log::agent_work_rows(std::string_view agent_id, std::vector<log_row
   SKEIN_TRY(validate_id(agent_id, "agent_id"));
   out->clear();
   snapshot_guard snap{impl_->db.get()};
-  std::string prefix = keys::work_prefix(agent_id), end = prefix;
-  end.back() = static_cast<char>(end.back() + 1);
+  std::string prefix = keys::work_prefix(agent_id), end = prefix_end(prefix);
   for (cf_id family : {cf_sessions, cf_suggestions}) {
     rocksdb::Slice upper{end};
     rocksdb::ReadOptions ro;
@@ -348,8 +361,7 @@ status event_log::adopt_agent_work(std::string_view agent_id, const std::vector<
 status event_log::erase_agent_work(std::string_view agent_id) {
   SKEIN_TRY(validate_id(agent_id, "agent_id"));
   if (!writable()) return refusal();
-  std::string prefix = keys::work_prefix(agent_id), end = prefix;
-  end.back() = static_cast<char>(end.back() + 1);
+  std::string prefix = keys::work_prefix(agent_id), end = prefix_end(prefix);
   rocksdb::WriteBatch batch;
   batch.DeleteRange(impl_->cf(cf_sessions), prefix, end);
   batch.DeleteRange(impl_->cf(cf_suggestions), prefix, end);

@@ -151,22 +151,17 @@ std::string encode_triple(const work_triple& t) {
   return value;
 }
 
+}  // namespace
+
 std::vector<std::string> triple_keys(const work_triple& t) {
   return {joined({t.subject, t.predicate, t.object}, "s/"), joined({t.object, t.predicate, t.subject}, "o/"),
           joined({t.agent_id, t.subject, t.predicate, t.object}, "g/")};
 }
-}  // namespace
 
 std::vector<side_row> triple_rows(const work_triple& t) {
   std::string value = encode_triple(t);
   std::vector<side_row> rows;
   for (auto& k : triple_keys(t)) rows.push_back({side_row::op::put, std::move(k), value, side_cf::graph});
-  return rows;
-}
-
-std::vector<side_row> triple_erase_rows(const work_triple& t) {
-  std::vector<side_row> rows;
-  for (auto& k : triple_keys(t)) rows.push_back({side_row::op::erase, std::move(k), {}, side_cf::graph});
   return rows;
 }
 

@@ -45,8 +45,8 @@ std::string suggestion_key(std::string_view agent, std::string_view id);
 side_row work_row_put(const work_row& r);
 side_row work_row_erase(std::string_view agent, std::string_view thread);
 // The three keys of one triple (by subject, by object, by agent), all holding it.
+std::vector<std::string> triple_keys(const work_triple& t);
 std::vector<side_row> triple_rows(const work_triple& t);
-std::vector<side_row> triple_erase_rows(const work_triple& t);
 side_row session_row_put(const work_session_row& s);
 side_row suggestion_row_put(const work_suggestion& s);
 

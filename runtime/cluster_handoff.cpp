@@ -46,8 +46,6 @@ namespace {
 const std::string active_row = "node/cluster/active";
 const std::string previous_row = "node/cluster/previous";
 const std::string mark_prefix = "node/handoff/";
-// A handoff message carries at most about this much of a thread's rows.
-constexpr size_t part_bytes_max = 1 << 20;
 // Rows of threads being handed here, buffered until their last part, at most
 // (all senders together): a peer that never sends the last part cannot make
 // this node hold more.
@@ -68,6 +66,21 @@ bool has_member(const std::vector<cluster_member>& list, const std::string& id) 
 }
 
 }  // namespace
+
+std::vector<std::vector<log_row>> handoff_parts(std::vector<log_row> rows) {
+  std::vector<std::vector<log_row>> parts;
+  size_t bytes = 0;
+  for (auto& r : rows) {
+    size_t n = r.key.size() + r.value.size();
+    if (parts.empty() || (bytes + n > handoff_part_bytes_max && !parts.back().empty())) {
+      parts.emplace_back();
+      bytes = 0;
+    }
+    bytes += n;
+    parts.back().push_back(std::move(r));
+  }
+  return parts;
+}
 
 status runtime::impl::mark(const std::string& id, const std::string& to) {
   if (marked(id)) return status::ok();
@@ -282,18 +295,9 @@ status runtime::impl::handoff(const std::string& id, const std::string& to, hand
   // Inputs accepted but not yet run: the thread is not idle after all.
   if (std::any_of(rows.begin(), rows.end(), [](const log_row& r) { return r.family == log_row_inbox_family; }))
     return unmark();
-  // In parts of about part_bytes_max; the last one makes the new owner write them all.
-  std::vector<std::vector<log_row>> parts(1);
-  size_t bytes = 0;
-  for (auto& r : rows) {
-    size_t n = r.key.size() + r.value.size();
-    if (bytes + n > part_bytes_max && !parts.back().empty()) {
-      parts.emplace_back();
-      bytes = 0;
-    }
-    bytes += n;
-    parts.back().push_back(std::move(r));
-  }
+  // In parts (never none: a thread has its threads row); the last one makes the
+  // new owner write them all.
+  std::vector<std::vector<log_row>> parts = handoff_parts(std::move(rows));
   const auto count = static_cast<uint32_t>(parts.size());
   for (uint32_t i = 0; i < count; ++i)
     SKEIN_TRY(cluster->call(to, [](bool) {}, adopt_atom::value, id, i, count, std::move(parts[i])));

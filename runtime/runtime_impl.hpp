@@ -48,6 +48,12 @@ status cluster_gather(cluster_link& link, std::vector<T>* out, Local local, Ts&&
   return status::ok();
 }
 
+// Rows handed to another node go in parts of about this many bytes (a part
+// holds one row more when a single row is larger).
+inline constexpr size_t handoff_part_bytes_max = 1 << 20;
+// `rows` in such parts, in order; none for none.
+std::vector<std::vector<log_row>> handoff_parts(std::vector<log_row> rows);
+
 struct runtime::impl {
   runtime_options options;
   std::unique_ptr<event_log> log;
@@ -102,6 +108,9 @@ struct runtime::impl {
   // in flight (release_work) and none starts after the mark.
   using work_gate = std::shared_lock<std::shared_mutex>;
   status work_node(const std::string& key, std::string* node, work_gate* gate);
+  // work_node() for a call by agent (its id checked first in a cluster).
+  status agent_work_node(const std::string& agent_id, std::string* node, work_gate* gate);
+  std::shared_mutex& gate_of(const std::string& key);
   std::mutex work_gates_mu;  // guards work_gates (the map, not the gates)
   std::map<std::string, std::unique_ptr<std::shared_mutex>, std::less<>> work_gates;
   // Asks `node`'s edge (work_atom, xs...) and takes its answer.
@@ -185,11 +194,12 @@ struct runtime::impl {
   status adopt(std::string id, uint32_t part, uint32_t parts, std::vector<log_row> rows, bool* adopted);
   // A schedule handed here (its definition and history): written, then armed.
   status adopt_schedule(std::string id, std::vector<log_row> rows, bool* adopted);
+  // Marks `id` (a thread, a schedule, an agent's work key) as handed to node
+  // `to`, durably before anything of it leaves: this node never serves it
+  // again (cluster_handoff.cpp).
+  status mark(const std::string& id, const std::string& to);
   // The schedules this node hands over in a pass: marked and released (they
   // never fire here again) before any thread moves; sent once their threads did.
-  // Marks `id` (a thread or schedule) as handed to node `to`, durably before
-  // anything of it leaves: this node never serves it again (cluster_handoff.cpp).
-  status mark(const std::string& id, const std::string& to);
   status release_schedules(const cluster_view& v, std::vector<std::pair<std::string, std::string>>* moving);
   status hand_schedules(const std::vector<std::pair<std::string, std::string>>& moving, uint64_t* moved);
   // The agents whose work home moves: their keys marked, and the calls on their

@@ -22,10 +22,7 @@
 namespace skein {
 namespace {
 
-// A handoff message carries at most about this much of an agent's work rows
-// (one row more when a single row is larger).
-constexpr size_t work_part_bytes_max = 1 << 20;
-// What a node takes in one such message.
+// What a node takes in one message of an agent's work rows.
 constexpr size_t work_adopt_bytes_max = 64 << 20;
 
 // Merged triples in one order whichever node holds them: `first` (a lens's
@@ -69,21 +66,29 @@ status runtime::impl::route_work(const std::string& key, std::string* node) cons
   return status::ok();
 }
 
+std::shared_mutex& runtime::impl::gate_of(const std::string& key) {
+  std::lock_guard lock{work_gates_mu};
+  auto& slot = work_gates[key];
+  if (!slot) slot = std::make_unique<std::shared_mutex>();
+  return *slot;
+}
+
 status runtime::impl::work_node(const std::string& key, std::string* node, work_gate* gate) {
   node->clear();
   SKEIN_TRY(check_open());
   if (!cluster || key.empty()) return status::ok();
-  std::shared_mutex* g = nullptr;
-  {
-    std::lock_guard lock{work_gates_mu};
-    auto& slot = work_gates[key];
-    if (!slot) slot = std::make_unique<std::shared_mutex>();
-    g = slot.get();
-  }
-  *gate = work_gate{*g};  // before the route: a mark made after it waits for this call
+  *gate = work_gate{gate_of(key)};  // before the route: a mark made after it waits for this call
   SKEIN_TRY(route_work(key, node));
   if (!node->empty()) gate->unlock();  // forwarded: nothing here to hold
   return status::ok();
+}
+
+status runtime::impl::agent_work_node(const std::string& agent_id, std::string* node, work_gate* gate) {
+  node->clear();
+  SKEIN_TRY(check_open());
+  if (!cluster) return status::ok();
+  SKEIN_TRY(validate_id(agent_id, "agent_id"));
+  return work_node(work_home_key(agent_id), node, gate);
 }
 
 status runtime::impl::item_node(const std::string& thread_id, std::string* node) const {
@@ -106,14 +111,7 @@ status runtime::impl::release_work(const cluster_view& v, std::vector<std::pair<
     // "moving" here until it is handed, then go to its new home. Then the
     // calls in flight end (their rows are written) before anything moves.
     SKEIN_TRY(mark(key, to));
-    std::shared_mutex* g = nullptr;
-    {
-      std::lock_guard lock{work_gates_mu};
-      auto& slot = work_gates[key];
-      if (!slot) slot = std::make_unique<std::shared_mutex>();
-      g = slot.get();
-    }
-    std::unique_lock drained{*g};
+    std::unique_lock drained{gate_of(key)};
     moving->emplace_back(agent, to);
   }
   return status::ok();
@@ -125,20 +123,9 @@ status runtime::impl::hand_work(const std::vector<std::pair<std::string, std::st
     if (pass_stop) return status::unavailable("node " + cluster->self() + " is closing");
     std::vector<log_row> rows;
     SKEIN_TRY(log->agent_work_rows(agent, &rows));
-    std::vector<std::vector<log_row>> parts;
-    size_t bytes = 0;
-    for (auto& r : rows) {
-      size_t n = r.key.size() + r.value.size();
-      if (parts.empty() || (bytes + n > work_part_bytes_max && !parts.back().empty())) {
-        parts.emplace_back();
-        bytes = 0;
-      }
-      bytes += n;
-      parts.back().push_back(std::move(r));
-    }
     // Each part is written as it comes (the rows are the agent's own, and no
     // call writes them there before the handoff ends); erased here after the last.
-    for (auto& part : parts)
+    for (auto& part : handoff_parts(std::move(rows)))
       SKEIN_TRY(cluster->call(to, [](bool) {}, work_atom::value, adopt_atom::value, agent, std::move(part)));
     SKEIN_TRY(journal_run(*sys, actors.journal, [&agent](event_log& l) { return l.erase_agent_work(agent); }));
     std::lock_guard lock{marks_mu};
@@ -168,15 +155,13 @@ status runtime::impl::adopt_work(const std::string& agent_id, std::vector<log_ro
   } while (false)
 
 // A call by agent: on its work home (the key's gate held while it runs here).
-#define SKEIN_WORK_OF(agent, call, ...)                                            \
-  do {                                                                             \
-    SKEIN_TRY(impl_->check_open());                                                \
-    if (impl_->cluster) SKEIN_TRY(validate_id(agent, "agent_id"));                 \
-    std::string node;                                                              \
-    runtime::impl::work_gate gate;                                                 \
-    SKEIN_TRY(impl_->work_node(impl_->cluster ? work_home_key(agent) : std::string{}, &node, &gate)); \
-    if (!node.empty()) return impl_->ask_work(node, out, __VA_ARGS__);             \
-    SKEIN_WORK(call);                                                              \
+#define SKEIN_WORK_OF(agent, call, ...)                                \
+  do {                                                                 \
+    std::string node;                                                  \
+    runtime::impl::work_gate gate;                                     \
+    SKEIN_TRY(impl_->agent_work_node(agent, &node, &gate));            \
+    if (!node.empty()) return impl_->ask_work(node, out, __VA_ARGS__); \
+    SKEIN_WORK(call);                                                  \
   } while (false)
 
 status runtime::create_item(const work_create& in, work_create_result* out) {
