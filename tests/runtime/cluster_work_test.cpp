@@ -513,3 +513,65 @@ TEST_CASE("cluster: an item's rows and an agent's work adopted by another log, a
   REQUIRE(src->agent_work_rows("rival", &back).is_ok());
   CHECK(back.size() == rival_work.size());
 }
+
+TEST_CASE("cluster: an agent's work whose move was cut short answers moving, and a rerun moves it whole") {
+  cluster_fixture f;
+  f.agent(0);
+  const size_t n4 = f.add_member();
+  f.open(n4);
+  const rendezvous four{{"n1", "n2", "n3", "n4"}};
+  std::string agent;
+  for (int i = 0; agent.empty(); ++i) {
+    std::string id = "mover-" + std::to_string(i);
+    if (four.owner(work_home_key(id)) == 3) agent = id;
+  }
+  make_agent(f, 0, agent);
+  const size_t old_home = home_of(f, agent, 3);
+  std::vector<std::string> items;
+  const std::vector<std::string> texts = {"fire the kiln", "moor at the harbor", "shape the anvil"};
+  for (size_t k = 0; k < 3; ++k) items.push_back(create(f, k, agent, texts[k]).thread.id);
+  close_session(f, 0, agent, "s1", {topic});
+  close_session(f, 1, agent, "s2", {topic});
+  auto third = close_session(f, 2, agent, "s3", {topic});
+  REQUIRE(third.suggestions.size() == 1);
+  // Enough other threads that the new home goes away while threads still move.
+  for (size_t k = 0; k < 600; ++k) f.thread(k % 3);
+  for (size_t i = 0; i < 3; ++i) REQUIRE(f.nodes[i]->reload_cluster(f.members).is_ok());
+  cluster_rebalance_state st = f.cut_short_rebalance(0, n4, 10);
+
+  // The old home marked the agent's key before any thread moved: its work
+  // answers "moving" through every node, after a restart of the old home too;
+  // nothing is created meanwhile.
+  f.close(old_home);
+  f.open(old_home);
+  for (size_t via = 0; via < 3; ++via) {
+    work_list_page page;
+    status s = f.nodes[via]->list_items(work_list_query{agent}, &page);
+    INFO("via n" << via + 1 << ": " << s.to_string());
+    CHECK(s.code() == errc::unavailable);
+    CHECK(s.message().find("moving") != std::string::npos);
+    work_create c;
+    c.agent_id = agent;
+    c.text = "sneaked in while moving";
+    work_create_result r;
+    CHECK(f.nodes[via]->create_item(c, &r).code() == errc::unavailable);
+  }
+
+  // A rerun moves it whole: items, sessions, the suggestion, on the new home.
+  f.open(n4);
+  status s = f.rerun_rebalance(1, &st);
+  INFO(s.to_string() << " " << st.error);
+  REQUIRE(s.is_ok());
+  for (size_t via = 0; via < 4; ++via) {
+    auto page = list(f, via, agent);
+    CHECK(page.items.size() == 3);
+    std::vector<work_suggestion> pending;
+    REQUIRE(f.nodes[via]->list_suggestions(agent, false, &pending).is_ok());
+    REQUIRE(pending.size() == 1);
+    CHECK(pending[0].id == third.suggestions[0].id);
+  }
+  for (const auto& id : items) CHECK(f.owner(id) == n4);
+  auto fourth = close_session(f, 3, agent, "s4", {topic});
+  REQUIRE(fourth.suggestions.size() == 1);
+  CHECK(fourth.suggestions[0].sessions.size() == 4);
+}
