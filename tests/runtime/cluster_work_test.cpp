@@ -236,9 +236,7 @@ TEST_CASE("cluster: an agent's work lives on its home and answers the same throu
   self->request(*home_edge, 5s, item_atom::value, relate_atom::value, items[1], std::string(100000, 'x'))
       .receive([&](work_entry&) {}, [&](caf::error& err) { big = to_status(err); });
   CHECK(big.code() == errc::invalid_input);
-  work_list_page page;
-  REQUIRE(f.nodes[away]->list_items(work_list_query{"helper"}, &page).is_ok());
-  CHECK(page.items.size() == 2);  // nothing was created
+  CHECK(list(f, away, "helper").items.size() == 2);  // nothing was created
 }
 
 TEST_CASE("cluster: each work message round-trips through the wire encoding") {
@@ -545,8 +543,10 @@ TEST_CASE("cluster: an agent's work whose move was cut short answers moving, and
   f.close(old_home);
   f.open(old_home);
   for (size_t via = 0; via < 3; ++via) {
+    work_list_query q;
+    q.agent_id = agent;
     work_list_page page;
-    status s = f.nodes[via]->list_items(work_list_query{agent}, &page);
+    status s = f.nodes[via]->list_items(q, &page);
     INFO("via n" << via + 1 << ": " << s.to_string());
     CHECK(s.code() == errc::unavailable);
     CHECK(s.message().find("moving") != std::string::npos);
