@@ -65,19 +65,20 @@ agent_config bench_agent(std::string engine_config) {
 }
 
 status open_bench_runtime(const bench_options& options, const std::string& name, runtime_options ro,
-                          const agent_config& agent, std::unique_ptr<runtime>* out) {
+                          const agent_config& agent, std::unique_ptr<runtime>* out, size_t threads,
+                          std::vector<std::string>* ids) {
   ro.data_dir = options.dir + "/" + name;
   std::error_code ec;
   std::filesystem::remove_all(ro.data_dir, ec);
   if (ec) return status::io_error("cannot clear " + ro.data_dir + ": " + ec.message());
   SKEIN_TRY(runtime::open(std::move(ro), out));
-  return (*out)->create_agent(agent);
+  SKEIN_TRY((*out)->create_agent(agent));
+  return threads > 0 ? create_bench_threads(**out, agent.id, threads, options.quiet, ids) : status::ok();
 }
 
 status open_built_runtime(const std::string& path, std::unique_ptr<runtime>* out) {
   runtime_options ro;
   ro.data_dir = path;
-  ro.mode = durability::sync;
   ro.effects.titles = ro.effects.embeddings = ro.effects.compaction = false;
   SKEIN_TRY(runtime::open(std::move(ro), out));
   if (!(*out)->repaired_at_open().empty())

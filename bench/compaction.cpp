@@ -14,7 +14,6 @@ status run_compaction(const bench_options& options, result* out) {
   uint64_t long_events = buildable_length(static_cast<uint64_t>(100'000 * options.scale));
   runtime_options ro;
   ro.data_dir = options.dir + "/compaction";
-  ro.mode = durability::sync;
   std::vector<std::string> ids[4];  // pure, summarized, cold without and with a compaction
   {
     std::unique_ptr<event_log> log;
@@ -48,9 +47,7 @@ status run_compaction(const bench_options& options, result* out) {
       compact_options o;
       o.stages = *stages;
       compact_result r;
-      auto start = bench_clock::now();
-      SKEIN_TRY(rt->compact(id, o, &r));
-      ns.push_back((bench_clock::now() - start).count());
+      SKEIN_TRY(timed(&ns, [&] { return rt->compact(id, o, &r); }));
       if (!r.compacted) return status::corruption("thread " + id + ": not compacted: " + r.reason);
       last = r;
     }

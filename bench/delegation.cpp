@@ -57,8 +57,8 @@ status run_delegation(const bench_options& options, result* out) {
     }));
     double seconds = seconds_since(start, bench_clock::now());
     // The delegated row comes first.
-    t.rows.insert(t.rows.begin(), std::vector<cell>{text(label), num(n / seconds), num(quantile_us(ns, 0.5) / 1000),
-                                                    num(quantile_us(ns, 0.99) / 1000)});
+    t.rows.insert(t.rows.begin(), std::vector<cell>{text(label), num(n / seconds), num(ms_at(ns, 0.5)),
+                                                    num(ms_at(ns, 0.99))});
   }
   for (size_t i = 0; i < n; i += std::max<size_t>(1, n / 100)) {
     manifest m;

@@ -33,17 +33,15 @@ status run_effects(const bench_options& options, result* out) {
   std::vector<std::vector<cell>> effect_rows;  // of the pass with effects on
   double per_s[2] = {};
   for (bool on : {false, true}) {
-    runtime_options ro;
-    ro.mode = durability::sync;
+    runtime_options ro;  // durability sync, the default
     ro.effects.titles = ro.effects.embeddings = on;
-    agent_config agent = bench_agent(R"({"default":{"reply":"ok","latency_ms":0}})");
+    agent_config agent = bench_agent();
     agent.effects.titles = on;
     agent.effects.embedder = on ? "hashing" : "";
     agent.compaction.auto_tokens = on ? auto_compaction_tokens : 0;
     std::unique_ptr<runtime> rt;
-    SKEIN_TRY(open_bench_runtime(options, on ? "effects-on" : "effects-off", ro, agent, &rt));
     std::vector<std::string> ids;
-    SKEIN_TRY(create_bench_threads(*rt, agent.id, threads, options.quiet, &ids));
+    SKEIN_TRY(open_bench_runtime(options, on ? "effects-on" : "effects-off", ro, agent, &rt, threads, &ids));
     std::string padding(message_bytes, 'x');
     for (size_t i = 0; i < padding.size(); i += 8) padding[i] = ' ';  // words, for the embedder
     host_outcome o;
@@ -91,7 +89,7 @@ status run_effects(const bench_options& options, result* out) {
     SKEIN_TRY(rt->close());
     per_s[on] = o.per_s();
     t.rows.push_back({text(on ? "on" : "off"), num(o.completed), num(o.seconds()), num(o.per_s()),
-                      num(quantile_us(o.latencies_ns, 0.50) / 1000), num(quantile_us(o.latencies_ns, 0.99) / 1000),
+                      num(ms_at(o.latencies_ns, 0.50)), num(ms_at(o.latencies_ns, 0.99)),
                       num(st.compactions), drain_ms});
   }
   t.notes.push_back("on: titles, embeddings (hashing), automatic compaction past " +

@@ -308,11 +308,8 @@ status run_fanout(const bench_options& options, result* out) {
     if (::setrlimit(RLIMIT_NOFILE, &rl) != 0)
       return status::io_error("setrlimit(RLIMIT_NOFILE, " + std::to_string(needed) + "): " + std::strerror(errno));
   }
-  runtime_options ro;
-  ro.mode = durability::sync;
-  std::unique_ptr<runtime> rt;
-  SKEIN_TRY(open_bench_runtime(options, "fanout", ro, bench_agent(R"({"default":{"reply":"ok","latency_ms":0}})"),
-                               &rt));
+  std::unique_ptr<runtime> rt;  // durability sync, the default
+  SKEIN_TRY(open_bench_runtime(options, "fanout", {}, bench_agent(), &rt));
 
   table t{"", {col("stream_buffer_bytes_max"), col("events"), col("expected"), col("delivered"), col("", "MB", 1),
                col("subscribe", "s", 2), col("produce", "s", 2), col("deliver", "s", 2), col("events/s", "events/s"),

@@ -82,8 +82,8 @@ status run_history(const bench_options& options, result* out) {
                                 std::to_string(cold_samples * sets.size()) + " cold threads");
     for (size_t k = 0; k < sets.size(); ++k) {
       cold_rows.push_back({num(sets[k].history_events), num(cold_samples),
-                           num(quantile_us(activate[k], 0.50) / 1000), num(quantile_us(activate[k], 1.0) / 1000),
-                           num(quantile_us(run[k], 0.50) / 1000), num(quantile_us(run[k], 1.0) / 1000)});
+                           num(ms_at(activate[k], 0.50)), num(ms_at(activate[k], 1.0)),
+                           num(ms_at(run[k], 0.50)), num(ms_at(run[k], 1.0))});
     }
     SKEIN_TRY(rt->close());
   }
@@ -171,7 +171,7 @@ status run_history(const bench_options& options, result* out) {
       t.rows.push_back({num(set.history_events), text(kind == 0 ? "concurrent" : "sequential"), num(a.events),
                         num(a.seconds > 0 ? a.events / a.seconds : 0), num(a.us_per_event()),
                         num(a.writes > 0 ? static_cast<double>(a.events) / a.writes : 0),
-                        num(quantile_us(a.ns, 0.50) / 1000), num(quantile_us(a.ns, 0.99) / 1000)});
+                        num(ms_at(a.ns, 0.50)), num(ms_at(a.ns, 0.99))});
       if (!options.plot) continue;
       if (kind == 0)
         add_bar(out, "throughput-history", "history: throughput (events/s appended concurrently, higher is better)",

@@ -29,15 +29,16 @@ bench_server::~bench_server() {
   if (listener) listener->stop();
 }
 
-status post_run(http::client& client, const std::string& id, size_t n, run_result* out,
-                bench_clock::time_point* answered) {
+status post_run(http::client& client, const std::string& id, size_t n, const std::string& where,
+                const scripted_expect& want, bench_clock::time_point* answered) {
   std::string body = R"({"text":"run )" + std::to_string(n) + R"(","wait":true})";
   http::response res;
   status called = client.call("POST", "/v1/threads/" + id + "/entries", body, &res);
-  if (answered != nullptr) *answered = bench_clock::now();
-  SKEIN_TRY(called);
-  if (res.status != 200) return status::io_error("HTTP " + std::to_string(res.status) + ": " + res.body);
-  // The run_result inside the {"run":{...}} answer.
+  *answered = bench_clock::now();
+  if (called && res.status != 200) called = status::io_error("HTTP " + std::to_string(res.status) + ": " + res.body);
+  if (!called) return status{called.code(), where + called.message()};
+  // The run_result inside the {"run":{...}} answer, as far as check_scripted_run reads it.
+  run_result out;
   auto decode = [&] {
     json::document doc;
     json::dom::element run;
@@ -50,14 +51,14 @@ status post_run(http::client& client, const std::string& id, size_t n, run_resul
     SKEIN_TRY(r.string("outcome", &outcome));
     auto parsed = parse_run_outcome(outcome);
     if (!parsed) return status::corruption("response.run.outcome: unknown '" + outcome + "'");
-    out->outcome = *parsed;
-    SKEIN_TRY(r.string("text", &out->text));
-    SKEIN_TRY(r.string("error", &out->error));
-    SKEIN_TRY(r.uint("first_seq", &out->first_seq));
-    return r.uint("last_seq", &out->last_seq);
+    out.outcome = *parsed;
+    SKEIN_TRY(r.string("text", &out.text));
+    SKEIN_TRY(r.string("error", &out.error));
+    SKEIN_TRY(r.uint("first_seq", &out.first_seq));
+    return r.uint("last_seq", &out.last_seq);
   };
-  if (status s = decode(); !s) return status{s.code(), s.message() + " in " + res.body};
-  return status::ok();
+  if (status s = decode(); !s) return status{s.code(), where + s.message() + " in " + res.body};
+  return check_scripted_run(where, out, want);
 }
 
 status run_http(const bench_options& options, result* out) {
@@ -72,13 +73,9 @@ status run_http(const bench_options& options, result* out) {
   for (bool over_http : {true, false}) {
     const char* path = over_http ? "http" : "embedded";
     host_outcome& o = paths[over_http ? 0 : 1];
-    runtime_options ro;
-    ro.mode = durability::sync;
-    agent_config agent = bench_agent(R"({"default":{"reply":"ok","latency_ms":0}})");
     std::unique_ptr<runtime> rt;
-    SKEIN_TRY(open_bench_runtime(options, over_http ? "http" : "http-embedded", ro, agent, &rt));
     std::vector<std::string> ids;
-    SKEIN_TRY(create_bench_threads(*rt, agent.id, threads, options.quiet, &ids));
+    SKEIN_TRY(open_bench_runtime(options, over_http ? "http" : "http-embedded", {}, bench_agent(), &rt, threads, &ids));
     std::unique_ptr<bench_server> srv;
     if (over_http) SKEIN_TRY(bench_server::start(*rt, http::server_limits{}, io_threads, &srv));
     status driven;
@@ -93,15 +90,10 @@ status run_http(const bench_options& options, result* out) {
         for (size_t n = 0; n < runs_per_thread; ++n) {
           for (const auto& id : mine) {
             std::string where = "thread " + id + " run " + std::to_string(n) + ": ";
-            run_input in;
-            in.text = "run " + std::to_string(n);
-            run_result r;
-            bench_clock::time_point answered;
-            auto sent = bench_clock::now();
-            status s = client ? post_run(*client, id, n, &r, &answered) : rt->send(id, std::move(in)).wait(&r);
-            if (!client) answered = bench_clock::now();
-            s = s ? check_scripted_run(where, r) : status{s.code(), where + s.message()};
-            mo->record(sent, answered, s);
+            bench_clock::time_point sent = bench_clock::now(), answered;
+            status s = client ? post_run(*client, id, n, where, {}, &answered)
+                              : run_checked(*rt, id, "run " + std::to_string(n));
+            mo->record(sent, client ? answered : bench_clock::now(), s);
             bar.advance();
           }
         }
@@ -129,7 +121,7 @@ status run_http(const bench_options& options, result* out) {
   for (size_t k = 0; k < 2; ++k) {
     host_outcome& o = paths[k];
     t.rows.push_back({text(k == 0 ? "http" : "embedded"), num(o.completed), num(o.seconds()), num(o.per_s()),
-                      num(quantile_us(o.latencies_ns, 0.50) / 1000), num(quantile_us(o.latencies_ns, 0.99) / 1000),
+                      num(ms_at(o.latencies_ns, 0.50)), num(ms_at(o.latencies_ns, 0.99)),
                       num(o.failures)});
     if (options.plot)
       add_bar(out, "throughput-http", "http: throughput (runs/s, higher is better)", "runs/s",

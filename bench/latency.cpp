@@ -11,13 +11,10 @@ namespace skein::bench {
 
 status run_latency(const bench_options& options, result* out) {
   constexpr uint64_t engine_ms = 1000;
-  runtime_options ro;
-  ro.mode = durability::sync;
   agent_config agent = bench_agent(R"({"default":{"reply":"ok","latency_ms":)" + std::to_string(engine_ms) + "}}");
   std::unique_ptr<runtime> rt;
-  SKEIN_TRY(open_bench_runtime(options, "latency", ro, agent, &rt));
-  std::vector<std::string> ids;
-  SKEIN_TRY(create_bench_threads(*rt, agent.id, scaled_count(10'000, options.scale), options.quiet, &ids));
+  std::vector<std::string> ids;  // durability sync, the default
+  SKEIN_TRY(open_bench_runtime(options, "latency", {}, agent, &rt, scaled_count(10'000, options.scale), &ids));
 
   // Heap that earlier workloads freed but malloc kept would otherwise sit under the peak.
   ::malloc_trim(0);
@@ -34,7 +31,7 @@ status run_latency(const bench_options& options, result* out) {
   SKEIN_TRY(check_thread_logs(*rt, ids, ids.size(), {6, 1}));
   SKEIN_TRY(rt->close());
   // The same runs in flight on kernl (in memory, its mock model delayed alike).
-  kernl_row kernl;
+  measured_row kernl;
   run_kernl(ids.size(), 1, engine_ms, &kernl);
 
   constexpr double mib = 1 << 20;
@@ -46,15 +43,14 @@ status run_latency(const bench_options& options, result* out) {
                         col("p50", "ms", 3), col("p99", "ms", 3), col("RSS at start", "MB", 1),
                         col("peak RSS", "MB", 1)});
   t.rows.push_back({text("skein"), text("sync"), num(o.completed), num(o.seconds()), num(o.per_s()),
-                    num(quantile_us(o.latencies_ns, 0.50) / 1000), num(quantile_us(o.latencies_ns, 0.99) / 1000),
+                    num(ms_at(o.latencies_ns, 0.50)), num(ms_at(o.latencies_ns, 0.99)),
                     num(rss_start / mib), num(rss.peak() / mib)});
   if (kernl.skipped.empty()) {
-    t.rows.push_back({text("kernl " + kernl.version), text("in-memory"), num(kernl.runs), num(kernl.seconds),
-                      num(kernl.runs_per_s), num(kernl.p50_us / 1000), num(kernl.p99_us / 1000),
-                      num(kernl.rss_start_bytes / mib), num(kernl.rss_peak_bytes / mib)});
-    t.notes.push_back("kernl: Node " + kernl.node + ", its mock model delayed " + with_commas(engine_ms) +
-                      " ms, peak RSS of the Node process (ru_maxrss); skein sync / kernl in-memory: " +
-                      fixed(kernl.runs_per_s > 0 ? o.per_s() / kernl.runs_per_s : 0, 2) + "x runs/s");
+    t.rows.push_back({text("kernl"), text(kernl.mode), num(kernl.count), num(kernl.seconds), num(kernl.per_s()),
+                      num(kernl.p50_us / 1000), num(kernl.p99_us / 1000), num(kernl.rss_start_bytes / mib),
+                      num(kernl.rss_peak_bytes / mib)});
+    t.notes.push_back(kernl.note + "; peak RSS of the Node process (ru_maxrss); skein sync / kernl in-memory: " +
+                      fixed(ratio(o.per_s(), kernl.per_s()), 2) + "x runs/s");
   } else {
     t.notes.push_back("kernl: skipped: " + kernl.skipped);
   }
@@ -65,7 +61,7 @@ status run_latency(const bench_options& options, result* out) {
   if (options.plot) {
     const char* title = "latency: throughput (runs/s, higher is better)";
     add_bar(out, "throughput-latency", title, "runs/s", "skein sync", o.per_s());
-    if (kernl.skipped.empty()) add_bar(out, "throughput-latency", title, "runs/s", "kernl in-memory", kernl.runs_per_s);
+    if (kernl.skipped.empty()) add_bar(out, "throughput-latency", title, "runs/s", "kernl in-memory", kernl.per_s());
     add_cdf(out, "latency-latency", "latency: latency CDF", "skein sync, 1 s engine: send to completion",
             std::move(o.latencies_ns));
     rss.add_chart(out, "rss-latency", "latency: resident set size over time");

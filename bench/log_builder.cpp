@@ -94,7 +94,7 @@ std::vector<std::string> bench_thread_ids(size_t n, uint64_t salt) {
 }
 
 agent_config bench_agent_config() {
-  agent_config a = bench_agent(R"({"default":{"reply":"ok","latency_ms":0}})");
+  agent_config a = bench_agent();
   a.created_at_ms = built_since_ms;
   return a;
 }

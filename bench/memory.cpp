@@ -81,9 +81,7 @@ status measure_size(bool hashing, size_t n, size_t dims, fast_rng& rng, table* t
   std::vector<int64_t> ns, naive_ns;
   std::vector<std::vector<memory_match>> answers(queries);
   for (size_t i = 0; i < queries; ++i) {
-    auto t0 = bench_clock::now();
-    SKEIN_TRY(ix.search(bench_agent_id, qs[i], k, &answers[i]));
-    ns.push_back((bench_clock::now() - t0).count());
+    SKEIN_TRY(timed(&ns, [&] { return ix.search(bench_agent_id, qs[i], k, &answers[i]); }));
     if (answers[i].size() != k)
       return status::corruption("memory search gave " + std::to_string(answers[i].size()) + " hits, not " +
                                 std::to_string(k));
@@ -124,8 +122,8 @@ status measure_size(bool hashing, size_t n, size_t dims, fast_rng& rng, table* t
   double naive_p50 = quantile_us(naive_ns, 0.50);
   t->rows.push_back({text(hashing ? "hashing" : "random"), num(n), num(build_seconds),
                      num(ix.stats().bytes / double{1 << 20}), num(queries), num(*p50_us / 1000),
-                     num(quantile_us(ns, 0.99) / 1000), num(naive_queries), num(naive_p50 / 1000),
-                     num(quantile_us(naive_ns, 0.99) / 1000), num(*p50_us > 0 ? naive_p50 / *p50_us : 0)});
+                     num(ms_at(ns, 0.99)), num(naive_queries), num(naive_p50 / 1000),
+                     num(ms_at(naive_ns, 0.99)), num(*p50_us > 0 ? naive_p50 / *p50_us : 0)});
   return status::ok();
 }
 

@@ -20,9 +20,7 @@ status time_listings(runtime& rt, const thread_query& q, double* p50_us, double*
   std::vector<int64_t> ns;
   for (size_t i = 0; i < 200; ++i) {
     thread_page p;
-    auto start = bench_clock::now();
-    SKEIN_TRY(rt.list_threads(q, &p));
-    ns.push_back((bench_clock::now() - start).count());
+    SKEIN_TRY(timed(&ns, [&] { return rt.list_threads(q, &p); }));
     if (p.threads.size() != page)
       return status::corruption("a page of " + std::to_string(p.threads.size()) + " threads, expected " +
                                 std::to_string(page));
@@ -86,7 +84,6 @@ status run_namespaces(const bench_options& options, result* out) {
   {
     runtime_options ro;
     ro.data_dir = shared_dir;
-    ro.mode = durability::sync;
     std::unique_ptr<runtime> rt;
     auto start = bench_clock::now();
     SKEIN_TRY(runtime::open(std::move(ro), &rt));

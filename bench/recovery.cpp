@@ -38,7 +38,6 @@ status open_and_run(const std::string& path, const std::string& thread, uint64_t
                     std::unique_ptr<runtime>* rt) {
   runtime_options ro;
   ro.data_dir = path;
-  ro.mode = durability::sync;
   f->wal_bytes = wal_bytes(path);
   auto start = bench_clock::now();
   SKEIN_TRY(runtime::open(std::move(ro), rt));

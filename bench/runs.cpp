@@ -15,8 +15,6 @@ constexpr size_t runs_per_thread = 10;
 // thread is busy waiting on another thread's run. Far below thread_queue_max (64).
 constexpr size_t window_per_thread = 2;
 
-double ratio(double a, double b) { return b > 0 ? a / b : 0; }
-
 }  // namespace
 
 status measure_runs(const bench_options& options, durability mode, std::shared_ptr<const master_key> key,
@@ -26,13 +24,11 @@ status measure_runs(const bench_options& options, durability mode, std::shared_p
   runtime_options ro;
   ro.mode = mode;
   ro.encryption = key;
-  agent_config agent = bench_agent(R"({"default":{"reply":"ok","latency_ms":0}})");
   std::string name = "runs" + (mode == durability::sync ? "" : "-" + row->mode) + (key ? "-encrypted" : "");
   std::unique_ptr<runtime> rt;
-  SKEIN_TRY(open_bench_runtime(options, name, ro, agent, &rt));
   std::vector<std::string> ids;
-  SKEIN_TRY(create_bench_threads(*rt, agent.id, scaled_count(threads_at_scale_1, options.scale), options.quiet,
-                                 &ids));
+  SKEIN_TRY(open_bench_runtime(options, name, ro, bench_agent(), &rt, scaled_count(threads_at_scale_1, options.scale),
+                               &ids));
   runtime_stats before, after;
   SKEIN_TRY(rt->stats(&before));
   host_outcome o;

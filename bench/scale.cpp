@@ -73,9 +73,9 @@ status measure_cold(runtime& rt, const std::vector<std::string>& fresh, size_t h
       SKEIN_TRY(time_cold(rt, (*ids)[i], "after the cold start", history_run, &cancel_ns[i], &run_ns[i]));
     bool forked = ids == forks;
     cold->rows.push_back({text(forked ? "forks of a long thread" : "passivated, no history"),
-                          num(forked ? history_events : 0), num(ids->size()), num(quantile_us(cancel_ns, 0.50) / 1000),
-                          num(quantile_us(cancel_ns, 0.99) / 1000), num(quantile_us(run_ns, 0.50) / 1000),
-                          num(quantile_us(run_ns, 0.99) / 1000)});
+                          num(forked ? history_events : 0), num(ids->size()), num(ms_at(cancel_ns, 0.50)),
+                          num(ms_at(cancel_ns, 0.99)), num(ms_at(run_ns, 0.50)),
+                          num(ms_at(run_ns, 0.99))});
   }
   SKEIN_TRY(rt.stats(&after));
   if (after.activations - before.activations != forks->size() + fresh.size())
@@ -92,7 +92,6 @@ status run_scale(const bench_options& options, result* out) {
   // log, so building a history costs its length squared.
   size_t history_runs = scaled_count(1000, std::min(options.scale, 1.0));
   runtime_options ro;
-  ro.mode = durability::sync;
   ro.active_threads_max = 2 * n + 2 * cold_samples;  // never the reason to passivate
   // Every thread must still be active when the last is touched: the idle timeout
   // grows with N, at 150 us per thread, about three times the 52 us one touch took

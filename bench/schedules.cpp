@@ -74,9 +74,9 @@ status run_schedules(const bench_options& options, result* out) {
                        {col("figure"), col("value", "", 1)});
   t.rows = {{text("creations/s"), num(n / create_s)},
             {text("firings/s"), num(n / fire_s)},
-            {text("lag p50 ms"), num(quantile_us(lag_ns, 0.5) / 1000)},
-            {text("lag p99 ms"), num(quantile_us(lag_ns, 0.99) / 1000)},
-            {text("lag max ms"), num(quantile_us(lag_ns, 1.0) / 1000)},
+            {text("lag p50 ms"), num(ms_at(lag_ns, 0.5))},
+            {text("lag p99 ms"), num(ms_at(lag_ns, 0.99))},
+            {text("lag max ms"), num(ms_at(lag_ns, 1.0))},
             {text("RSS after firing MiB"), num(rss / 1048576.0)}};
   return status::ok();
 }

@@ -20,12 +20,7 @@ double mean_ms(const int64_t* from, const int64_t* to) {
   return std::accumulate(from, to, 0.0) / static_cast<double>(to - from) / 1e6;
 }
 
-double median_ms(const int64_t* from, const int64_t* to) {
-  std::vector<int64_t> ns{from, to};
-  return quantile_us(ns, 0.50) / 1000;
-}
-
-double ratio(double last, double first) { return first > 0 ? last / first : 0; }
+double median_ms(const int64_t* from, const int64_t* to) { return ms_at({from, to}, 0.50); }
 
 }  // namespace
 
@@ -52,12 +47,10 @@ status run_sequential(const bench_options& options, result* out) {
     std::string path = spec.path, label = path + " " + std::string{to_string(spec.mode)};
     runtime_options ro;
     ro.mode = spec.mode;
-    agent_config agent = bench_agent(R"({"default":{"reply":"ok","latency_ms":0}})");
     std::unique_ptr<runtime> rt;
-    SKEIN_TRY(open_bench_runtime(options, "sequential-" + path + "-" + std::string{to_string(spec.mode)}, ro, agent,
-                                 &rt));
     std::vector<std::string> ids;
-    SKEIN_TRY(create_bench_threads(*rt, agent.id, 2, true, &ids));
+    SKEIN_TRY(open_bench_runtime(options, "sequential-" + path + "-" + std::string{to_string(spec.mode)}, ro,
+                                 bench_agent(), &rt, 2, &ids));
     const std::string &long_id = ids[0], &new_id = ids[1];
     std::unique_ptr<bench_server> srv;
     std::unique_ptr<http::client> client;  // used from this thread only
@@ -68,15 +61,13 @@ status run_sequential(const bench_options& options, result* out) {
     // Run `n` of thread `id` (its n-th, from 0), timed into *ns and checked: as
     // scripted, and as the thread's next, its events following the previous run's.
     auto one_run = [&](const std::string& id, size_t n, const std::string& where, std::vector<int64_t>* ns) {
-      run_input in;
-      in.text = "run " + std::to_string(n);
-      run_result r;
-      auto sent = bench_clock::now();
-      status s = client ? post_run(*client, id, n, &r) : rt->send(id, std::move(in)).wait(&r);
-      ns->push_back((bench_clock::now() - sent).count());
-      if (!s) return status{s.code(), where + s.message()};
       // The first run also writes the system prompt: seqs 1..6, then 7..11, ...
-      return check_scripted_run(where, r, {.first_seq = n == 0 ? 1 : 2 + scripted_events_per_run * n});
+      scripted_expect want{.first_seq = n == 0 ? 1 : 2 + scripted_events_per_run * n};
+      bench_clock::time_point sent = bench_clock::now(), answered;
+      status s = client ? post_run(*client, id, n, where, want, &answered)
+                        : run_checked(*rt, id, "run " + std::to_string(n), want);
+      ns->push_back(((client ? answered : bench_clock::now()) - sent).count());
+      return s;
     };
     std::vector<int64_t> l, old_ns, new_ns;
     auto first = bench_clock::now();
@@ -103,9 +94,8 @@ status run_sequential(const bench_options& options, result* out) {
 
     const int64_t *begin = l.data(), *end = begin + l.size();
     double first_mean = mean_ms(begin, begin + window_runs), last_mean = mean_ms(end - window_runs, end);
-    std::vector<int64_t> sorted = l;
     t.rows.push_back({text(path), text(std::string{to_string(spec.mode)}), num(runs), num(runs / seconds),
-                      num(quantile_us(sorted, 0.50) / 1000), num(quantile_us(sorted, 0.99) / 1000), num(first_mean),
+                      num(ms_at(l, 0.50)), num(ms_at(l, 0.99)), num(first_mean),
                       num(last_mean), num(ratio(last_mean, first_mean)),
                       num(ratio(median_ms(end - window_runs, end), median_ms(begin, begin + window_runs))),
                       num(ratio(mean_ms(old_ns.data(), old_ns.data() + old_ns.size()),

@@ -36,7 +36,7 @@ status build_and_open(const std::string& path, size_t n, bool with_threads,
   {
     std::unique_ptr<event_log> log;
     SKEIN_TRY(open_build_log(path, true, &log));
-    SKEIN_TRY(log->put_agent(bench_agent(R"({"default":{"reply":"ok"}})")));
+    SKEIN_TRY(log->put_agent(bench_agent()));
     std::mt19937_64 rng{seed};
     for (size_t from = 0; from < n; from += 1000) {
       std::vector<tick> ticks(with_threads ? 0 : 1);
@@ -80,15 +80,6 @@ status build_and_open(const std::string& path, size_t n, bool with_threads,
   return status::ok();
 }
 
-// Calls fn() and appends its time to *ns.
-template <class F>
-status timed(std::vector<int64_t>* ns, F fn) {
-  auto start = bench_clock::now();
-  status s = fn();
-  ns->push_back((bench_clock::now() - start).count());
-  return s;
-}
-
 }  // namespace
 
 status run_work(const bench_options& options, result* out) {
@@ -130,7 +121,7 @@ status run_work(const bench_options& options, result* out) {
     }
     cell column[] = {num(n), num(open_ms), num(quantile_us(fresh, 0.5)), num(quantile_us(fresh, 0.99)),
                      num(quantile_us(dup, 0.5)), num(quantile_us(dup, 0.99)),
-                     small ? num(quantile_us(starts, 0.5) / 1000) : cell{}};
+                     small ? num(ms_at(starts, 0.5)) : cell{}};
     for (size_t i = 0; i < t.rows.size(); ++i) t.rows[i].push_back(column[i]);
     SKEIN_TRY(rt->close());
   }

@@ -77,12 +77,16 @@ inline constexpr const char* bench_agent_id = "bench";
 status fresh_dir(const std::string& path);
 // `n` times `scale`, rounded, at least 1.
 size_t scaled_count(size_t n, double scale);
+// What the scripted engine answers every run with: "ok", at once.
+inline constexpr const char* scripted_ok = R"({"default":{"reply":"ok"}})";
 // The agent bench_agent_id, system prompt "Be brief.", on `engine_config`.
-agent_config bench_agent(std::string engine_config = "{}");
+agent_config bench_agent(std::string engine_config = scripted_ok);
 // Opens a runtime over the fresh database `options.dir`/`name` (removing an
-// earlier one) and creates the agent `agent`. `ro.data_dir` is set here.
+// earlier one), creates the agent `agent` and, when `threads` > 0, that many of
+// its threads into *ids (create_bench_threads). `ro.data_dir` is set here.
 status open_bench_runtime(const bench_options& options, const std::string& name, runtime_options ro,
-                          const agent_config& agent, std::unique_ptr<runtime>* out);
+                          const agent_config& agent, std::unique_ptr<runtime>* out, size_t threads = 0,
+                          std::vector<std::string>* ids = nullptr);
 // Opens a runtime (durability sync) over the database a workload built at `path`,
 // which recovery must find clean. Effects off: their catch-up at open would read
 // the threads (titles go through the thread actor) before the measured reads and runs.
@@ -141,7 +145,19 @@ uint64_t rss_bytes();
 std::vector<size_t> spread(size_t n, size_t size);
 // The q-quantile (nearest rank) of `ns`, in microseconds; reorders `ns`. 0 when empty.
 double quantile_us(std::vector<int64_t>& ns, double q);
+// The same in milliseconds, of a copy.
+inline double ms_at(std::vector<int64_t> ns, double q) { return quantile_us(ns, q) / 1000; }
+// a / b, 0 when b is not positive (a baseline that measured nothing).
+inline double ratio(double a, double b) { return b > 0 ? a / b : 0; }
 double seconds_since(bench_clock::time_point from, bench_clock::time_point to);
+// Calls fn() and appends its time to *ns; returns what fn returned.
+template <class F>
+status timed(std::vector<int64_t>* ns, F fn) {
+  auto start = bench_clock::now();
+  status s = fn();
+  ns->push_back((bench_clock::now() - start).count());
+  return s;
+}
 
 // A one-line bar on stderr for a long measurement, drawn only when enabled
 // (not --quiet and stderr is a terminal) and redrawn at most every 100 ms.
@@ -204,6 +220,7 @@ struct measured_row {
   std::string note;                  // how a baseline writes, printed under the table
   std::string skipped;               // not empty: no figures, and why (kernl is optional)
   std::vector<int64_t> latencies_ns;  // skein and rocksdb rows, for the CDF
+  uint64_t rss_start_bytes = 0, rss_peak_bytes = 0;  // kernl: of the Node process
 
   double per_s() const { return seconds > 0 ? static_cast<double>(count) / seconds : 0; }
   // The quantiles of `ns`, which the row keeps for the CDF when `keep`.
@@ -261,10 +278,10 @@ status drive_runs(runtime& rt, const std::vector<std::string>& ids, size_t runs,
                   host_outcome* out);
 
 // Run `n` of thread `id` through the server (http.cpp): POST /v1/threads/{id}/entries
-// {"text":"run n","wait":true}; *out gets the run_result of the 200 answer, as far
-// as check_scripted_run reads it; *answered (unless null), when the answer came.
-status post_run(http::client& client, const std::string& id, size_t n, run_result* out,
-                bench_clock::time_point* answered = nullptr);
+// {"text":"run n","wait":true}, its 200 answer's run checked against `want`
+// (check_scripted_run), errors led by `where`; *answered, when the answer came.
+status post_run(http::client& client, const std::string& id, size_t n, const std::string& where,
+                const scripted_expect& want, bench_clock::time_point* answered);
 
 // One-event ticks through the journal actor (journal_ticks.cpp; append, history):
 // `ticks` to each of the `count` threads at once, one in flight per thread, the

@@ -374,22 +374,7 @@ status run_runs_baselines(size_t threads, size_t runs_per_thread, size_t hosts, 
                ", " + std::to_string(hosts) + " host threads with one run in flight each";
   }
   // kernl: every thread at once on Node's one event loop; never fails the workload.
-  kernl_row k;
-  run_kernl(threads, runs_per_thread, 0, &k);
-  measured_row& row = rows->emplace_back();
-  row.system = "kernl";
-  row.mode = "in-memory";
-  row.skipped = k.skipped;
-  if (!k.skipped.empty()) return status::ok();
-  row.mode = k.storage + " " + k.version;  // "in-memory 0.8.2"
-  row.count = k.runs;
-  row.seconds = k.seconds;
-  row.p50_us = k.p50_us;
-  row.p99_us = k.p99_us;
-  row.note = "kernl " + k.version + " from npm on Node " + k.node + ": its default " + k.storage +
-             " storage, the mock model it ships for its tests answering \"ok\"; every thread at once on one "
-             "event loop, each thread's runs in turn; " +
-             std::to_string(k.events / std::max<uint64_t>(1, k.runs)) + " events per run";
+  run_kernl(threads, runs_per_thread, 0, &rows->emplace_back());
   return status::ok();
 }
 

@@ -31,15 +31,10 @@ status run_runs_baselines(size_t threads, size_t runs_per_thread, size_t hosts, 
                           std::vector<measured_row>* rows);
 
 // kernl (kernl.cpp): `threads` at once on Node's one event loop, `runs_per_thread`
-// runs each one after another, its mock model answering after `delay_ms`.
-// The fields are those of kernl.mjs's output; `skipped` says why there are none.
-struct kernl_row {
-  std::string version, node, storage;  // "0.8.2", "v20.20.2", "in-memory"
-  uint64_t runs = 0, events = 0;       // completed and read back
-  double seconds = 0, runs_per_s = 0, p50_us = 0, p99_us = 0;
-  uint64_t rss_start_bytes = 0, rss_peak_bytes = 0;
-  std::string skipped;
-};
-void run_kernl(size_t threads, size_t runs_per_thread, uint64_t delay_ms, kernl_row* row);
+// runs each one after another, its mock model answering after `delay_ms`. The row
+// is kernl.mjs's output: system "kernl", mode "in-memory 0.8.2" (its storage and
+// version), the RSS of the Node process, a note naming Node; `skipped` says why
+// there are no figures.
+void run_kernl(size_t threads, size_t runs_per_thread, uint64_t delay_ms, measured_row* row);
 
 }  // namespace skein::bench

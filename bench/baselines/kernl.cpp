@@ -13,8 +13,10 @@
 
 namespace skein::bench {
 
-void run_kernl(size_t threads, size_t runs_per_thread, uint64_t delay_ms, kernl_row* row) {
+void run_kernl(size_t threads, size_t runs_per_thread, uint64_t delay_ms, measured_row* row) {
   *row = {};
+  row->system = "kernl";
+  row->mode = "in-memory";
   std::string dir = SKEIN_SOURCE_DIR "/bench/baselines/kernl";
   if (::access((dir + "/node_modules/kernl/package.json").c_str(), R_OK) != 0) {
     row->skipped = "bench/baselines/kernl/node_modules is missing; to enable: npm ci --prefix bench/baselines/kernl";
@@ -45,24 +47,28 @@ void run_kernl(size_t threads, size_t runs_per_thread, uint64_t delay_ms, kernl_
     json::object_reader r;
     SKEIN_TRY(json::parse(last, json_limits{}, "kernl figures", &doc));
     SKEIN_TRY(json::object_reader::open(doc.root(), "kernl figures", &r));
-    std::string system;
-    uint64_t got_threads = 0, got_runs_per_thread = 0, got_delay_ms = 0, failures = 0;
+    std::string system, version, node, storage;
+    uint64_t got_threads = 0, got_runs_per_thread = 0, got_delay_ms = 0, events = 0, failures = 0;
     const std::pair<const char*, std::string*> texts[] = {
-        {"system", &system}, {"version", &row->version}, {"node", &row->node}, {"storage", &row->storage}};
+        {"system", &system}, {"version", &version}, {"node", &node}, {"storage", &storage}};
     const std::pair<const char*, uint64_t*> uints[] = {
         {"threads", &got_threads}, {"runs_per_thread", &got_runs_per_thread}, {"delay_ms", &got_delay_ms},
-        {"runs", &row->runs}, {"events", &row->events}, {"rss_start_bytes", &row->rss_start_bytes},
+        {"runs", &row->count}, {"events", &events}, {"rss_start_bytes", &row->rss_start_bytes},
         {"rss_peak_bytes", &row->rss_peak_bytes}, {"failures", &failures}};
     const std::pair<const char*, double*> numbers[] = {
-        {"seconds", &row->seconds}, {"runs_per_s", &row->runs_per_s}, {"p50_us", &row->p50_us},
-        {"p99_us", &row->p99_us}};
+        {"seconds", &row->seconds}, {"p50_us", &row->p50_us}, {"p99_us", &row->p99_us}};
     for (auto [key, out] : texts) SKEIN_TRY(r.string(key, out));
     for (auto [key, out] : uints) SKEIN_TRY(r.uint(key, out));
     for (auto [key, out] : numbers) SKEIN_TRY(r.number(key, out));
     if (system != "kernl" || got_threads != threads || got_runs_per_thread != runs_per_thread ||
-        got_delay_ms != delay_ms || row->runs != threads * runs_per_thread || failures != 0 || row->seconds <= 0)
+        got_delay_ms != delay_ms || row->count != threads * runs_per_thread || failures != 0 || row->seconds <= 0)
       return status::corruption("kernl figures are not of " + std::to_string(threads * runs_per_thread) +
                                 " completed runs: " + last);
+    row->mode = storage + " " + version;  // "in-memory 0.8.2"
+    row->note = "kernl " + version + " from npm on Node " + node + ": its default " + storage +
+                " storage, the mock model it ships for its tests answering \"ok\" after " +
+                std::to_string(delay_ms) + " ms; every thread at once on one event loop, each thread's runs in "
+                "turn; " + std::to_string(events / std::max<uint64_t>(1, row->count)) + " events per run";
     return status::ok();
   };
   row->skipped = parse().message();
