@@ -316,6 +316,10 @@ status event_log::open(const log_options& options, std::unique_ptr<event_log>* o
   rocksdb::BlockBasedTableOptions table;
   table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
   table.whole_key_filtering = false;
+  // A thread's log is read as a range: 16 KiB blocks (about 90 events) take a
+  // quarter of the block reads, decompressions and cache inserts of the default
+  // 4 KiB on a cold read.
+  table.block_size = 16 << 10;
   rocksdb::BlockBasedTableOptions threads_table;
   threads_table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
 

@@ -200,8 +200,19 @@ status event_log::read_events_lenient(std::string_view thread_id, uint64_t from_
   rocksdb::ReadOptions ro;
   ro.iterate_upper_bound = &upper_slice;
   std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(ro, impl_->cf(cf_events))};
-  for (it->Seek(keys::event_key(thread_id, std::max<uint64_t>(from_seq, 1)));
-       it->Valid() && (limit == 0 || out->size() < limit); it->Next()) {
+  const uint64_t first = std::max<uint64_t>(from_seq, 1);
+  // A long read sizes the vector once: seqs are dense, so the last key bounds the
+  // count, and 10,000 events are not moved through a dozen regrowths. Capped, so a
+  // corrupt key cannot ask for gigabytes.
+  if (limit == 0 || limit > 64) {
+    it->SeekForPrev(keys::event_key(thread_id, UINT64_MAX));
+    std::string_view thread;
+    uint64_t last = 0;
+    if (it->Valid() && keys::parse_event_key(it->key().ToStringView(), &thread, &last) && thread == thread_id &&
+        last >= first)
+      out->reserve(std::min<uint64_t>({last - first + 1, limit == 0 ? UINT64_MAX : limit, 1 << 17}));
+  }
+  for (it->Seek(keys::event_key(thread_id, first)); it->Valid() && (limit == 0 || out->size() < limit); it->Next()) {
     std::string_view key = it->key().ToStringView(), thread;
     uint64_t seq = 0;
     if (!keys::parse_event_key(key, &thread, &seq) || thread != thread_id) {
@@ -209,18 +220,14 @@ status event_log::read_events_lenient(std::string_view thread_id, uint64_t from_
       SKEIN_TRY(bad(name, 0, status::corruption(name + ": malformed")));
       continue;
     }
-    std::string name = "events key " + std::string{thread} + "#" + std::to_string(seq);
-    event e;
+    // Decoded in place; the key's name is spelled only for an error.
+    auto name = [&] { return "events key " + std::string{thread} + "#" + std::to_string(seq); };
+    event& e = out->emplace_back();
     status d = decode_event(it->value().ToStringView(), &e, options_.limits);
-    if (!d) {
-      SKEIN_TRY(bad(name, seq, status::corruption(name + ": " + d.message())));
-      continue;
-    }
-    if (e.seq != seq) {
-      SKEIN_TRY(bad(name, seq, status::corruption(name + ": value holds seq " + std::to_string(e.seq))));
-      continue;
-    }
-    out->push_back(std::move(e));
+    if (d && e.seq == seq) continue;
+    if (d) d = status::corruption("value holds seq " + std::to_string(e.seq));
+    out->pop_back();
+    SKEIN_TRY(bad(name(), seq, status::corruption(name() + ": " + d.message())));
   }
   return from_rocks(it->status(), "scan events");
 }

@@ -5,6 +5,7 @@
 
 #include "persistence/event_log.hpp"
 #include "persistence/keys.hpp"
+#include "runtime/model/json_codec.hpp"
 #include "tests/support/log_fixtures.hpp"
 #include "tests/support/raw_db.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -384,6 +385,55 @@ TEST_CASE("a stored value that fails to parse is reported as corruption with its
   auto next = make_tick("u", 1, 1);
   next.create = false;
   CHECK(log->commit(next).code() == errc::corruption);
+}
+
+TEST_CASE("a long read is sized by its last key within a cap, and a value naming another seq is its key's error") {
+  temp_dir dir;
+  {
+    auto log = open_log(dir.str());
+    auto t = make_tick("t", 1, 150);
+    REQUIRE(log->commit(t).is_ok());
+  }
+  const uint64_t far = uint64_t{1} << 60;  // a vector of that many events cannot exist
+  {
+    raw_db raw{dir.str()};
+    event e = make_message(message_role::user, "far");
+    e.seq = far;
+    std::string json;
+    REQUIRE(encode_event(e, &json).is_ok());
+    raw.put("events", keys::event_key("t", far), json);
+    e.seq = 7;  // stored under seq 151
+    REQUIRE(encode_event(e, &json).is_ok());
+    raw.put("events", keys::event_key("t", 151), json);
+  }
+  auto log = open_log(dir.str());
+  std::vector<event> events;
+  std::vector<unreadable_record> bad;
+  REQUIRE(log->read_events_lenient("t", 1, 0, &events, &bad).is_ok());
+  REQUIRE(events.size() == 151);
+  CHECK(events[149].seq == 150);
+  CHECK(events[149].text == "m150");
+  CHECK(events[150].seq == far);
+  CHECK(events[150].text == "far");
+  REQUIRE(bad.size() == 1);
+  CHECK(bad[0].key == "events key t#151");
+  CHECK(bad[0].seq == 151);
+  CHECK_THAT(bad[0].reason, Catch::Contains("t#151: value holds seq 7"));
+
+  auto s = log->read_events("t", 1, 0, &events);
+  CHECK(s.code() == errc::corruption);
+  CHECK_THAT(s.message(), Catch::Contains("events key t#151: value holds seq 7"));
+  // Limits past and below the sizing threshold, and a start after the last key.
+  REQUIRE(log->read_events("t", 1, 100, &events).is_ok());
+  CHECK(events.size() == 100);
+  CHECK(events.back().seq == 100);
+  REQUIRE(log->read_events("t", 141, 10, &events).is_ok());
+  CHECK(seqs_of(events).front() == 141);
+  CHECK(seqs_of(events).back() == 150);
+  REQUIRE(log->read_events("t", far, 0, &events).is_ok());
+  CHECK(seqs_of(events) == std::vector<uint64_t>{far});
+  REQUIRE(log->read_events("t", far + 1, 0, &events).is_ok());
+  CHECK(events.empty());
 }
 
 TEST_CASE("a database written by a newer schema is refused") {
