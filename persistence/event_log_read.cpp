@@ -205,12 +205,10 @@ status event_log::read_events_lenient(std::string_view thread_id, uint64_t from_
   // count, and 10,000 events are not moved through a dozen regrowths. Capped, so a
   // corrupt key cannot ask for gigabytes.
   if (limit == 0 || limit > 64) {
-    it->SeekForPrev(keys::event_key(thread_id, UINT64_MAX));
-    std::string_view thread;
-    uint64_t last = 0;
-    if (it->Valid() && keys::parse_event_key(it->key().ToStringView(), &thread, &last) && thread == thread_id &&
-        last >= first)
-      out->reserve(std::min<uint64_t>({last - first + 1, limit == 0 ? UINT64_MAX : limit, 1 << 17}));
+    log_end end;
+    SKEIN_TRY(find_log_end(it.get(), thread_id, &end));
+    if (end.seq >= first)
+      out->reserve(std::min<uint64_t>({end.seq - first + 1, limit == 0 ? UINT64_MAX : limit, 1 << 17}));
   }
   for (it->Seek(keys::event_key(thread_id, first)); it->Valid() && (limit == 0 || out->size() < limit); it->Next()) {
     std::string_view key = it->key().ToStringView(), thread;
