@@ -36,6 +36,14 @@ bool names_thread(const work_triple& t, std::string_view id) {
   return t.subject == node || t.object == node;
 }
 
+// Another node's bytes are checked like a client's: row `i` of a handoff of
+// `what` ("thread t", "schedule s", "agent a's work") is not what it must be.
+status handoff_row_error(const std::string& what, size_t i, size_t rows, const std::string& why) {
+  return status::invalid_input("handoff of " + what + ": row " + std::to_string(i + 1) + " of " +
+                               std::to_string(rows) + " " + why)
+      .with_field("rows");
+}
+
 bool is_key_of_triple(std::string_view key, const work_triple& t) {
   for (const auto& k : triple_keys(t))
     if (k == key) return true;
@@ -155,11 +163,9 @@ status event_log::adopt_thread(std::string_view thread_id, const std::vector<log
   if (!writable()) return refusal();
   *adopted = false;
   std::string id{thread_id};
-  // Another node's bytes are checked like a client's: every row must be the thread's own.
+  // Every row must be the thread's own.
   auto row_error = [&](size_t i, const std::string& why) {
-    return status::invalid_input("handoff of thread " + id + ": row " + std::to_string(i + 1) + " of " +
-                                 std::to_string(rows.size()) + " " + why)
-        .with_field("rows");
+    return handoff_row_error("thread " + id, i, rows.size(), why);
   };
   manifest m;
   size_t manifests = 0;
@@ -234,11 +240,9 @@ status event_log::adopt_schedule(std::string_view schedule_id, const std::vector
   if (!writable()) return refusal();
   *adopted = false;
   std::string id{schedule_id}, key = keys::schedule_key(id), history = keys::schedule_history_prefix(id);
-  // Another node's bytes are checked like a client's: every row must be the schedule's own.
+  // Every row must be the schedule's own.
   auto row_error = [&](size_t i, const std::string& why) {
-    return status::invalid_input("handoff of schedule " + id + ": row " + std::to_string(i + 1) + " of " +
-                                 std::to_string(rows.size()) + " " + why)
-        .with_field("rows");
+    return handoff_row_error("schedule " + id, i, rows.size(), why);
   };
   size_t definitions = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -329,11 +333,9 @@ status event_log::adopt_agent_work(std::string_view agent_id, const std::vector<
   SKEIN_TRY(validate_id(agent_id, "agent_id"));
   if (!writable()) return refusal();
   std::string agent{agent_id};
-  // Another node's bytes are checked like a client's: every row must be the agent's own.
+  // Every row must be the agent's own.
   auto row_error = [&](size_t i, const std::string& why) {
-    return status::invalid_input("handoff of agent " + agent + "'s work: row " + std::to_string(i + 1) + " of " +
-                                 std::to_string(rows.size()) + " " + why)
-        .with_field("rows");
+    return handoff_row_error("agent " + agent + "'s work", i, rows.size(), why);
   };
   rocksdb::WriteBatch batch;
   for (size_t i = 0; i < rows.size(); ++i) {
