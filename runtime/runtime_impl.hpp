@@ -213,7 +213,7 @@ struct runtime::impl {
   status adopt_work(const std::string& agent_id, std::vector<log_row> rows);
   std::set<std::string, std::less<>> work_handed;  // guarded by marks_mu
   status put_claims(std::vector<log_row> claims);
-  // Rebalances coordinated here (runtime::start_rebalance).
+  // Rebalances coordinated here (runtime::start_rebalance, cluster_rebalance.cpp).
   std::mutex coord_mu;  // guards coord, coord_thread
   cluster_rebalance_state coord;
   std::thread coord_thread;
