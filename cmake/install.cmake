@@ -29,6 +29,7 @@ set(SKEIN_PUBLIC_HEADERS
   runtime/memory_service.hpp
   persistence/encryption.hpp
   persistence/event_log.hpp
+  persistence/log_types.hpp
   persistence/recovery.hpp
   runtime/model/agent.hpp
   runtime/model/cancel_token.hpp
