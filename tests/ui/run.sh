@@ -12,8 +12,8 @@ skip() {
   exit 77
 }
 command -v node >/dev/null || skip "no node: apt-get install nodejs npm, then run \`make ui-test-deps\`"
-node -e 'process.exit(+process.versions.node.split(".")[0] >= 20 ? 0 : 1)' ||
-  skip "node $(node --version) is older than 20 (playwright-core needs 20)"
+node -e 'process.exit(+process.versions.node.split(".")[0] >= 18 ? 0 : 1)' ||
+  skip "node $(node --version) is older than 18 (the playwright-core that package.json pins needs 18)"
 [[ -f $here/node_modules/playwright-core/package.json ]] || skip "no tests/ui/node_modules: run \`make ui-test-deps\`"
 chromium=${SKEIN_CHROMIUM:-/usr/bin/chromium}
 [[ -x $chromium ]] || skip "no chromium at $chromium: apt-get install chromium"
