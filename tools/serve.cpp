@@ -33,6 +33,7 @@ struct serve_config {
   uint64_t body_bytes_max = 1 << 20;
   uint64_t import_body_bytes_max = 64 << 20;
   uint64_t requests_in_flight_max = 1024;
+  uint64_t handler_threads_max = 256;
   uint64_t body_bytes_buffered_max = 128 << 20;
   uint64_t stream_buffer_bytes_max = 1 << 20;
   uint64_t stream_keepalive_ms = 15000;
@@ -72,6 +73,7 @@ setting_fields fields_of(serve_config& c) {
       {"body_bytes_max", &c.body_bytes_max},
       {"import_body_bytes_max", &c.import_body_bytes_max},
       {"requests_in_flight_max", &c.requests_in_flight_max},
+      {"handler_threads_max", &c.handler_threads_max},
       {"body_bytes_buffered_max", &c.body_bytes_buffered_max},
       {"stream_buffer_bytes_max", &c.stream_buffer_bytes_max},
       {"stream_keepalive_ms", &c.stream_keepalive_ms},
@@ -106,7 +108,7 @@ status apply(serve_config& c, const std::string& key, const std::string& value) 
 
 const char* setting_names[] = {"listen", "data", "durability", "tokens", "port_file", "http_threads",
                                "body_bytes_max", "import_body_bytes_max", "requests_in_flight_max",
-                               "body_bytes_buffered_max", "stream_buffer_bytes_max", "stream_keepalive_ms",
+                               "handler_threads_max", "body_bytes_buffered_max", "stream_buffer_bytes_max", "stream_keepalive_ms",
                                "active_threads_max", "idle_passivate_ms", "thread_queue_max",
                                "heartbeat_interval_ms", "heartbeat_stale_ms", "start_stale_ms",
                                "work_sweep_interval_ms", "work_auto_archive", "key_file", "key_env",
@@ -352,6 +354,9 @@ int run_serve(int argc, char** argv) {
   limits.body_bytes_max = c.body_bytes_max;
   limits.import_body_bytes_max = c.import_body_bytes_max;
   limits.requests_in_flight_max = c.requests_in_flight_max;
+  if (c.handler_threads_max == 0)
+    return fail("skein serve", status::invalid_input("handler_threads_max: must be at least 1").with_field("handler_threads_max"), 64);
+  limits.handler_threads_max = c.handler_threads_max;
   limits.body_bytes_buffered_max = c.body_bytes_buffered_max;
   limits.stream_buffer_bytes_max = c.stream_buffer_bytes_max;
   limits.stream_keepalive = std::chrono::milliseconds(c.stream_keepalive_ms);

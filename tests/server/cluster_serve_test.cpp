@@ -9,6 +9,7 @@
 
 #include <csignal>
 #include <fstream>
+#include <thread>
 
 #include "runtime/model/cluster.hpp"
 #include "runtime/model/json_codec.hpp"
@@ -267,6 +268,92 @@ TEST_CASE("cluster serve: three processes and one SIGKILL") {
   }
   CHECK(runtime_fixture::eventually([&] { return get(0, slow.thread) == 200; }, 30s));
   CHECK(manifest_of(r.body).last_seq == slow.last_seq);
+}
+
+// A hung node (SIGSTOP) costs only the requests for its own threads: 20
+// requests at once through n1 with the default two I/O threads, 8 of them for
+// the stopped node's threads, answer each by itself — the healthy ones (reads,
+// a listing of entries, waited runs) at once, the stopped node's 503 within the
+// cluster timeout, never a multiple of it. Before handlers left the I/O
+// threads, each forwarded call held one: the healthy requests waited behind
+// them for seconds and the hung ones answered at 2, 2, 4, 4, ... s.
+TEST_CASE("cluster serve: a stopped node costs only the requests for its own threads") {
+  temp_dir dir;
+  const size_t n = 3;
+  std::string ids[n] = {"n1", "n2", "n3"};
+  std::string file = dir.str("cluster");
+  {
+    std::ofstream out{file};
+    for (size_t i = 0; i < n; ++i) out << ids[i] << " 127.0.0.1:" << free_port() << "\n";
+  }
+  std::unique_ptr<serve_process> nodes[n];
+  for (size_t i = 0; i < n; ++i) nodes[i] = start_node(ids[i], file, dir.str(ids[i]));
+  auto client = [&](size_t i) { return std::make_unique<http::client>(http::endpoint{"127.0.0.1", nodes[i]->port()}, "", 20s); };
+  http::response r;
+  REQUIRE(client(0)->call("POST", "/v1/agents", R"({"id":"a","engine_config":{"default":{"reply":"ok"}}})", &r).is_ok());
+  REQUIRE(r.status < 300);
+  // Four threads on each node (a node mints the ids it owns), each with a run,
+  // each read once through n1 so that n1 has its links.
+  std::vector<std::string> owned[n];
+  for (size_t i = 0; i < n; ++i)
+    for (int k = 0; k < 4; ++k) {
+      REQUIRE(client(i)->call("POST", "/v1/threads", R"({"agent_id":"a"})", &r).is_ok());
+      REQUIRE(r.status == 201);
+      owned[i].push_back(manifest_of(r.body).id);
+      REQUIRE(client(0)->call("POST", "/v1/threads/" + owned[i].back() + "/entries", R"({"text":"hi","wait":true})", &r).is_ok());
+      INFO(r.body);
+      REQUIRE(r.status == 200);
+    }
+
+  struct probe {
+    std::string method, target, body;
+    bool hung;  // a thread of the stopped node
+    int status = 0;
+    std::chrono::milliseconds took{};
+    std::string answer;
+  };
+  std::vector<probe> probes;
+  for (const auto& id : owned[2]) {
+    probes.push_back({"GET", "/v1/threads/" + id, "", true});
+    probes.push_back({"GET", "/v1/threads/" + id + "/entries", "", true});
+  }
+  for (size_t i = 0; i < 2; ++i)
+    for (const auto& id : owned[i]) {
+      probes.push_back({"GET", "/v1/threads/" + id + "/entries", "", false});
+      if (&id == &owned[i].front())
+        probes.push_back({"POST", "/v1/threads/" + id + "/entries", R"({"text":"again","wait":true})", false});
+      else
+        probes.push_back({"GET", "/v1/threads/" + id, "", false});
+    }
+  REQUIRE(probes.size() == 24);
+
+  REQUIRE(::kill(nodes[2]->child().pid(), SIGSTOP) == 0);
+  std::vector<std::thread> callers;
+  for (auto& p : probes)
+    callers.emplace_back([&p, port = nodes[0]->port()] {
+      http::client c{http::endpoint{"127.0.0.1", port}, "", 20s};
+      http::response answer;
+      auto start = std::chrono::steady_clock::now();
+      if (c.call(p.method, p.target, p.body, &answer).is_ok()) {
+        p.status = answer.status;
+        p.answer = answer.body;
+      }
+      p.took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+    });
+  for (auto& t : callers) t.join();
+  REQUIRE(::kill(nodes[2]->child().pid(), SIGCONT) == 0);
+
+  for (const auto& p : probes) {
+    INFO(p.method << " " << p.target << ": " << p.status << " after " << p.took.count() << " ms: " << p.answer);
+    if (p.hung) {
+      CHECK(p.status == 503);
+      CHECK(p.answer.find("unavailable") != std::string::npos);
+      CHECK(p.took < 3000ms);  // the cluster timeout (2 s) and slack, never twice it
+    } else {
+      CHECK(p.status == 200);
+      CHECK(p.took < 1000ms);  // before: 2 to 6 s, behind the hung requests
+    }
+  }
 }
 
 // A fourth process joins: every node gets the new cluster file (SIGHUP),

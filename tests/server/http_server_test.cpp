@@ -185,3 +185,58 @@ TEST_CASE("http server: requests sent back to back on one connection get their o
   CHECK(bodies[1] == "/two|abc||yes");
   CHECK(bodies[2] == "/three|ok|/three|");
 }
+
+// Admission and handlers run on handler threads, never on an I/O thread: with
+// one I/O thread, a handler and an admission that both wait (as on a hung
+// peer) leave it free, and another connection's request is answered while they
+// wait. Before, either wait held the only I/O thread and the third request
+// waited behind it.
+TEST_CASE("http server: a waiting handler or admission holds no I/O thread") {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool released = false;
+  int waiting = 0;
+  auto wait_for_release = [&] {
+    std::unique_lock<std::mutex> lock{mu};
+    ++waiting;
+    cv.notify_all();
+    cv.wait(lock, [&] { return released; });
+  };
+  http::service svc;
+  svc.on_request = [&](http::request& req, std::shared_ptr<http::exchange> ex) {
+    if (req.target == "/handler-waits") wait_for_release();
+    ex->reply(http::response{200, "text/plain", req.target, {}});
+  };
+  svc.admit = [&](const http::request& head) {
+    if (head.target == "/admission-waits") wait_for_release();
+    return http::admission{};
+  };
+  std::unique_ptr<http::server> srv;
+  REQUIRE(http::server::start("127.0.0.1", 0, http::server_limits{}, svc, 1, &srv).is_ok());
+  auto release = [&] {
+    std::lock_guard<std::mutex> lock{mu};
+    released = true;
+    cv.notify_all();
+  };
+  // Released before the server stops, also when a check fails: stop() waits for its handlers.
+  std::shared_ptr<void> release_at_exit{nullptr, [&](void*) { release(); }};
+  conn handler_waits{srv->port()}, admission_waits{srv->port()}, free_one{srv->port(), 3s};
+  REQUIRE(handler_waits.send(post("/handler-waits", "")));
+  REQUIRE(admission_waits.send(post("/admission-waits", "")));
+  {
+    std::unique_lock<std::mutex> lock{mu};
+    REQUIRE(cv.wait_for(lock, 5s, [&] { return waiting == 2; }));
+  }
+  REQUIRE(free_one.send(post("/free", "")));
+  std::vector<std::string> bodies;
+  CHECK(free_one.read_responses(1, &bodies));  // within its 3 s receive timeout, while both still wait
+  CHECK(bodies == std::vector<std::string>{"/free"});
+  CHECK(srv->counters().handlers_busy >= 2);
+  release();
+  std::vector<std::string> handled, admitted;
+  CHECK(handler_waits.read_responses(1, &handled));
+  CHECK(admission_waits.read_responses(1, &admitted));
+  CHECK(handled == std::vector<std::string>{"/handler-waits"});
+  CHECK(admitted == std::vector<std::string>{"/admission-waits"});
+  srv->stop();
+}

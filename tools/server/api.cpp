@@ -1491,6 +1491,12 @@ void api::handle(http::request& req, std::shared_ptr<http::exchange> ex) {
       metric(out, "skein_http_connections", "gauge", "Open HTTP connections.", hc.connections);
       metric(out, "skein_sse_streams", "gauge", "Open event streams.", hc.streams);
       metric(out, "skein_sse_slow_clients_total", "counter", "Streams closed for falling behind.", hc.slow_clients);
+      metric(out, "skein_http_handler_threads", "gauge", "Threads running admission and handlers now.",
+             hc.handler_threads);
+      metric(out, "skein_http_handlers_busy", "gauge", "Requests whose admission or handler runs now.",
+             hc.handlers_busy);
+      metric(out, "skein_http_handlers_queued", "gauge", "Requests waiting for a handler thread.",
+             hc.handlers_queued);
       out += "# HELP skein_http_responses_total HTTP responses by status class.\n# TYPE skein_http_responses_total counter\n";
       out += "skein_http_responses_total{class=\"2xx\"} " + std::to_string(hc.responses_2xx) + "\n";
       out += "skein_http_responses_total{class=\"4xx\"} " + std::to_string(hc.responses_4xx) + "\n";

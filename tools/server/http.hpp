@@ -105,7 +105,7 @@ struct admission {
   std::string visible_thread;
 };
 
-// Sees `head` with an empty body. Called on an I/O thread; must not block long.
+// Sees `head` with an empty body. Called on a handler thread (handler_pool.hpp): it may wait.
 using admitter = std::function<admission(const request& head)>;
 
 struct service {

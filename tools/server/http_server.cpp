@@ -1,5 +1,7 @@
 #include "tools/server/http_server.hpp"
 
+#include "tools/server/handler_pool.hpp"
+
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -24,6 +26,10 @@ int64_t steady_now_ns() {
       .count();
 }
 
+// Handler threads kept while idle, and how long an idle one past them stays.
+constexpr size_t handler_threads_min = 2;
+constexpr std::chrono::milliseconds handler_idle_exit{10000};
+
 // How often connections' deadlines are checked: a timeout fires up to this late.
 constexpr std::chrono::milliseconds sweep_period{100};
 
@@ -47,9 +53,14 @@ std::string json_error(std::string_view code, std::string_view message, std::str
 class session;
 
 struct server::impl : std::enable_shared_from_this<server::impl> {
+  explicit impl(server_limits l)
+      : limits(l), pool(handler_threads_min, std::max<size_t>(1, l.handler_threads_max), handler_idle_exit) {}
+
   server_limits limits;
   handler on_request;
   admitter admit;
+  // Runs admission and handlers: an I/O thread never waits on what they wait on.
+  handler_pool pool;
   net::io_context ioc;
   tcp::acceptor acceptor{ioc};
   std::vector<std::thread> threads;
@@ -130,8 +141,11 @@ class session : public std::enable_shared_from_this<session> {
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_header(); });
   }
 
-  // Called on any thread; everything below runs on the session's strand.
+  // Called on any thread; everything below runs on the session's strand. After
+  // the server drained nothing runs there (and a posted handler holding this
+  // session would keep the server alive): a late answer goes nowhere.
   void respond(response r, bool keep_alive, unsigned version) {
+    if (server_->drained.load()) return;
     net::post(stream_.get_executor(), [self = shared_from_this(), r = std::move(r), keep_alive, version]() mutable {
       self->write_response(std::move(r), keep_alive, version);
     });
@@ -264,14 +278,69 @@ class session : public std::enable_shared_from_this<session> {
       return reject(429, "requests_in_flight_max", "too many requests in flight");
     }
     holds_in_flight_ = true;
-    admission adm;
-    if (server_->admit) {
+    if (!server_->admit) return admitted(admission{});
+    if (parser_->is_done()) return admit_and_handle();
+    // Admission may wait (it reads the thread a write goes to, which may be
+    // another node's): on a handler thread, never on this I/O thread. The
+    // session reads nothing meanwhile, so req_ stays as it is.
+    server_->pool.post([self = shared_from_this()] {
+      admission adm;
       try {
-        adm = server_->admit(req_);
+        adm = self->server_->admit(self->req_);
       } catch (const std::exception&) {
         adm.refuse = response{500, "application/json", json_error("internal", "admission failed", ""), {}};
       }
+      if (self->server_->drained.load()) return;  // stopped meanwhile: see respond()
+      net::post(self->stream_.get_executor(),
+                [self, adm = std::move(adm)]() mutable { self->admitted(std::move(adm)); });
+    });
+  }
+
+  // A request without a body: its admission and its handler in one go on a
+  // handler thread (one hand-off, not two); a refusal answers through the
+  // exchange as any answer does.
+  void admit_and_handle() {
+    auto [req, ex] = hand_over();
+    server_->pool.post([srv = server_, req = std::move(req), ex = std::move(ex)] {
+      admission adm;
+      try {
+        adm = srv->admit(*req);
+      } catch (const std::exception&) {
+        adm.refuse = response{500, "application/json", json_error("internal", "admission failed", ""), {}};
+      }
+      if (adm.refuse) {
+        srv->rejected.fetch_add(1, std::memory_order_relaxed);
+        return ex->reply(std::move(*adm.refuse));
+      }
+      req->admitted_thread = std::move(adm.visible_thread);
+      run_handler(*srv, *req, ex);
+    });
+  }
+
+  // The request, read whole, leaves the session for an exchange that answers it.
+  std::pair<std::shared_ptr<request>, std::shared_ptr<session_exchange>> hand_over() {
+    clear_deadline();  // the handler may take as long as its run: no timeout until the answer is written
+    parser_.reset();
+    body_pending_ = false;
+    holds_in_flight_ = false;  // the exchange answers for it now
+    auto req = std::make_shared<request>(std::move(req_));
+    req_ = request{};
+    return {std::move(req), std::make_shared<session_exchange>(shared_from_this(), keep_alive_, version_)};
+  }
+
+  static void run_handler(server::impl& srv, request& req, const std::shared_ptr<session_exchange>& ex) {
+    try {
+      srv.on_request(req, ex);
+    } catch (const std::exception&) {
+      ex->reply(response{500, "application/json", json_error("internal", "handler failed", ""), {}});
     }
+  }
+
+  // The rest of the head's checks, back on the session's strand.
+  void admitted(admission adm) {
+    if (socket_closed_) return;  // closed meanwhile (a deadline, the server's stop): nothing to answer
+    const auto& head = parser_->get();
+    auto length = parser_->content_length();
     if (adm.refuse) return refuse(std::move(*adm.refuse));
     req_.admitted_thread = std::move(adm.visible_thread);
     import_ = adm.body == body_class::import;
@@ -342,20 +411,16 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void on_body() {
-    clear_deadline();  // the handler may take as long as its run: no timeout until the answer is written
     req_.body = std::move(parser_->get().body());
-    parser_.reset();
-    body_pending_ = false;
-    holds_in_flight_ = false;  // the exchange answers for it now
-    auto ex = std::make_shared<session_exchange>(shared_from_this(), keep_alive_, version_);
-    try {
-      server_->on_request(req_, ex);
-    } catch (const std::exception& e) {
-      ex->reply(response{500, "application/json", json_error("internal", "handler failed", ""), {}});
-    }
-    // The handler copied what it keeps: the body's bytes go back to the budget.
-    req_ = request{};
-    release_reserved();
+    auto [req, ex] = hand_over();
+    // The handler runs on a handler thread (it may wait on an actor, the disk
+    // or a peer); the body's bytes stay in the budget until it has run, since
+    // it copied what it keeps by then.
+    uint64_t held = std::exchange(reserved_bytes_, 0);
+    server_->pool.post([srv = server_, req = std::move(req), ex = std::move(ex), held] {
+      run_handler(*srv, *req, ex);
+      srv->body_bytes_buffered.fetch_sub(held, std::memory_order_relaxed);
+    });
   }
 
   // An answer from the server itself, before any handler.
@@ -646,8 +711,7 @@ status server::start(const std::string& host, uint16_t port, server_limits limit
     return status::invalid_input("body_bytes_buffered_max (" + std::to_string(limits.body_bytes_buffered_max) +
                                  ") is below body_bytes_max or import_body_bytes_max: such bodies could never be read")
         .with_limit("body_bytes_buffered_max");
-  auto p = std::make_shared<impl>();
-  p->limits = limits;
+  auto p = std::make_shared<impl>(limits);
   p->on_request = std::move(svc.on_request);
   p->admit = std::move(svc.admit);
   beast::error_code ec;
@@ -680,6 +744,10 @@ server_counters server::counters() const {
   c.responses_2xx = impl_->r2xx.load();
   c.responses_4xx = impl_->r4xx.load();
   c.responses_5xx = impl_->r5xx.load();
+  auto pool = impl_->pool.counters();
+  c.handler_threads = pool.threads;
+  c.handlers_busy = pool.busy;
+  c.handlers_queued = pool.queued;
   return c;
 }
 
@@ -700,6 +768,8 @@ void server::stop() {
   for (auto& t : impl_->threads)
     if (t.joinable()) t.join();
   impl_->drained = true;
+  // Handlers under way finish (their answers go nowhere now): none runs after stop().
+  impl_->pool.stop();
 }
 
 }  // namespace skein::http

@@ -1,8 +1,10 @@
 // http_server: HTTP/1.1 with keep-alive on Boost.Beast, and server-sent event
 // streams with a bounded buffer per client.
 //
-// Each connection runs on its own strand; the handler is called there and may
-// answer at once or later from any thread. A request's head is read first: the
+// Each connection runs on its own strand. The service's admission and handler
+// run on a handler thread (handler_pool.hpp), never on an I/O thread, since
+// they may wait on actors, the disk or another node; a handler may answer at
+// once or later from any thread. A request's head is read first: the
 // in-flight limit, the service's admission (auth, route, scope) and the route's
 // body limit are decided from it, and a Content-Length past that limit is refused
 // before any body byte is read. Body bytes buffered across all connections are
@@ -31,6 +33,9 @@ struct server_limits {
   size_t import_body_bytes_max = 64 << 20;    // a request body to /v1/import
   size_t header_bytes_max = 16 << 10;
   size_t requests_in_flight_max = 1024;       // across all connections
+  // Threads running admission and handlers (handler_pool.hpp), which may wait
+  // on actors, the disk or another node; past it requests queue for one.
+  size_t handler_threads_max = 256;
   size_t body_bytes_buffered_max = 128 << 20; // request bodies held across all connections
   size_t connections_max = 4096;
   size_t stream_buffer_bytes_max = 1 << 20;   // queued for one slow stream client
@@ -48,6 +53,9 @@ struct server_counters {
   uint64_t rejected = 0;         // answered before the handler: by the server (413/429/431/400) or at admission
   uint64_t slow_clients = 0;     // streams closed because the client fell behind
   uint64_t responses_2xx = 0, responses_4xx = 0, responses_5xx = 0;
+  uint64_t handler_threads = 0;  // alive now (handler_pool.hpp)
+  uint64_t handlers_busy = 0;    // running a request's admission or handler now
+  uint64_t handlers_queued = 0;  // waiting for a handler thread now
 };
 
 class server {
