@@ -5,7 +5,9 @@
 #include <caf/sec.hpp>
 #include <caf/send.hpp>
 #include <cassert>
+#include <algorithm>
 #include <ctime>
+#include <optional>
 #include <deque>
 #include <set>
 #include <unordered_map>
@@ -25,6 +27,15 @@ using wake_atom = caf::atom_constant<caf::atom("schedwake")>;
 
 // Resolves of a bound thread tried when its actor passivates in between.
 constexpr int resolve_attempts_max = 8;
+// Firings one wake starts, across schedules: a schedule that fell far behind
+// goes on in the next wake, at once, so other messages get their turn.
+constexpr uint64_t pass_firings_max = 1000;
+// A firing whose write failed (storage) is tried again this much later.
+constexpr int64_t storage_retry_ms = 1000;
+// A firing a bound thread could not queue (thread_queue_max: it runs slower than
+// its schedule, or a burst of due times after a stop) is tried again this much
+// later: held back, not failed. Held past the grace, the due time is missed.
+constexpr int64_t queue_full_retry_ms = 100;
 
 // "YYYY-MM-DD HH:MM UTC" of a due time, for trigger thread titles.
 std::string utc_minute(int64_t ms) {
@@ -37,12 +48,15 @@ std::string utc_minute(int64_t ms) {
   return buf;
 }
 
-// One fire_due request: answered when every firing it started has ended.
+// One wake, or one fire_due request (answered when every firing it started has
+// ended). A schedule's due times that are still due when its firing ends follow
+// in the same pass, up to pass_firings_max firings.
 struct fire_pass {
   caf::typed_response_promise<uint64_t> promise;
   bool has_promise = false;
   uint64_t outstanding = 0;
   uint64_t fired = 0;
+  uint64_t started = 0;
 };
 using pass_ptr = std::shared_ptr<fire_pass>;
 
@@ -56,7 +70,7 @@ class scheduler_actor : public caf::event_based_actor {
   const char* name() const override { return "skein.scheduler"; }
 
   caf::behavior make_behavior() override {
-    arm_wake();
+    arm();
     return {
         [this](create_atom, schedule& s) -> caf::result<schedule> { return create(std::move(s)); },
         [this](pause_atom, std::string& id) -> caf::result<schedule> { return set_paused(id, true); },
@@ -85,15 +99,17 @@ class scheduler_actor : public caf::event_based_actor {
           if (!r) return to_error(r);
           auto promise = make_response_promise<bool>();
           when_idle(id, [this, s, promise]() mutable {
-            wake_soon(s);
             put_memory(std::move(s));
+            arm();
             promise.deliver(true);
           });
           return promise;
         },
-        [this](wake_atom) {
-          fire_due(nullptr);
-          arm_wake();
+        [this](wake_atom, uint64_t generation) {
+          if (generation != wake_generation_) return;  // an earlier wake was armed since
+          armed_ = false;
+          fire_due(std::make_shared<fire_pass>());
+          arm();
         },
     };
   }
@@ -101,16 +117,33 @@ class scheduler_actor : public caf::event_based_actor {
  private:
   int64_t now() const { return config_.wall_clock ? config_.wall_clock() : now_ms(); }
 
-  void arm_wake() {
+  // Arms the wake for the earliest due time of a schedule not in flight (at
+  // once when it is due), unless a wake at or before it is armed already. No
+  // wake sleeps longer than wake_period: the wall clock may jump while the
+  // timer counts steady time. Called after every change of due_ or busy_.
+  void arm() {
     if (config_.wake_period.count() <= 0 || config_.timers == nullptr) return;
-    config_.timers->after(config_.wake_period,
-                          [self = caf::actor_cast<caf::actor>(this)] { caf::anon_send(self, wake_atom::value); });
-  }
-
-  // An immediate wake, for a schedule that may be due now (create, resume).
-  void wake_soon(const schedule& s) {
-    if (config_.wake_period.count() > 0 && !s.paused && s.next_fire_at_ms != 0 && s.next_fire_at_ms <= now())
-      send(this, wake_atom::value);
+    std::optional<int64_t> at;
+    for (const auto& [due, id] : due_) {
+      if (busy_.count(id) != 0) continue;
+      auto b = retry_at_.find(id);
+      int64_t when = b == retry_at_.end() ? due : std::max(due, b->second);
+      if (!at || when < *at) at = when;
+      if (b == retry_at_.end()) break;  // due_ is in due order: nothing later comes first
+    }
+    if (!at) return;
+    if (armed_ && armed_at_ <= *at) return;
+    armed_ = true;
+    armed_at_ = *at;
+    uint64_t generation = ++wake_generation_;
+    int64_t delay_ms = std::clamp<int64_t>(*at - now(), 0, config_.wake_period.count());
+    if (delay_ms == 0) {
+      send(this, wake_atom::value, generation);
+      return;
+    }
+    config_.timers->after(std::chrono::milliseconds{delay_ms}, [self = caf::actor_cast<caf::actor>(this), generation] {
+      caf::anon_send(self, wake_atom::value, generation);
+    });
   }
 
   // --- memory: the state of every schedule, as durable ---------------------
@@ -245,11 +278,11 @@ class scheduler_actor : public caf::event_based_actor {
     write_rows(std::move(rows), [this, s, promise](const status& w) mutable {
       if (w) put_memory(s);
       done(s.id);
+      arm();
       if (!w) {
         promise.deliver(to_error(w));
         return;
       }
-      wake_soon(s);
       promise.deliver(s);
     });
   }
@@ -266,6 +299,7 @@ class scheduler_actor : public caf::event_based_actor {
       write_rows(schedule_erase_rows(id), [this, id, promise](const status& w) mutable {
         if (w) drop_memory(id);
         done(id);
+        arm();
         if (w) promise.deliver(caf::unit);
         else promise.deliver(to_error(w));
       });
@@ -279,30 +313,57 @@ class scheduler_actor : public caf::event_based_actor {
     int64_t t = now();
     std::vector<std::string> due;
     for (const auto& [at, id] : due_) {
-      if (at > t) break;
+      if (at > t || due.size() >= pass_firings_max) break;
+      auto b = retry_at_.find(id);
+      if (b != retry_at_.end() && b->second > t) continue;
       if (busy_.count(id) == 0) due.push_back(id);
     }
-    if (pass) pass->outstanding = due.size() + 1;  // +1: this loop, released below
+    pass->outstanding = due.size() + 1;  // +1: this loop, released below
     for (const auto& id : due) fire_one(id, t, pass);
     finish_one(pass, false);
   }
 
   void finish_one(const pass_ptr& pass, bool fired) {
-    if (!pass) return;
     if (fired) ++pass->fired;
     assert(pass->outstanding > 0);  // one per firing started, plus the starting loop
     if (--pass->outstanding == 0 && pass->has_promise) pass->promise.deliver(pass->fired);
   }
 
+  // A firing of `id` has ended (its write durable, or refused). A schedule
+  // still due — it fell behind by several due times, at open or after a stall
+  // shorter than the grace — fires its next due time at once, in this pass, so
+  // every due time fires and none is skipped for lateness alone.
+  void firing_ended(const std::string& id, const pass_ptr& pass, bool fired) {
+    auto it = schedules_.find(id);
+    int64_t t = now();
+    if (it != schedules_.end() && busy_.count(id) == 0 && !it->second.paused && it->second.next_fire_at_ms != 0 &&
+        it->second.next_fire_at_ms <= t && pass->started < pass_firings_max) {
+      ++pass->outstanding;
+      fire_one(id, t, pass);
+    }
+    finish_one(pass, fired);
+    arm();
+  }
+
+  // A firing that wrote nothing — storage failed, or a bound thread's queue is
+  // full — fires again `retry_ms` later (not at once: a full disk would spin).
+  void firing_failed(const std::string& id, const pass_ptr& pass, int64_t retry_ms = storage_retry_ms) {
+    retry_at_[id] = now() + retry_ms;
+    done(id);
+    finish_one(pass, false);
+    arm();
+  }
+
   void fire_one(const std::string& id, int64_t t, const pass_ptr& pass) {
     const schedule& s = schedules_.at(id);
     busy_.insert(id);
+    retry_at_.erase(id);
+    ++pass->started;
     int64_t due = s.next_fire_at_ms;
     if (t - due > config_.grace_ms) {
       missed_firings m;
       if (status st = schedule_missed(s, t, &m); !st) {
-        done(id);
-        finish_one(pass, false);
+        firing_failed(id, pass);
         return;
       }
       if (s.missed == missed_policy::skip) {
@@ -337,14 +398,14 @@ class scheduler_actor : public caf::event_based_actor {
   void write_outcome(schedule s, schedule_firing f, const pass_ptr& pass, bool fired) {
     std::vector<schedule_row> rows;
     if (status r = schedule_rows_of(s, &f, &rows); !r) {
-      done(s.id);
-      finish_one(pass, false);
+      firing_failed(s.id, pass);
       return;
     }
     write_rows(std::move(rows), [this, s, pass, fired](const status& w) {
-      if (w) put_memory(s);  // a failed write leaves the old state: it is tried again
+      if (!w) return firing_failed(s.id, pass);  // the old state stays: it is tried again
+      put_memory(s);
       done(s.id);
-      finish_one(pass, fired && w.is_ok());
+      firing_ended(s.id, pass, fired);
     });
   }
 
@@ -371,18 +432,16 @@ class scheduler_actor : public caf::event_based_actor {
     in.run_id = f.run_id;
     std::vector<schedule_row> rows;
     if (status r = schedule_rows_of(s, &f, &rows); !r) {
-      done(s.id);
-      finish_one(pass, false);
+      firing_failed(s.id, pass);
       return;
     }
     // A refusal still advances the schedule: the history row says failed, and why.
     std::function<void(const caf::error&)> on_refused = [this, old, s, f, pass](const caf::error& e) mutable {
       status st = to_status(e);
-      if (st.code() == errc::io_error || st.code() == errc::no_space || st.code() == errc::corruption) {
-        done(s.id);  // storage: nothing was written; the firing is tried again later
-        finish_one(pass, false);
-        return;
-      }
+      if (st.code() == errc::io_error || st.code() == errc::no_space || st.code() == errc::corruption)
+        return firing_failed(s.id, pass);  // storage: nothing was written
+      if (st.code() == errc::overloaded && !s.thread_id.empty())
+        return firing_failed(s.id, pass, queue_full_retry_ms);  // the bound thread's queue is full: held back
       s.fire_count = old.fire_count;  // fire_count counts deliveries only
       f.outcome = firing_outcome::failed;
       f.reason = st.to_string();
@@ -418,7 +477,7 @@ class scheduler_actor : public caf::event_based_actor {
                 done(s.id);
                 // The same path open uses: activation replays the inbox.
                 caf::anon_send(config_.directory, resolve_atom::value, m.id);
-                finish_one(pass, true);
+                firing_ended(s.id, pass, true);
               },
               on_refused);
       return;
@@ -439,7 +498,7 @@ class scheduler_actor : public caf::event_based_actor {
                       [this, s, pass](std::string&) {
                         put_memory(s);
                         done(s.id);
-                        finish_one(pass, true);
+                        firing_ended(s.id, pass, true);
                       },
                       [this, s, in, rows, pass, on_refused, attempt](caf::error& e) mutable {
                         bool down = e.category() == caf::atom("system") &&
@@ -458,6 +517,10 @@ class scheduler_actor : public caf::event_based_actor {
   std::set<std::pair<int64_t, std::string>> due_;  // (next_fire_at_ms, id) of active schedules
   std::unordered_set<std::string> busy_;            // a write of these is in flight
   std::unordered_map<std::string, std::deque<std::function<void()>>> waiting_;  // ops behind it
+  std::unordered_map<std::string, int64_t> retry_at_;  // a firing whose write failed: not before this
+  bool armed_ = false;           // a wake is on its way
+  int64_t armed_at_ = 0;         // the due time it was armed for
+  uint64_t wake_generation_ = 0;  // of the latest wake armed: an older one is ignored
 };
 
 }  // namespace

@@ -25,8 +25,14 @@
 // a schedule is in flight at a time: a pause or delete that arrives during a
 // firing waits for it, so a firing never resurrects what they removed.
 //
-// Wakes every `wake_period` (a timer of actors/timers.hpp), and at create and
-// resume; with wake_period 0 only fire_due_atom fires (tests, under their clock).
+// Wakes at the earliest due time of a schedule not in flight (a timer of
+// actors/timers.hpp, re-armed after every change), sleeping at most
+// `wake_period` (the wall clock may jump while the timer counts steady time). A
+// wake fires every due time that is due: a schedule's next due time, when it is
+// still due as its firing ends, fires at once (pass_firings_max per wake, the
+// rest in the next wake at once). Only a due time later than the grace — a stop,
+// a stall — is missed. With wake_period 0 only fire_due_atom fires (tests, under
+// their clock), with the same rule.
 #pragma once
 
 #include <caf/allowed_unsafe_message_type.hpp>
@@ -53,7 +59,7 @@ using load_atom = caf::atom_constant<caf::atom("schedload")>;
 
 // Due times further in the past than this count as missed (default of runtime_options::schedule_grace_ms).
 inline constexpr int64_t schedule_grace_ms_default = 60000;
-// Between two periodic wakes of the scheduler.
+// The longest the scheduler sleeps between wakes (it wakes at due times).
 inline constexpr std::chrono::milliseconds schedule_wake_period_default{1000};
 
 struct scheduler_config {
@@ -62,7 +68,7 @@ struct scheduler_config {
   directory_actor directory;
   std::function<int64_t()> wall_clock;  // the runtime's injectable clock
   int64_t grace_ms = schedule_grace_ms_default;
-  std::chrono::milliseconds wake_period = schedule_wake_period_default;  // 0: no periodic wake
+  std::chrono::milliseconds wake_period = schedule_wake_period_default;  // 0: no timer, fire_due_atom only
   timer_service* timers = nullptr;  // borrowed; needed when wake_period > 0
   // A cluster node's trigger threads get ids it owns (core_options::owns_id).
   std::function<bool(std::string_view)> owns_id;

@@ -76,7 +76,8 @@ struct runtime_options {
   // Schedules: a due time further in the past than this (at open, after a long
   // stall) is missed and follows the schedule's missed policy.
   int64_t schedule_grace_ms = 60000;
-  // Between the scheduler's wakes; 0: no periodic wake, only fire_due_schedules()
+  // The longest the scheduler sleeps (it wakes at each due time; this bounds a
+  // sleep against wall-clock jumps); 0: no timer, only fire_due_schedules()
   // fires (tests under their own clock).
   uint64_t schedule_wake_ms = 1000;
   // Between sweeps of the work items (sweep_items with work_auto_archive); 0: none.
