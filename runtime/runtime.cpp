@@ -314,19 +314,26 @@ status runtime::create_thread(thread_options options, manifest* out, bool* creat
   }
   auto here = [&](thread_options o) -> status {
     if (o.dm) return dm_thread(o.agent_id, out, created);
-    std::string task_id = o.task_id;
+    std::string task_id = o.task_id, agent_id = o.agent_id;
     if (created != nullptr) *created = false;
+    // The task's thread answers only the agent it belongs to: another agent
+    // asking for it would otherwise get, and run inputs on, a thread not its own.
+    auto existing = [&]() -> status {
+      if (out->agent_id == agent_id) return status::ok();
+      return status::conflict("task_id: " + quote_input(task_id) + " is bound to a thread of another agent")
+          .with_field("task_id");
+    };
     if (c != nullptr && !task_id.empty()) {
       // After a rebalance a claim and its thread may live on different nodes:
       // the log here cannot tell a thread elsewhere from a gone one, so ask
       // (a holder that cannot be asked is no reason to make a second thread).
       status found = find_task_thread(task_id, out);
-      if (found.code() != errc::not_found) return found;
+      if (found.code() != errc::not_found) return found ? existing() : found;
     }
     status s = impl_->ask(impl_->actors.directory, out, create_atom::value, std::move(o));
     // The log refused the task's claim (keys.cpp): the thread that holds it answers.
     if (s.code() == errc::conflict && !task_id.empty() && find_task_thread(task_id, out).is_ok())
-      return status::ok();
+      return existing();
     if (s && created != nullptr) *created = true;
     return s;
   };
@@ -691,6 +698,7 @@ status runtime::subscribe(const std::string& thread_id, uint64_t from_seq, const
 
 status runtime::subscribe(const std::string& thread_id, uint64_t from_seq, event_sink sink, uint64_t* id) {
   SKEIN_TRY(impl_->check_open());
+  std::shared_ptr<sink_gate> gate = gate_sink(&sink);  // closed by unsubscribe()
   caf::actor actor;
   std::string owner;
   SKEIN_TRY(impl_->route(thread_id, &owner));
@@ -709,22 +717,27 @@ status runtime::subscribe(const std::string& thread_id, uint64_t from_seq, event
   uint64_t sub = impl_->next_sub.fetch_add(1);
   {
     std::lock_guard<std::mutex> lock{impl_->subs_mu};
-    impl_->subs[sub] = actor;
+    impl_->subs[sub] = {actor, std::move(gate)};
   }
   if (id != nullptr) *id = sub;
   return status::ok();
 }
 
 status runtime::unsubscribe(uint64_t id) {
-  caf::actor actor;
+  impl::subscription sub;
   {
     std::lock_guard<std::mutex> lock{impl_->subs_mu};
     auto it = impl_->subs.find(id);
     if (it == impl_->subs.end()) return status::not_found("subscription " + std::to_string(id));
-    actor = it->second;
+    sub = std::move(it->second);
     impl_->subs.erase(it);
   }
-  caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+  // The exit alone is asynchronous: the sink actor could be inside a callback,
+  // or have events queued, after this returns — and the host frees what its
+  // callbacks use once it does. The gate waits for a callback under way and
+  // lets none after it. Outside subs_mu: a callback may (un)subscribe.
+  sub.gate->close();
+  caf::anon_send_exit(sub.actor, caf::exit_reason::user_shutdown);
   return status::ok();
 }
 
@@ -835,9 +848,9 @@ status runtime::close() {
     std::lock_guard<std::mutex> subs{impl_->subs_mu};
     // Each subscriber hears that nothing more comes ("closed": the runtime closed,
     // e.g. its namespace was removed) before its actor goes.
-    for (auto& [id, a] : impl_->subs) {
-      caf::anon_send(a, caf::close_atom::value, std::string{}, std::string{"closed"});
-      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    for (auto& [id, sub] : impl_->subs) {
+      caf::anon_send(sub.actor, caf::close_atom::value, std::string{}, std::string{"closed"});
+      caf::anon_send_exit(sub.actor, caf::exit_reason::user_shutdown);
     }
     impl_->subs.clear();
   }

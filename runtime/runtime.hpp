@@ -211,7 +211,8 @@ class runtime {
   // Threads, created through their agent only. A thread bound to a task
   // (options.task_id) is the task's only thread: when the task has one already,
   // that thread is the answer and *created (may be null) is false — also when
-  // two creates race, whichever the log wrote first wins. options.dm gives the
+  // two creates race, whichever the log wrote first wins — provided it is
+  // options.agent_id's; another agent's is `conflict` naming task_id. options.dm gives the
   // agent's DM thread the same way (dm_thread()).
   status create_thread(thread_options options, manifest* out, bool* created = nullptr);
   // Many creations at once: all are put in flight together, so they share the

@@ -94,6 +94,7 @@ check "a bad group exits 1" expect_exit 1 sk entries list "$DM" --group bogus
 TK1=$("$SKEIN" thread create echo --task ticket-9)
 TK2=$("$SKEIN" thread create echo --task ticket-9)
 check "a task has one thread" bash -c "[[ -n '$TK1' && '$TK1' == '$TK2' ]]"
+check "another agent's create of the task is a conflict (exit 6)" expect_exit 6 sk thread create bot --task ticket-9
 check "task show finds it" bash -c "'$SKEIN' task show ticket-9 | grep -q '$TK1'"
 check "task show of an unknown task exits 4" expect_exit 4 sk task show no-such-task
 OV=$("$SKEIN" thread create echo --engine-config '{"default":{"reply":"overridden"}}')

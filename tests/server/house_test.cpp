@@ -50,6 +50,30 @@ TEST_CASE("HTTP tasks: a second create answers 200 with the first thread, lookup
   CHECK(f.call("GET", "/v1/tasks/" + std::string(300, 'x'), "", alpha).status == 400);
 }
 
+// Without tokens every request is the admin's: the request's agent_id, not the
+// token's scope, decides. Before, asking for a task's thread as another agent
+// answered 200 with that agent's thread, and its inputs then ran under it.
+TEST_CASE("HTTP tasks: the task's thread of one agent is a conflict for another, whatever the token") {
+  server_fixture f;
+  f.agent("helper", rules);
+  f.agent("other", rules);
+  auto first = f.call("POST", "/v1/threads", R"({"agent_id":"helper","task_id":"TICKET-9"})");
+  REQUIRE(first.status == 201);
+  auto taken = f.call("POST", "/v1/threads", R"({"agent_id":"other","task_id":"TICKET-9"})");
+  INFO(taken.body);
+  CHECK(taken.status == 409);
+  CHECK(error_code(taken.body) == "conflict");
+  CHECK(taken.body.find(R"("field":"task_id")") != std::string::npos);
+  CHECK(taken.body.find(decoded(first).id) == std::string::npos);
+  // The task's own agent still gets its thread, and nothing was created for the other.
+  auto again = f.call("POST", "/v1/threads", R"({"agent_id":"helper","task_id":"TICKET-9"})");
+  REQUIRE(again.status == 200);
+  CHECK(decoded(again).id == decoded(first).id);
+  auto listed = f.call("GET", "/v1/threads?agent=other");
+  REQUIRE(listed.status == 200);
+  CHECK(listed.body.find(R"("agent_id":"other")") == std::string::npos);
+}
+
 TEST_CASE("HTTP DM: POST /v1/agents/{id}/dm creates the DM thread once, then reuses it") {
   server_fixture f{{}, {}, tokens_file};
   f.agent("alpha", rules, admin);

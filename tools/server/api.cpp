@@ -456,10 +456,6 @@ void create_thread(ctx& c, const json_limits& limits) {
       return c.fail(missing_thread(o.parent_thread_id, "parent_thread_id"));
     return c.fail(s);
   }
-  // The task's thread is another agent's: the token learns only that the task is taken.
-  if (!created && !c.scope.allows(m.agent_id))
-    return c.fail(status::conflict("task_id: " + quote_input(o.task_id) + " is bound to a thread of another agent")
-                      .with_field("task_id"));
   c.reply(created_response(m, created));
 }
 
