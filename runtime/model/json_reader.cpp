@@ -109,7 +109,12 @@ status parse(std::string_view text, const json_limits& limits, std::string_view 
 
 status object_reader::open(dom::element el, std::string context, object_reader* out) {
   dom::object obj;
-  if (el.get(obj) != simdjson::SUCCESS) return status::invalid_input(context + ": expected an object");
+  if (el.get(obj) != simdjson::SUCCESS) {
+    status s = status::invalid_input(context + ": expected an object");
+    constexpr std::string_view body = "body.";
+    if (context.compare(0, body.size(), body) == 0) return std::move(s).with_field(context.substr(body.size()));
+    return s;
+  }
   *out = object_reader(obj, std::move(context));
   return status::ok();
 }
@@ -123,13 +128,23 @@ bool object_reader::has(std::string_view field) const {
   return find(field, &el);
 }
 
+std::string object_reader::field_path(std::string_view field) const {
+  std::string path = name(field);
+  constexpr std::string_view body = "body.";
+  return path.compare(0, body.size(), body) == 0 ? path.substr(body.size()) : path;
+}
+
+status object_reader::invalid(std::string_view field, const std::string& message) const {
+  return status::invalid_input(name(field) + ": " + message).with_field(field_path(field));
+}
+
 status object_reader::missing(std::string_view field, bool required) const {
   if (!required) return status::ok();
-  return status::invalid_input(name(field) + ": missing");
+  return invalid(field, "missing");
 }
 
 status object_reader::wrong(std::string_view field, std::string_view expected) const {
-  return status::invalid_input(name(field) + ": expected " + std::string{expected});
+  return invalid(field, "expected " + std::string{expected});
 }
 
 status object_reader::string(std::string_view field, std::string* out, bool required) const {

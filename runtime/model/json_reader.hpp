@@ -71,6 +71,12 @@ class object_reader {
   static status open(dom::element el, std::string context, object_reader* out);
 
   std::string name(std::string_view field) const { return context_ + "." + std::string{field}; }
+  // What a status names as its field (status::field): the name without a
+  // leading "body." — a request body's fields are named as the body has them.
+  std::string field_path(std::string_view field) const;
+  // invalid_input "<name>: <message>" naming field_path(field): every error
+  // about one field of this object, so that each names its field.
+  status invalid(std::string_view field, const std::string& message) const;
   bool has(std::string_view field) const;
 
   // With required == false an absent field leaves *out unchanged.

@@ -24,17 +24,6 @@ runtime_options no_wake() {
   return o;
 }
 
-std::string error_field(const std::string& json) {
-  json::document doc;
-  json::dom::element err;
-  json::object_reader o, e;
-  std::string v;
-  if (json::parse(json, {}, "body", &doc).is_ok() && json::object_reader::open(doc.root(), "body", &o).is_ok() &&
-      o.element("error", &err).is_ok() && json::object_reader::open(err, "error", &e).is_ok())
-    e.string("field", &v, false).ignore();
-  return v;
-}
-
 struct sched_server : server_fixture {
   sched_server() : server_fixture(no_wake(), {}, tokens) {
     agent("alpha", rules, admin);

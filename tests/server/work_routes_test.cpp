@@ -18,11 +18,6 @@ const std::string admin = "admin-token-0123456789", alpha = "alpha-token-0123456
 const std::string tokens = admin + " admin\n" + alpha + " alpha\n" + beta + " beta\n";
 constexpr const char* ok_rules = R"({"default":{"reply":"ok"}})";
 
-std::string error_field(const std::string& body) {
-  auto p = body.find(R"("field":")");
-  return p == std::string::npos ? "" : body.substr(p + 9, body.find('"', p + 9) - p - 9);
-}
-
 // The item id of a create answer: {"item":{"id":"..."...
 std::string item_id(const std::string& body) {
   auto p = body.find(R"("item":{"id":")");

@@ -83,16 +83,20 @@ inline std::string field(const std::string& json, const char* name) {
   return v;
 }
 
-inline std::string error_code(const std::string& json) {
+// A string member of an error body's "error" object; "" when absent.
+inline std::string error_member(const std::string& json, const char* name) {
   json::document doc;
   json::dom::element err;
   json::object_reader o, e;
   std::string v;
   if (json::parse(json, {}, "body", &doc).is_ok() && json::object_reader::open(doc.root(), "body", &o).is_ok() &&
       o.element("error", &err).is_ok() && json::object_reader::open(err, "error", &e).is_ok())
-    e.string("code", &v, false).ignore();
+    e.string(name, &v, false).ignore();
   return v;
 }
+
+inline std::string error_code(const std::string& json) { return error_member(json, "code"); }
+inline std::string error_field(const std::string& json) { return error_member(json, "field"); }
 
 // A thread's complete log through GET /v1/threads/{id}/export: the manifest
 // line, then one event per line.

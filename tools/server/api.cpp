@@ -434,7 +434,7 @@ void create_thread(ctx& c, const json_limits& limits) {
   if (!s) return c.fail(s);
   if (!policy.empty()) {
     o.policy = parse_mid_run_policy(policy);
-    if (!o.policy) return c.fail(status::invalid_input("body.policy: must be queue, reject or interrupt"));
+    if (!o.policy) return c.fail(r.invalid("policy", "must be queue, reject or interrupt"));
   }
   if (!c.scope.allows(o.agent_id)) return c.forbidden("create threads of agent " + o.agent_id);
   // A member runs under its own agent on this thread: the token must speak for each.
@@ -719,7 +719,7 @@ void send_entry(ctx& c, const std::string& id, const json_limits& limits) {
   if (in.idempotency_key.empty()) in.idempotency_key = c.req.header("idempotency-key");
   auto parsed_role = parse_role(role);
   if (!parsed_role || *parsed_role == message_role::assistant)
-    return c.fail(status::invalid_input("body.role: must be user or system"));
+    return c.fail(r.invalid("role", "must be user or system"));
   in.role = *parsed_role;
   if (!wait) {
     std::string run_id;
