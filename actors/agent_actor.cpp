@@ -228,8 +228,10 @@ class agent_impl : public agent_actor::base {
   status check_import(manifest& m) const {
     if (m.agent_id != spec_->config.id)
       return status::invalid_input("manifest.agent_id: " + m.agent_id + " is not " + spec_->config.id);
-    if (m.status == thread_status::running)
-      m.status = thread_status::failed;  // nothing drives an imported run
+    if (m.status == thread_status::running) {  // nothing drives an imported run
+      m.status = thread_status::failed;
+      m.last_outcome = run_outcome::failed;
+    }
     if (m.created_at_ms == 0) m.created_at_ms = now_ms();
     if (m.updated_at_ms == 0) m.updated_at_ms = m.created_at_ms;
     m.children_count = 0;

@@ -400,7 +400,10 @@ void thread_impl::repair_open_run(const char* signal) {
   repairing_ = true;
   commit_job job;
   job.events = interrupted_run_closing(log, signal);
-  job.mutate = [](manifest& m) { m.status = thread_status::failed; };
+  job.mutate = [](manifest& m) {
+    m.status = thread_status::failed;
+    m.last_outcome = run_outcome::failed;
+  };
   job.on_done = [this](uint64_t) {
     repairing_ = false;
     start_next();

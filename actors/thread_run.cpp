@@ -456,7 +456,10 @@ caf::result<bool> thread_impl::reconcile() {
     if (status s = ctx_->log->read_events(manifest_.id, 1, 0, &log); !s) return to_error(s);
     commit_job job;
     job.events = interrupted_run_closing(log, "thread.orphaned");
-    job.mutate = [](manifest& m) { m.status = thread_status::failed; };
+    job.mutate = [](manifest& m) {
+      m.status = thread_status::failed;
+      m.last_outcome = run_outcome::failed;
+    };
     commit(std::move(job));
   }
   commit_job marker;  // answers once everything before it is durable
@@ -525,6 +528,7 @@ void thread_impl::end_run(run_outcome outcome, std::string text, std::string err
     m.usage += usage;
     m.cost_usd += cost;
     if (!session.empty()) m.session_id = session;
+    m.last_outcome = outcome;
     if (!bound) m.status = thread_status::open;
     else if (outcome == run_outcome::completed) m.status = thread_status::completed;
     else if (outcome == run_outcome::failed) m.status = thread_status::failed;

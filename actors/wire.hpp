@@ -60,6 +60,34 @@ typename Inspector::result_type inspect(Inspector& f, checked_enum<E>& x) {
   }
 }
 
+// An optional enum: a flag, then the value (checked_enum) — the type's zero
+// value when there is none: `f(..., checked(x.last_outcome, run_outcome::cancelled))`.
+template <class E>
+struct checked_optional_enum {
+  std::optional<E>& value;
+  E last;
+};
+
+template <class E>
+checked_optional_enum<E> checked(std::optional<E>& value, E last) {
+  return {value, last};
+}
+
+template <class Inspector, class E>
+typename Inspector::result_type inspect(Inspector& f, checked_optional_enum<E>& x) {
+  bool has = x.value.has_value();
+  E v = x.value.value_or(E{});
+  auto c = checked(v, x.last);
+  if constexpr (Inspector::writes_state) {
+    if (auto e = f(has, c)) return e;
+    if (has) x.value = v;
+    else x.value.reset();
+    return {};
+  } else {
+    return f(has, c);
+  }
+}
+
 // A vector of enums, each checked as checked_enum does.
 template <class E>
 struct checked_enum_list {
@@ -150,7 +178,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, manifest& x) {
   return f(caf::meta::type_name("skein.manifest"), x.id, x.agent_id, checked(x.parent, parent_kind::agent), x.parent_id,
            x.session_id, x.task_id, x.title, x.name, x.tags, x.pinned_at_ms, x.environment_id,
-           checked(x.status, thread_status::cancelled), x.usage, x.cost_usd, x.config, x.created_at_ms,
+           checked(x.status, thread_status::cancelled), checked(x.last_outcome, run_outcome::cancelled), x.usage, x.cost_usd, x.config, x.created_at_ms,
            x.updated_at_ms, x.last_seq, x.children_count, x.heartbeat_at_ms, x.title_generated,
            x.compaction_seq, x.archived_at_ms, x.depth, x.members, wire_detail::optional_work{x.work});
 }

@@ -91,6 +91,7 @@ status quarantine_tick(event_log& log, const quarantined_thread& q, const manife
     m.created_at_ms = !events.empty() && events.front().seq == 1 ? events.front().ts_ms : now;
   }
   m.status = thread_status::failed;
+  m.last_outcome = run_outcome::failed;
   m.updated_at_ms = now;
   uint64_t last = 0;
   SKEIN_TRY(log.last_event_seq(q.thread_id, &last));
@@ -185,6 +186,7 @@ class recovery {
       }
       item.t.manifest = m;
       item.t.manifest.status = thread_status::failed;
+      item.t.manifest.last_outcome = run_outcome::failed;
       item.t.manifest.updated_at_ms = now;
       item.readable = std::move(m);
       return add(std::move(item));

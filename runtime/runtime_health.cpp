@@ -80,10 +80,10 @@ status runtime::diagnose(const std::string& id, diagnosis* out) {
     }
     break;
   }
-  if (m.status == thread_status::running) d.stage = run_is_stale(m, impl_->core_opts, now) ? "stalled" : "running";
-  else if (m.status == thread_status::failed || d.last_outcome == "failed") d.stage = "failed";
-  else if (m.status == thread_status::cancelled) d.stage = "cancelled";
-  else d.stage = "idle";
+  // The log's last stop, for a manifest written before it kept last_outcome.
+  std::optional<run_outcome> last = m.last_outcome;
+  if (!last && !d.last_outcome.empty()) last = parse_run_outcome(d.last_outcome);
+  d.stage = std::string{thread_stage(m.status, last, run_is_stale(m, impl_->core_opts, now))};
   *out = std::move(d);
   return status::ok();
 }

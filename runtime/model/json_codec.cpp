@@ -23,6 +23,7 @@
 //   manifest := {"v":1,"id":id,"agent_id":id,"parent_kind":kind,"parent_id":string,
 //                "session_id":string,"task_id":string,"title":string,"name":string,
 //                "tags":[id...],"pinned_at":int,"environment_id":string,"status":status,
+//                ["last_outcome":"completed"|"failed"|"cancelled",]
 //                "usage":usage,"cost_usd":number,"config":object,"created_at":int,
 //                "updated_at":int,"last_seq":uint,"children_count":uint,"heartbeat_at":int,
 //                "title_generated":bool,"compaction_seq":uint,"archived_at":int,"depth":uint
@@ -31,8 +32,8 @@
 //   kind     := "none" | "thread" | "task" | "schedule" | "agent"
 //   member   := agent-id "=" trigger      (a house member: '=' is no id character)
 //   trigger  := "always" | "on_mention"
-//   (`members` and kind "agent" came later in version 1: written only when set, so
-//   a manifest without them reads as before. config may hold "engine_config":
+//   (`members`, kind "agent" and `last_outcome` came later in version 1: written
+//   only when set, so a manifest without them reads as before. config may hold "engine_config":
 //   object, the thread's merge patch of its agent's engine config.)
 //   status   := "open" | "idle" | "running" | "completed" | "failed" | "cancelled"
 //   work     := {"text":string,"status":"open"|"resolved"|"archived",
@@ -490,6 +491,7 @@ status encode_manifest(const manifest& m, std::string* out, const json_limits& l
   w.field_int("pinned_at", m.pinned_at_ms);
   w.field("environment_id", m.environment_id);
   w.field("status", to_string(m.status));
+  if (m.last_outcome) w.field("last_outcome", to_string(*m.last_outcome));
   w.key("usage");
   write_usage(w, m.usage);
   w.key("cost_usd");
@@ -609,6 +611,12 @@ status decode_manifest(std::string_view json, manifest* out, const json_limits& 
   auto st = parse_thread_status(text);
   if (!st) return status::invalid_input("manifest.status: unknown status '" + text + "'");
   m.status = *st;
+  if (r.has("last_outcome")) {
+    SKEIN_TRY(r.string("last_outcome", &text));
+    auto outcome = parse_run_outcome(text);
+    if (!outcome) return r.invalid("last_outcome", "unknown outcome '" + quote_input(text) + "'");
+    m.last_outcome = *outcome;
+  }
   if (r.has("usage")) SKEIN_TRY(read_usage(r, "usage", &m.usage));
   SKEIN_TRY(r.number("cost_usd", &m.cost_usd, false));
   SKEIN_TRY(r.raw("config", dom::element_type::OBJECT, &m.config, false));

@@ -29,6 +29,15 @@ std::optional<thread_status> parse_thread_status(std::string_view name) {
   return std::nullopt;
 }
 
+std::string_view thread_stage(thread_status status, std::optional<run_outcome> last_outcome, bool stale) {
+  if (status == thread_status::running) return stale ? "stalled" : "running";
+  // A status that carries an outcome (a bound thread, or one closed from the
+  // log) says it even when the manifest predates last_outcome.
+  if (status == thread_status::failed || last_outcome == run_outcome::failed) return "failed";
+  if (status == thread_status::cancelled || last_outcome == run_outcome::cancelled) return "cancelled";
+  return "idle";
+}
+
 std::string_view to_string(parent_kind k) { return parent_kind_names[static_cast<size_t>(k)]; }
 
 std::optional<parent_kind> parse_parent_kind(std::string_view name) {

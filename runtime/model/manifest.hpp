@@ -25,6 +25,23 @@ inline constexpr int thread_status_count = 6;
 std::string_view to_string(thread_status s);
 std::optional<thread_status> parse_thread_status(std::string_view name);
 
+// How a run ended (run.cpp has the names).
+enum class run_outcome : uint8_t { completed, failed, cancelled };
+std::string_view to_string(run_outcome o);
+std::optional<run_outcome> parse_run_outcome(std::string_view name);
+
+// What a thread shows, after each outcome at any depth — the one rule that
+// diagnose, the HTTP manifests and listings, and the /ui viewer all apply:
+// - status (stored): `running` while a run is under way. After a run a root
+//   thread (parent kind none) is `open` again, whatever the outcome, since it
+//   takes the next input; a bound thread (a child, a task's, a schedule's, a
+//   DM thread) keeps its last outcome: completed, failed or cancelled. A run
+//   closed from the log (a crash, an orphaned run) leaves `failed` at any depth.
+// - stage (derived): `running`, or `stalled` when its heartbeat is stale;
+//   otherwise the last run's outcome when it was failed or cancelled, else
+//   `idle` (the last run completed, or none ran).
+std::string_view thread_stage(thread_status status, std::optional<run_outcome> last_outcome, bool stale);
+
 // What a thread hangs from, if anything: a parent thread (delegation, a sub-job), a
 // task, a schedule, or an agent (that agent's DM thread: parent_id is the agent id).
 // A thread with no parent is a root thread, a house when it has members.
@@ -70,6 +87,7 @@ struct manifest {
   int64_t pinned_at_ms = 0;        // 0: not pinned
   std::string environment_id;
   thread_status status = thread_status::open;
+  std::optional<run_outcome> last_outcome;  // of the last finished run; none before one ends
   token_usage usage;               // totals over all runs
   double cost_usd = 0;             // total
   std::string config = "{}";       // per-thread overrides, a JSON object

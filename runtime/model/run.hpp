@@ -44,9 +44,7 @@ status validate_input(const run_input& in);
 status encode_inbox_input(const run_input& in, std::string* out);
 status decode_inbox_input(std::string_view json, run_input* out, const json_limits& limits = {});
 
-enum class run_outcome : uint8_t { completed, failed, cancelled };
-std::string_view to_string(run_outcome o);
-std::optional<run_outcome> parse_run_outcome(std::string_view name);
+// run_outcome and its names: manifest.hpp (a manifest keeps its last run's).
 
 struct run_result {
   std::string thread_id;

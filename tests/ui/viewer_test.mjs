@@ -223,7 +223,7 @@ async function main() {
       method: 'POST',
       headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
       body: JSON.stringify({ id: 'thinker', system_prompt: 'test', engine_config: {
-        rules: [{ match: 'fail', error: 'model <b>exploded</b>' }],
+        rules: [{ match: 'fail', error: 'model <b>exploded</b>' }, { match: 'hang', stall: true }],
         default: { reply: 'ok', thinking: 'pondering <i>this</i>' } } }),
     });
     check('the test agent is made', made.status === 201, String(made.status));
@@ -250,6 +250,25 @@ async function main() {
     check('a failed run shows its diagnosis', (await diagnosis.textContent()).includes('error: model <b>exploded</b>'),
       await diagnosis.textContent());
     check('and its stop says so', /failed/.test(await page.locator('li.run').nth(1).locator('li.boundary.stop').textContent()));
+
+    // A cancelled run of this root thread: the thread is open again, and the
+    // viewer shows the stage beside it and the diagnosis, as it does for a failure.
+    const thread_id = decodeURIComponent(new URL(page.url()).hash.replace(/^#thread=/, ''));
+    await page.fill('#message', 'hang now');
+    await page.click('#send');
+    await page.locator('#thread-status', { hasText: 'running' }).waitFor();
+    const cancel = await fetch(`${base}/v1/threads/${encodeURIComponent(thread_id)}/cancel`, {
+      method: 'POST', headers: { Authorization: `Bearer ${token}` },
+    });
+    check('the hanging run is cancelled', cancel.status === 200, String(cancel.status));
+    const cancelled_box = page.locator('#diagnosis.stage-cancelled');
+    await cancelled_box.waitFor();
+    check('a cancelled run shows its diagnosis', /stage cancelled · status open/.test(await cancelled_box.textContent()),
+      await cancelled_box.textContent());
+    await page.locator('#thread-status', { hasText: 'open · cancelled' }).waitFor();
+    check('the row of the thread shows the stage too',
+      (await page.locator(`#threads tr[data-id="${thread_id}"] .status`).textContent()) === 'open · cancelled',
+      await page.locator(`#threads tr[data-id="${thread_id}"] .status`).textContent());
 
     check('no script error on the page', page_errors.length === 0, JSON.stringify(page_errors));
     check('no CSP violation', csp_violations.length === 0, JSON.stringify(csp_violations));

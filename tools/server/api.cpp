@@ -25,9 +25,17 @@ using exchange_ptr = std::shared_ptr<http::exchange>;
 
 response json_response(int status, std::string body) { return response{status, "application/json", std::move(body), {}}; }
 
+// The stored manifest and its derived `stage` (thread_stage, manifest.hpp):
+// every manifest an answer holds, a listing's rows included. A thread read
+// here was reconciled already, so a run shown is not stale ("stalled" is
+// diagnose's word).
 std::string manifest_json(const manifest& m) {
   std::string out;
   encode_manifest(m, &out).ignore();  // stored manifests always encode
+  out.pop_back();  // the closing brace of the manifest object
+  out += R"(,"stage":")";
+  out += thread_stage(m.status, m.last_outcome, false);
+  out += R"("})";
   return out;
 }
 

@@ -173,11 +173,20 @@ function threads_query(cursor) {
   return `/v1/threads?${q}`;
 }
 
+// The badge of a manifest: its status, and its stage when the last run failed
+// or was cancelled (a root thread is open again after any run; the stage says
+// how its last run ended — the rule diagnose applies too, API.md).
+function status_badge(m) {
+  const ended_badly = m.stage === 'failed' || m.stage === 'cancelled';
+  const text = ended_badly && m.stage !== m.status ? `${m.status} · ${m.stage}` : m.status;
+  return el('span', `status ${ended_badly ? m.stage : m.status}`, text);
+}
+
 function thread_row(m) {
   const title = el('a', 'title', m.title || m.id);
   title.href = `#thread=${encodeURIComponent(m.id)}`;
   const row = el('tr', state.view && state.view.id === m.id ? 'selected' : '',
-    el('td', '', el('span', `status ${m.status}`, m.status)),
+    el('td', '', status_badge(m)),
     el('td', 'agent', m.agent_id),
     el('td', '', title, m.title ? el('div', 'muted id', m.id) : null),
     el('td', 'time', time_of(m.updated_at)));
@@ -564,7 +573,7 @@ function set_thread_status(status) {
 
 function show_manifest(m) {
   $('thread-title').textContent = m.title || m.id;
-  set_thread_status(m.status);
+  $('thread-status').replaceWith(Object.assign(status_badge(m), { id: 'thread-status' }));
   const parts = [`agent ${m.agent_id}`, m.id, `updated ${time_of(m.updated_at)}`];
   if (m.usage) parts.push(`${m.usage.input_tokens} in / ${m.usage.output_tokens} out tokens`);
   $('thread-meta').textContent = parts.join(' · ');
