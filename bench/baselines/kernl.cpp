@@ -34,7 +34,7 @@ void run_kernl(size_t threads, size_t runs_per_thread, uint64_t delay_ms, measur
   while (!output.empty() && (output.back() == '\n' || output.back() == '\r')) output.pop_back();
   std::string last = output.substr(output.rfind('\n') == std::string::npos ? 0 : output.rfind('\n') + 1);
   if (row->skipped.find(": cannot run node:") != std::string::npos) {
-    row->skipped = "node is not on PATH; to enable: install Node.js >= 20, then npm ci --prefix bench/baselines/kernl";
+    row->skipped = "node is not on PATH; to enable: install Node.js >= 18, then npm ci --prefix bench/baselines/kernl";
     return;
   }
   if (!row->skipped.empty()) {
