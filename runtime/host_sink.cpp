@@ -67,6 +67,24 @@ caf::behavior sink_actor(caf::stateful_actor<sink_state>* self, event_sink sink,
 
 }  // namespace
 
+std::shared_ptr<sink_gate> gate_sink(event_sink* sink) {
+  auto gate = std::make_shared<sink_gate>();
+  if (sink->on_event)
+    sink->on_event = [gate, fn = std::move(sink->on_event)](const event& e) { gate->pass([&] { fn(e); }); };
+  if (sink->on_event_json)
+    sink->on_event_json = [gate, fn = std::move(sink->on_event_json)](uint64_t seq, event_type type,
+                                                                      const std::string& json) {
+      gate->pass([&] { fn(seq, type, json); });
+    };
+  if (sink->on_delta)
+    sink->on_delta = [gate, fn = std::move(sink->on_delta)](const std::string& run_id, const std::string& delta) {
+      gate->pass([&] { fn(run_id, delta); });
+    };
+  if (sink->on_end)
+    sink->on_end = [gate, fn = std::move(sink->on_end)](const std::string& reason) { gate->pass([&] { fn(reason); }); };
+  return gate;
+}
+
 caf::actor spawn_sink(caf::actor_system& sys, event_sink sink, std::shared_ptr<std::atomic<uint64_t>> failures,
                       caf::actor watch) {
   return sys.spawn(sink_actor, std::move(sink), std::move(failures), std::move(watch));

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <exception>
 #include <memory>
+#include <mutex>
 
 #include "runtime/runtime.hpp"
 
@@ -29,6 +30,37 @@ void guard_host_call(const std::shared_ptr<std::atomic<uint64_t>>& failures, con
     std::fprintf(stderr, "skein: %s threw a non-standard exception\n", what);
   }
 }
+
+// What stands between a subscription's sink actor and the host's callbacks
+// (runtime::unsubscribe). After close() returns, none of them runs again and
+// one running on another thread has returned: the host may then free what its
+// callbacks use (its locals, often). Called from inside one of the callbacks
+// (the sink actor's own thread), close() returns at once — the lock is
+// recursive — and no callback follows that one. Thread-safe.
+class sink_gate {
+ public:
+  sink_gate() = default;
+  sink_gate(const sink_gate&) = delete;
+  sink_gate& operator=(const sink_gate&) = delete;
+
+  // Runs `fn` (a callback) unless closed.
+  template <class F>
+  void pass(F&& fn) {
+    std::lock_guard lock{mu_};
+    if (open_) fn();
+  }
+  void close() {
+    std::lock_guard lock{mu_};
+    open_ = false;
+  }
+
+ private:
+  std::recursive_mutex mu_;  // guards open_; held while a callback runs
+  bool open_ = true;
+};
+
+// Puts each callback `sink` has through a new gate, which it returns.
+std::shared_ptr<sink_gate> gate_sink(event_sink* sink);
 
 // The actor that calls a subscription's `sink`, one message at a time, in order:
 //   (event_atom, thread, published_ptr)                 from the thread actor here

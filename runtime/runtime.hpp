@@ -306,6 +306,10 @@ class runtime {
   // subscribe() to the events of `groups` only; deltas (chat text) pass when chat does.
   status subscribe(const std::string& thread_id, uint64_t from_seq, const group_filter& groups,
                    event_sink sink, uint64_t* id);
+  // Ends subscription `id`. When it returns, none of its sink's callbacks runs
+  // again and one running on another thread has returned, so what they use may
+  // be freed; do not call it holding a lock they take. From inside one of them
+  // it returns at once, and that callback is the last.
   status unsubscribe(uint64_t id);
 
   // Usage totals from the usage rows (event_log::query_usage says what each

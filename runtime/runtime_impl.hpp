@@ -22,6 +22,7 @@
 #include "actors/timers.hpp"
 #include "runtime/cluster_link.hpp"
 #include "runtime/cluster_tls.hpp"
+#include "runtime/host_sink.hpp"
 #include "runtime/memory_service.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/work_service.hpp"
@@ -66,8 +67,12 @@ struct runtime::impl {
   caf::actor scheduler;  // actors/scheduler.hpp
   std::vector<caf::actor> clients;
   std::atomic<size_t> next_client{0};
+  struct subscription {
+    caf::actor actor;                 // the sink actor (host_sink.hpp)
+    std::shared_ptr<sink_gate> gate;  // between it and the host's callbacks
+  };
   std::mutex subs_mu;  // guards subs
-  std::map<uint64_t, caf::actor> subs;
+  std::map<uint64_t, subscription> subs;
   std::atomic<uint64_t> next_sub{1};
   // Exceptions thrown by host callbacks, caught and counted (runtime_stats).
   std::shared_ptr<std::atomic<uint64_t>> host_failures = std::make_shared<std::atomic<uint64_t>>(0);

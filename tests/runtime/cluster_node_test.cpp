@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <future>
 #include <mutex>
 #include <set>
 #include <unistd.h>
@@ -280,6 +281,81 @@ TEST_CASE("cluster: a subscription through a node that does not own the thread")
     CHECK((ended == "unavailable" || ended == "closed"));
   }
   REQUIRE(f.nodes[0]->unsubscribe(sub).is_ok());
+  REQUIRE(f.nodes[1]->unsubscribe(sub2).is_ok());  // before mu and resumed go
+}
+
+// The host frees what its callbacks use once unsubscribe() returns (a test's
+// locals at the end of a block): a callback must not be under way then, nor
+// come later. Once it was: the exit sent to the sink actor was all, and a
+// callback still running wrote into freed memory (heap corruption in the TLS
+// test under load). Through the owner (a local sink) and through another node
+// (the owner's events relayed to a sink here).
+TEST_CASE("cluster: once unsubscribe returns no callback of its sink runs (through the owner and through another node)") {
+  cluster_fixture f{2};
+  f.agent(0);
+  manifest m = f.thread(1);
+  run_result first = f.run(0, m.id, "hello");
+  REQUIRE(first.last_seq >= 2);  // a backlog: the sink is called more than once
+  const size_t owner = f.owner(m.id);
+  for (size_t via : {owner, 1 - owner}) {
+    INFO("through " << f.members[via].id << (via == owner ? " (the owner)" : " (not the owner)"));
+    // Shared, not borrowed: without the gate the sink outlives this iteration.
+    struct watch {
+      std::promise<void> entered;
+      std::promise<void> release;
+      std::atomic<bool> unsubscribed{false};
+      std::atomic<int> calls{0};
+      std::atomic<int> calls_after{0};  // begun once unsubscribe() had returned
+      std::atomic<bool> returned_during{false};
+    };
+    auto w = std::make_shared<watch>();
+    std::shared_future<void> released = w->release.get_future().share();
+    event_sink sink;
+    sink.on_event_json = [w, released](uint64_t, event_type, const std::string&) {
+      if (w->unsubscribed) ++w->calls_after;
+      if (++w->calls == 1) {  // the first holds the sink until released
+        w->entered.set_value();
+        released.wait();
+        if (w->unsubscribed) w->returned_during = true;
+      }
+    };
+    uint64_t sub = 0;
+    REQUIRE(f.nodes[via]->subscribe(m.id, 1, sink, &sub).is_ok());
+    REQUIRE(w->entered.get_future().wait_for(10s) == std::future_status::ready);
+    auto done = std::async(std::launch::async, [&] {
+      status s = f.nodes[via]->unsubscribe(sub);
+      w->unsubscribed = true;
+      return s;
+    });
+    // Time for an unsubscribe that does not wait to return (it did, at once);
+    // one that waits does so until the callback is released, however long.
+    CHECK(done.wait_for(200ms) == std::future_status::timeout);
+    w->release.set_value();
+    REQUIRE(done.get().is_ok());
+    CHECK_FALSE(w->returned_during);
+    f.run(0, m.id, "more");  // events a sink still called would get
+    CHECK(w->calls_after == 0);
+  }
+
+  // From inside a callback (the sink actor's own thread): it returns at once,
+  // and that callback is the last.
+  auto id = std::make_shared<std::promise<uint64_t>>();
+  auto in_callback = std::make_shared<std::promise<bool>>();
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  std::shared_future<uint64_t> sub_id = id->get_future().share();
+  runtime* node = f.nodes[1 - owner].get();
+  event_sink sink;
+  sink.on_event_json = [=](uint64_t, event_type, const std::string&) {
+    if (++*calls == 1) in_callback->set_value(node->unsubscribe(sub_id.get()).is_ok());
+  };
+  uint64_t sub = 0;
+  REQUIRE(node->subscribe(m.id, 1, sink, &sub).is_ok());
+  id->set_value(sub);
+  auto unsubscribed = in_callback->get_future();
+  REQUIRE(unsubscribed.wait_for(10s) == std::future_status::ready);
+  CHECK(unsubscribed.get());
+  f.run(0, m.id, "after");
+  CHECK(*calls == 1);
 }
 
 TEST_CASE("cluster: a node that is gone answers unavailable at once and comes back whole") {
