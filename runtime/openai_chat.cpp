@@ -15,9 +15,10 @@ constexpr std::string_view config_fields[] = {
     "timeout_ms", "retries",      "backoff_ms",         "backoff_max_ms",  "retry_after_max_ms",
     "reply_bytes_max", "prices"};
 
-// The object reader names "config.<field>" in its messages; the status names the field too.
+// The object reader names "config.<field>" in its messages (and its fields);
+// the status names the engine config's own field, the key a user wrote.
 status named(status s, std::string_view field) {
-  if (s.is_ok() || !s.field().empty()) return s;
+  if (s.is_ok()) return s;
   return std::move(s).with_field(std::string{field});
 }
 
