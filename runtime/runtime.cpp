@@ -493,6 +493,11 @@ status runtime::get_thread(const std::string& id, manifest* out) {
   return impl_->log->read_manifest(id, out);
 }
 
+bool runtime::serves_here(const std::string& id) {
+  std::string owner;
+  return !impl_->route(id, &owner).is_ok() || owner.empty();
+}
+
 status runtime::delete_thread(const std::string& id) {
   std::string owner;
   SKEIN_TRY(impl_->route(id, &owner));

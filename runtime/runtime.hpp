@@ -243,6 +243,11 @@ class runtime {
   status add_member(const std::string& thread_id, const house_member& member, manifest* out = nullptr);
   status remove_member(const std::string& thread_id, const std::string& agent_id, manifest* out = nullptr);
   status get_thread(const std::string& id, manifest* out);
+  // Whether this node serves thread `id` itself (a call about it asks no other
+  // node): always alone; in a cluster, by the members' view and this node's
+  // own log, without waiting on another node. An invalid id is served here
+  // (the call refuses it here).
+  bool serves_here(const std::string& id);
   status list_threads(const thread_query& query, thread_page* out);
   status delete_thread(const std::string& id);  // idempotent
   // A user's title: replaces any title, generated or not, and is never replaced

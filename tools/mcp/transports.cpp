@@ -14,6 +14,7 @@ status embedded_transport::call(const http_call& c, http::response* out) {
   req.target = c.target;
   if (!http::parse_target(c.target, &req.path, &req.query))
     return status::invalid_input("target " + quote_input(c.target) + ": malformed");
+  req.may_wait = true;  // the session's own thread: admission may wait here
   auto a = api_.admit(req);
   if (a.refuse) {
     *out = *a.refuse;

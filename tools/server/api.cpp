@@ -1356,6 +1356,10 @@ http::admission api::admit(const http::request& head) {
       a.refuse = std::move(refuse);
       return a;
     }
+    if (!head.may_wait && !rt->serves_here(seg[2])) {
+      a.defer = true;  // the thread is another node's: read it where waiting is allowed
+      return a;
+    }
     manifest m;
     if (status s = visible_thread(*rt, *scope, seg[2], "", &m); !s) a.refuse = error_response(s);
     else a.visible_thread = seg[2];

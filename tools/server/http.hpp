@@ -35,6 +35,9 @@ struct request {
   // found this request's credentials may see, so the handler need not read it
   // again. "" when none was checked.
   std::string admitted_thread;
+  // Set by the server when it calls the admitter on a handler thread, where
+  // it may wait (admission::defer).
+  bool may_wait = false;
 
   std::string header(const std::string& lower_name) const;
 };
@@ -103,9 +106,15 @@ struct admission {
   // The thread of the route the admitter checked visible to the request's
   // credentials (passed on as request::admitted_thread); "" when none.
   std::string visible_thread;
+  // The admitter would have to wait (on another node) to decide, and
+  // head.may_wait was false: the server calls it again on a handler thread
+  // with may_wait set. The rest of this answer is ignored.
+  bool defer = false;
 };
 
-// Sees `head` with an empty body. Called on a handler thread (handler_pool.hpp): it may wait.
+// Sees `head` with an empty body. Called on an I/O thread (head.may_wait
+// false), where it must not wait: it answers `defer` instead; or on a handler
+// thread (handler_pool.hpp, head.may_wait true), where it may.
 using admitter = std::function<admission(const request& head)>;
 
 struct service {

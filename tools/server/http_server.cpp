@@ -280,20 +280,29 @@ class session : public std::enable_shared_from_this<session> {
     holds_in_flight_ = true;
     if (!server_->admit) return admitted(admission{});
     if (parser_->is_done()) return admit_and_handle();
-    // Admission may wait (it reads the thread a write goes to, which may be
-    // another node's): on a handler thread, never on this I/O thread. The
-    // session reads nothing meanwhile, so req_ stays as it is.
+    // A request with a body: admission decides before the body is read, here
+    // when it need not wait, else on a handler thread (it reads the thread a
+    // write goes to, which may be another node's). The session reads nothing
+    // meanwhile, so req_ stays as it is.
+    admission adm = admit_here();
+    if (!adm.defer) return admitted(std::move(adm));
+    req_.may_wait = true;
     server_->pool.post([self = shared_from_this()] {
-      admission adm;
-      try {
-        adm = self->server_->admit(self->req_);
-      } catch (const std::exception&) {
-        adm.refuse = response{500, "application/json", json_error("internal", "admission failed", ""), {}};
-      }
+      admission adm = self->admit_here();
       if (self->server_->drained.load()) return;  // stopped meanwhile: see respond()
       net::post(self->stream_.get_executor(),
                 [self, adm = std::move(adm)]() mutable { self->admitted(std::move(adm)); });
     });
+  }
+
+  admission admit_here() {
+    try {
+      return server_->admit(req_);
+    } catch (const std::exception&) {
+      admission adm;
+      adm.refuse = response{500, "application/json", json_error("internal", "admission failed", ""), {}};
+      return adm;
+    }
   }
 
   // A request without a body: its admission and its handler in one go on a
@@ -301,6 +310,7 @@ class session : public std::enable_shared_from_this<session> {
   // exchange as any answer does.
   void admit_and_handle() {
     auto [req, ex] = hand_over();
+    req->may_wait = true;
     server_->pool.post([srv = server_, req = std::move(req), ex = std::move(ex)] {
       admission adm;
       try {
