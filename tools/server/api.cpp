@@ -1367,6 +1367,21 @@ http::admission api::admit(const http::request& head) {
   return a;
 }
 
+bool api::runs_inline(const http::request& req) {
+  // The hot path only: POST /v1/threads/{id}/entries {"wait":true}, its thread
+  // admitted (seen) already. Anything else runs on a handler thread.
+  if (req.method != "POST" || req.admitted_thread.empty()) return false;
+  auto seg = segments(req.path);
+  if (seg.size() != 4 || seg[1] != "threads" || seg[2] != req.admitted_thread || seg[3] != "entries") return false;
+  auto scope = tokens_.authenticate(req.header("authorization"));
+  std::shared_ptr<runtime> rt;
+  if (!scope || lease(req, *scope, &rt) || !rt->serves_here(seg[2])) return false;
+  json::document body;
+  json::object_reader r;
+  bool wait = false;
+  return body_object(req, options_.limits, &body, &r).is_ok() && r.boolean("wait", &wait, false).is_ok() && wait;
+}
+
 // /v1/namespaces: the server's admin manages them; a namespace's own token sees
 // its own namespace, and any other as a missing one.
 void api::namespaces_route(context& c, const std::vector<std::string>& seg) {

@@ -45,9 +45,14 @@ class api {
   http::handler handler() {
     return [this](http::request& req, std::shared_ptr<http::exchange> ex) { handle(req, std::move(ex)); };
   }
+  // Whether handle() answers `req` without waiting (http::inline_check): a
+  // waited entry to a thread this node serves, which the run's completion
+  // answers. Called on an I/O thread; reads nothing but the request.
+  bool runs_inline(const http::request& req);
   // The handler with its admission: what http::server::start takes.
   http::service service() {
-    return {handler(), [this](const http::request& head) { return admit(head); }};
+    return {handler(), [this](const http::request& head) { return admit(head); },
+            [this](const http::request& req) { return runs_inline(req); }};
   }
 
   struct context;

@@ -117,9 +117,16 @@ struct admission {
 // thread (handler_pool.hpp, head.may_wait true), where it may.
 using admitter = std::function<admission(const request& head)>;
 
+// Whether the handler answers `req` (read whole) without waiting on anything:
+// called on an I/O thread, it must not wait itself. True runs the handler
+// there, saving the hand-off to a handler thread; false (or none) runs it on a
+// handler thread.
+using inline_check = std::function<bool(const request& req)>;
+
 struct service {
   handler on_request;
   admitter admit;  // empty: every request is admitted with a standard body
+  inline_check runs_inline;  // empty: every handler runs on a handler thread
 };
 
 // Splits and percent-decodes a request target. False when it is malformed.

@@ -59,6 +59,7 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   server_limits limits;
   handler on_request;
   admitter admit;
+  inline_check runs_inline;
   // Runs admission and handlers: an I/O thread never waits on what they wait on.
   handler_pool pool;
   net::io_context ioc;
@@ -427,6 +428,11 @@ class session : public std::enable_shared_from_this<session> {
     // or a peer); the body's bytes stay in the budget until it has run, since
     // it copied what it keeps by then.
     uint64_t held = std::exchange(reserved_bytes_, 0);
+    if (server_->runs_inline && server_->runs_inline(*req)) {  // answers without waiting: no hand-off
+      run_handler(*server_, *req, ex);
+      server_->body_bytes_buffered.fetch_sub(held, std::memory_order_relaxed);
+      return;
+    }
     server_->pool.post([srv = server_, req = std::move(req), ex = std::move(ex), held] {
       run_handler(*srv, *req, ex);
       srv->body_bytes_buffered.fetch_sub(held, std::memory_order_relaxed);
@@ -724,6 +730,7 @@ status server::start(const std::string& host, uint16_t port, server_limits limit
   auto p = std::make_shared<impl>(limits);
   p->on_request = std::move(svc.on_request);
   p->admit = std::move(svc.admit);
+  p->runs_inline = std::move(svc.runs_inline);
   beast::error_code ec;
   auto address = net::ip::make_address(host, ec);
   if (ec) return status::invalid_input("listen address '" + host + "': " + ec.message());
