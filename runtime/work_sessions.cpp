@@ -1,8 +1,10 @@
 // The work service's graph lenses, sessions and suggestions (work_service.hpp).
 //
 // Suggestions: at a session's close its texts (summary, open items, topics) are
-// embedded and compared with the texts of the latest work_sessions_compared_max
-// sessions of its agent and project closed before it. A text found (similarity
+// embedded and compared with the texts of the sessions of its agent and project
+// closed before it: the latest work_sessions_compared_max of them, closed within
+// work_sessions_compared_ms of now (the seed's window, so a topic of last
+// quarter or of long ago does not count as recurring). A text found (similarity
 // >= work_suggest_similarity) in enough sessions, this one included, becomes a
 // pending suggestion — unless an open item of the project covers it (>=
 // work_suggest_covered), or a suggestion of the project already matches it: a
@@ -298,12 +300,12 @@ status work_service::compute_suggestions(const work_session_row& session, std::v
   const std::string& session_id = session.id;
   const std::vector<std::string>& texts = session.texts;
   const std::vector<std::vector<float>>& vecs = session.vectors;
-  // The latest closed sessions of the project but this one.
+  // The sessions of the project closed before this one, latest first: the
+  // window counts each of them (embedded or not), then drops those too old.
   std::vector<work_session_row> earlier;
   SKEIN_TRY(log_.scan_side(side_cf::sessions, keys::work_prefix(agent_id), [&](std::string_view, std::string_view v) {
     work_session_row s;
-    if (decode_session_row(v, &s) && s.closed_at_ms != 0 && s.id != session_id && s.project == session.project &&
-        !s.vectors.empty())
+    if (decode_session_row(v, &s) && s.closed_at_ms != 0 && s.id != session_id && s.project == session.project)
       earlier.push_back(std::move(s));
     return true;
   }));
@@ -312,6 +314,7 @@ status work_service::compute_suggestions(const work_session_row& session, std::v
   });
   if (earlier.size() > work_sessions_compared_max) earlier.resize(work_sessions_compared_max);
   int64_t now = hooks_.clock();
+  std::erase_if(earlier, [&](const work_session_row& s) { return now - s.closed_at_ms > work_sessions_compared_ms; });
   std::vector<work_suggestion> known;
   SKEIN_TRY(list_suggestions(agent_id, true, &known));
   std::erase_if(known, [&](const work_suggestion& s) { return s.project != session.project; });

@@ -64,7 +64,11 @@ inline constexpr double work_dedup_similarity = 0.85;
 inline constexpr size_t work_items_per_agent_max = 1000000;  // open items of one agent (overloaded past it)
 inline constexpr size_t work_relates_max = 64;                // relates_to of one create
 inline constexpr size_t work_session_texts_max = 256;         // open_items, and topics, of one close
-inline constexpr size_t work_sessions_compared_max = 200;     // latest closed sessions a close compares with
+// A close compares with the latest work_sessions_compared_max sessions closed
+// before it, of its agent and project, closed within work_sessions_compared_ms
+// (the seed's window: the last 20 sessions of the last 30 days).
+inline constexpr size_t work_sessions_compared_max = 20;
+inline constexpr int64_t work_sessions_compared_ms = 30LL * 24 * 3600 * 1000;
 inline constexpr int64_t work_embed_timeout_ms = 5000;        // an embedding waited for, then text only
 struct work_create {
   std::string agent_id;

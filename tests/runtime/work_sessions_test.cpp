@@ -266,8 +266,79 @@ work_session_closed close_in(work_fixture& f, const std::string& project, const 
 }
 
 const std::string recurring = "flaky integration tests in the payments service";
+// The seed's window, written out: the tests hold the constants to it.
+constexpr size_t seed_sessions = 20;
+constexpr int64_t seed_window_ms = 30 * day_ms;
+
+// `n` sessions about other things, a minute apart: words no other session has.
+void unrelated_sessions(work_fixture& f, size_t n, const std::string& prefix) {
+  for (size_t i = 0; i < n; ++i) {
+    f.now->fetch_add(60 * 1000);
+    std::string k = std::to_string(i);
+    CHECK(close_in(f, "", prefix + k, {"chore" + k + " errand" + k + " task" + k}).suggestions.empty());
+  }
+}
 
 }  // namespace
+
+TEST_CASE("suggestions compare with the last 20 sessions only (the seed's window)", "[work]") {
+  CHECK(work_sessions_compared_max == seed_sessions);
+  SECTION("two sessions 21 and 22 back, and one now: no suggestion") {
+    work_fixture f;
+    f.agent("a");
+    close_in(f, "", "old1", {recurring});
+    f.now->fetch_add(60 * 1000);
+    close_in(f, "", "old2", {recurring});
+    unrelated_sessions(f, seed_sessions, "u");
+    f.now->fetch_add(60 * 1000);
+    CHECK(close_in(f, "", "now", {recurring}).suggestions.empty());
+  }
+  SECTION("two sessions 19 and 20 back, and one now: a suggestion") {
+    work_fixture f;
+    f.agent("a");
+    close_in(f, "", "old1", {recurring});
+    f.now->fetch_add(60 * 1000);
+    close_in(f, "", "old2", {recurring});
+    unrelated_sessions(f, seed_sessions - 2, "u");
+    f.now->fetch_add(60 * 1000);
+    auto now = close_in(f, "", "now", {recurring});
+    REQUIRE(now.suggestions.size() == 1);
+    CHECK(now.suggestions[0].sessions == std::vector<std::string>{"old1", "old2", "now"});
+  }
+}
+
+TEST_CASE("suggestions compare with the sessions of the last 30 days only (the seed's window)", "[work]") {
+  CHECK(work_sessions_compared_ms == seed_window_ms);
+  SECTION("two sessions 45 days back, and one now: no suggestion") {
+    work_fixture f;
+    f.agent("a");
+    close_in(f, "", "old1", {recurring});
+    f.now->fetch_add(60 * 1000);
+    close_in(f, "", "old2", {recurring});
+    f.now->fetch_add(45 * day_ms);
+    CHECK(close_in(f, "", "now", {recurring}).suggestions.empty());
+  }
+  SECTION("two sessions 29 days back, and one now: a suggestion") {
+    work_fixture f;
+    f.agent("a");
+    close_in(f, "", "old1", {recurring});
+    f.now->fetch_add(60 * 1000);
+    close_in(f, "", "old2", {recurring});
+    f.now->fetch_add(29 * day_ms);
+    REQUIRE(close_in(f, "", "now", {recurring}).suggestions.size() == 1);
+  }
+  SECTION("closed exactly 30 days back they count; a millisecond more and they do not") {
+    for (int64_t extra : {int64_t{0}, int64_t{1}}) {
+      work_fixture f;
+      f.agent("a");
+      close_in(f, "", "old1", {recurring});
+      close_in(f, "", "old2", {recurring});  // the same moment
+      f.now->fetch_add(seed_window_ms + extra);
+      INFO("extra ms: " << extra);
+      CHECK(close_in(f, "", "now", {recurring}).suggestions.size() == (extra == 0 ? 1u : 0u));
+    }
+  }
+}
 
 TEST_CASE("suggestions stay within a project: its sessions, its items, its pending suggestions", "[work]") {
   work_fixture f;
