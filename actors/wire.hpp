@@ -145,7 +145,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, work_item& x) {
   return f(caf::meta::type_name("skein.work_item"), x.text, checked(x.status, work_status::archived),
            checked(x.cls, work_class::backlog), x.project_state, x.touch_count, x.created_at_ms, x.last_touched_at_ms,
-           x.dormant_since_ms, x.resolved_at_ms, x.resolution, x.resolved_session, x.archived_at_ms);
+           x.dormant_since_ms, x.resolved_at_ms, x.resolution, x.resolved_session, x.archived_at_ms, x.project,
+           x.linear_issue);
 }
 
 namespace wire_detail {
@@ -324,8 +325,8 @@ typename Inspector::result_type inspect(Inspector& f, thread_page& x) {
 static_assert(sizeof(token_usage) == 32, "token_usage changed: update wire.hpp");
 static_assert(sizeof(event) == 328, "event changed: update wire.hpp");
 static_assert(sizeof(house_member) == 40, "house_member changed: update wire.hpp");
-static_assert(sizeof(work_item) == 152, "work_item changed: update wire.hpp");
-static_assert(sizeof(manifest) == 632, "manifest changed: update wire.hpp");
+static_assert(sizeof(work_item) == 216, "work_item changed: update wire.hpp");
+static_assert(sizeof(manifest) == 696, "manifest changed: update wire.hpp");
 static_assert(sizeof(run_input) == 176, "run_input changed: update wire.hpp");
 static_assert(sizeof(run_result) == 208, "run_result changed: update wire.hpp");
 static_assert(sizeof(thread_options) == 248, "thread_options changed: update wire.hpp");

@@ -8,17 +8,22 @@
 //   graph       key := "s/" subject 0x00 predicate 0x00 object            value := triple
 //                    | "o/" object 0x00 predicate 0x00 subject            value := triple
 //                    | "g/" agent-id 0x00 subject 0x00 predicate 0x00 object  value := triple
-//     triple    := {"s":node,"p":predicate,"o":node,"agent":id,"thread":id,"seq":uint,"at":int}
+//     triple    := {"s":node,"p":predicate,"o":node,"agent":id,"thread":id,"seq":uint,"at":int
+//                   [,"project":string]}
 //     node      := "agent:" id | "thread:" id | "session:" id | "issue:" id
 //   sessions    key := agent-id "/" session-id
 //               value := {"v":1,"agent":id,"id":id,"started_at":int,"closed_at":int,
-//                         "texts":[string...],"dims":uint} [0x00 vectors]
+//                         "texts":[string...],"dims":uint[,"project":string]} [0x00 vectors]
 //     vectors   := texts x dims x float32 (little-endian), present when dims > 0
 //   suggestions key := agent-id "/" suggestion-id
 //               value := {"v":1,"id":id,"agent":id,"text":string,"status":suggestion-status,
 //                         "sessions":[id...],"dismissals":uint,"promoted_thread":string,
-//                         "created_at":int,"updated_at":int}
+//                         "created_at":int,"updated_at":int[,"project":string]}
 //     suggestion-status := "pending" | "promoted" | "dismissed" | "suppressed"
+//
+// `project` (of a triple, a session, a suggestion; an item's is in `work`) came
+// later in version 1 (issue 29): written when not "default", so a row written
+// before reads as one of project "default", and an older reader ignores it.
 //
 // Ids hold no 0x00 and no '/' (validate_id), so an agent's rows are the prefix
 // agent "/" and a node's triples the prefix "s/" node 0x00 (or "o/" node 0x00).
@@ -147,6 +152,7 @@ std::string encode_triple(const work_triple& t) {
   w.field("thread", t.thread_id);
   w.field_uint("seq", t.seq);
   w.field_int("at", t.at_ms);
+  if (t.project != work_default_project) w.field("project", t.project);
   w.end_object();
   return value;
 }
@@ -177,6 +183,7 @@ status decode_triple(std::string_view value, work_triple* out) {
   SKEIN_TRY(r.string("thread", &t.thread_id));
   SKEIN_TRY(r.uint("seq", &t.seq));
   SKEIN_TRY(r.int64("at", &t.at_ms));
+  SKEIN_TRY(r.string("project", &t.project, false));
   *out = std::move(t);
   return status::ok();
 }
@@ -196,6 +203,7 @@ side_row session_row_put(const work_session_row& s) {
   for (const auto& t : s.texts) w.string(t);
   w.end_array();
   w.field_uint("dims", dims);
+  if (s.project != work_default_project) w.field("project", s.project);
   w.end_object();
   if (dims > 0) {
     value.push_back('\0');
@@ -216,6 +224,7 @@ status decode_session_row(std::string_view value, work_session_row* out) {
   SKEIN_TRY(r.int64("started_at", &s.started_at_ms, false));
   SKEIN_TRY(r.int64("closed_at", &s.closed_at_ms, false));
   SKEIN_TRY(r.strings("texts", &s.texts, false));
+  SKEIN_TRY(r.string("project", &s.project, false));
   uint64_t dims = 0;
   SKEIN_TRY(r.uint("dims", &dims, false));
   if (dims > 0) {
@@ -247,6 +256,7 @@ side_row suggestion_row_put(const work_suggestion& s) {
   w.field("promoted_thread", s.promoted_thread);
   w.field_int("created_at", s.created_at_ms);
   w.field_int("updated_at", s.updated_at_ms);
+  if (s.project != work_default_project) w.field("project", s.project);
   w.end_object();
   return {side_row::op::put, keys::suggestion_key(s.agent_id, s.id), std::move(value), side_cf::suggestions};
 }
@@ -276,6 +286,7 @@ status decode_suggestion(std::string_view value, work_suggestion* out) {
   SKEIN_TRY(r.string("promoted_thread", &s.promoted_thread, false));
   SKEIN_TRY(r.int64("created_at", &s.created_at_ms, false));
   SKEIN_TRY(r.int64("updated_at", &s.updated_at_ms, false));
+  SKEIN_TRY(r.string("project", &s.project, false));
   *out = std::move(s);
   return status::ok();
 }

@@ -30,6 +30,7 @@ struct work_session_row {
   int64_t closed_at_ms = 0;  // 0: open
   std::vector<std::string> texts;
   std::vector<std::vector<float>> vectors;  // one per text, or none (not embedded)
+  std::string project = std::string{work_default_project};
 };
 
 namespace keys {

@@ -386,9 +386,9 @@ void edge_worker(caf::blocking_actor* self, runtime* rt, cluster_link* link, edg
         if (status s = rt->list_suggestions(agent, all, &r); !s) return to_error(s);
         return r;
       },
-      [&](work_atom, promote_atom, std::string& id) -> caf::result<work_create_result> {
+      [&](work_atom, promote_atom, std::string& id, std::string& project) -> caf::result<work_create_result> {
         work_create_result r;
-        if (status s = rt->promote_suggestion(id, &r); !s) return to_error(s);
+        if (status s = rt->promote_suggestion(id, &r, project); !s) return to_error(s);
         return r;
       },
       [&](work_atom, dismiss_atom, std::string& id) -> caf::result<work_suggestion> {
@@ -406,16 +406,18 @@ void edge_worker(caf::blocking_actor* self, runtime* rt, cluster_link* link, edg
         if (status s = rt->session_close(in, &r); !s) return to_error(s);
         return r;
       },
-      [&](work_atom, graph_atom, uint8_t lens, std::string& n, uint64_t limit) -> caf::result<std::vector<work_triple>> {
+      [&](work_atom, graph_atom, uint8_t lens, std::string& n, uint64_t limit,
+          work_graph_filter& filter) -> caf::result<std::vector<work_triple>> {
         std::vector<work_triple> r;
-        if (status s = hooks.graph_local(lens, n, static_cast<size_t>(std::min<uint64_t>(limit, SIZE_MAX)), &r); !s)
+        if (status s = hooks.graph_local(lens, n, static_cast<size_t>(std::min<uint64_t>(limit, SIZE_MAX)), filter, &r);
+            !s)
           return to_error(s);
         return r;
       },
-      [&](work_atom, graph_stats_atom) -> caf::result<work_graph_stats, std::vector<std::string>> {
+      [&](work_atom, graph_stats_atom, std::string& project) -> caf::result<work_graph_stats, work_graph_shared> {
         work_graph_stats st;
-        std::vector<std::string> shared;
-        if (status s = hooks.graph_stats_local(&st, &shared); !s) return to_error(s);
+        work_graph_shared shared;
+        if (status s = hooks.graph_stats_local(project, &st, &shared); !s) return to_error(s);
         return {std::move(st), std::move(shared)};
       },
       [&](work_atom, adopt_atom, std::string& agent, std::vector<log_row>& rows) -> caf::result<bool> {

@@ -148,6 +148,8 @@ void register_wire_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<work_session_closed>("skein.work_session_closed");
   cfg.add_message_type<std::vector<work_triple>>("skein.work_triples");
   cfg.add_message_type<work_graph_stats>("skein.work_graph_stats");
+  cfg.add_message_type<work_graph_filter>("skein.work_graph_filter");
+  cfg.add_message_type<work_graph_shared>("skein.work_graph_shared");
 }
 
 compact_wire compact_wire::from(const compact_options& o) {

@@ -78,8 +78,10 @@ struct edge_hooks {
   std::function<status(std::string id, std::vector<log_row> rows, bool* adopted)> adopt_schedule;
   std::function<status(std::string agent, std::vector<log_row> rows)> adopt_work;
   // Work items' knowledge graph, this node's triples alone (runtime_work.cpp).
-  std::function<status(uint8_t lens, const std::string& node, size_t limit, std::vector<work_triple>*)> graph_local;
-  std::function<status(work_graph_stats*, std::vector<std::string>* shared)> graph_stats_local;
+  std::function<status(uint8_t lens, const std::string& node, size_t limit, const work_graph_filter&,
+                       std::vector<work_triple>*)>
+      graph_local;
+  std::function<status(const std::string& project, work_graph_stats*, work_graph_shared*)> graph_stats_local;
   std::function<status(const std::string& target)> commit;
 };
 

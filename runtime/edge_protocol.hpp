@@ -44,14 +44,15 @@
 //   (work_atom, item_resolve_atom, work_resolve by text) -> work_entry
 //   (work_atom, work_sweep_atom, work_sweep_options) -> work_sweep_result   agent "": this node's items alone
 //   (work_atom, suggest_atom, agent, bool all) -> std::vector<work_suggestion>
-//   (work_atom, promote_atom | dismiss_atom, suggestion id) -> work_create_result | work_suggestion
+//   (work_atom, promote_atom, suggestion id, project) -> work_create_result   project "": the suggestion's
+//   (work_atom, dismiss_atom, suggestion id) -> work_suggestion
 //   (work_atom, session_start_atom, work_session_start) -> work_session_started
 //   (work_atom, session_close_atom, work_session_close) -> work_session_closed
 //   the knowledge graph lives with the items whose transitions wrote it; each
 //   lens gathers every node's (this node's own alone):
-//   (work_atom, graph_atom, uint8 lens, std::string node, uint64 limit) -> std::vector<work_triple>
+//   (work_atom, graph_atom, uint8 lens, std::string node, uint64 limit, work_graph_filter) -> std::vector<work_triple>
 //        lens 0: connected to node, 1: produced by agent `node`, 2: into node (a provenance hop)
-//   (work_atom, graph_stats_atom) -> (work_graph_stats, std::vector<std::string> nodes other than thread:)
+//   (work_atom, graph_stats_atom, project) -> (work_graph_stats, work_graph_shared)   this node's part (work_graph.hpp)
 //   (member_atom, id, std::string agent, std::string trigger, bool add) -> manifest   house members
 //   (task_atom, task id) -> manifest · (list_atom, thread_query) -> thread_page (its own threads)
 //   (caf::put_atom, agent_config) -> agent_config · (agent_atom) -> std::vector<agent_config>
@@ -85,6 +86,7 @@
 #include "runtime/memory_service.hpp"
 #include "runtime/model/cluster.hpp"
 #include "runtime/model/work_api.hpp"
+#include "runtime/model/work_graph.hpp"
 #include "runtime/runtime.hpp"
 
 namespace skein {
@@ -190,11 +192,13 @@ typename Inspector::result_type inspect(Inspector& f, work_entry& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, work_resolve& x) {
-  return f(caf::meta::type_name("skein.work_resolve"), x.agent_id, x.thread_id, x.text_match, x.note, x.session_id);
+  return f(caf::meta::type_name("skein.work_resolve"), x.agent_id, x.thread_id, x.text_match, x.note, x.session_id,
+           x.project);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, work_create& x) {
-  return f(caf::meta::type_name("skein.work_create"), x.agent_id, x.text, x.session_id, x.relates_to, x.tags);
+  return f(caf::meta::type_name("skein.work_create"), x.agent_id, x.text, x.session_id, x.relates_to, x.tags,
+           x.project, x.linear_issue);
 }
 
 template <class Inspector>
@@ -205,17 +209,19 @@ typename Inspector::result_type inspect(Inspector& f, work_create_result& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, work_list_query& x) {
   return f(caf::meta::type_name("skein.work_list_query"), x.agent_id, checked(x.stages, work_stage::resolved),
-           x.project_state, wire_detail::size64{x.limit}, x.cursor);
+           x.project_state, wire_detail::size64{x.limit}, x.cursor, x.project,
+           x.totals);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, work_list_page& x) {
-  return f(caf::meta::type_name("skein.work_list_page"), x.items, x.next_cursor);
+  return f(caf::meta::type_name("skein.work_list_page"), x.items, x.next_cursor, x.total_open,
+           x.total_resolved);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, work_sweep_options& x) {
-  return f(caf::meta::type_name("skein.work_sweep_options"), x.agent_id, x.auto_archive);
+  return f(caf::meta::type_name("skein.work_sweep_options"), x.agent_id, x.auto_archive, x.project);
 }
 
 template <class Inspector>
@@ -227,24 +233,25 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, work_suggestion& x) {
   return f(caf::meta::type_name("skein.work_suggestion"), x.id, x.agent_id, x.text,
            checked(x.status, suggestion_status::suppressed), x.sessions, x.dismissals, x.promoted_thread,
-           x.created_at_ms, x.updated_at_ms);
+           x.created_at_ms, x.updated_at_ms, x.project);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, work_session_start& x) {
-  return f(caf::meta::type_name("skein.work_session_start"), x.agent_id, x.session_id, x.auto_archive);
+  return f(caf::meta::type_name("skein.work_session_start"), x.agent_id, x.session_id, x.auto_archive,
+           x.project);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, work_session_started& x) {
   return f(caf::meta::type_name("skein.work_session_started"), x.session_id, x.items, x.project_state, x.suggestions,
-           x.sweep);
+           x.sweep, x.project);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, work_session_close& x) {
   return f(caf::meta::type_name("skein.work_session_close"), x.agent_id, x.session_id, x.summary, x.open_items,
-           x.topics);
+           x.topics, x.project);
 }
 
 template <class Inspector>
@@ -255,17 +262,29 @@ typename Inspector::result_type inspect(Inspector& f, work_session_closed& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, work_triple& x) {
   return f(caf::meta::type_name("skein.work_triple"), x.subject, x.predicate, x.object, x.agent_id, x.thread_id,
-           x.seq, x.at_ms);
+           x.seq, x.at_ms, x.project);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, work_graph_stats& x) {
-  return f(caf::meta::type_name("skein.work_graph_stats"), x.triples, x.nodes, x.by_predicate);
+  return f(caf::meta::type_name("skein.work_graph_stats"), x.triples, x.nodes, x.by_predicate, x.top_subjects,
+           x.top_objects, x.top_issues, x.top_agents);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, work_graph_filter& x) {
+  return f(caf::meta::type_name("skein.work_graph_filter"), x.predicate, x.project);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, work_graph_shared& x) {
+  return f(caf::meta::type_name("skein.work_graph_shared"), x.subjects, x.objects, x.agents, x.thread_subjects,
+           x.thread_objects, x.thread_nodes);
 }
 
 static_assert(sizeof(work_vitality) == 40, "work_vitality changed: update edge_protocol.hpp");
 static_assert(sizeof(work_entry) == sizeof(manifest) + sizeof(work_vitality), "work_entry changed: update edge_protocol.hpp");
-static_assert(sizeof(work_resolve) == 5 * sizeof(std::string), "work_resolve changed: update edge_protocol.hpp");
+static_assert(sizeof(work_resolve) == 6 * sizeof(std::string), "work_resolve changed: update edge_protocol.hpp");
 
 using edge_actor = caf::typed_actor<
     caf::replies_to<create_atom, thread_options>::with<manifest, bool>,
@@ -302,12 +321,13 @@ using edge_actor = caf::typed_actor<
     caf::replies_to<work_atom, item_resolve_atom, work_resolve>::with<work_entry>,
     caf::replies_to<work_atom, work_sweep_atom, work_sweep_options>::with<work_sweep_result>,
     caf::replies_to<work_atom, suggest_atom, std::string, bool>::with<std::vector<work_suggestion>>,
-    caf::replies_to<work_atom, promote_atom, std::string>::with<work_create_result>,
+    caf::replies_to<work_atom, promote_atom, std::string, std::string>::with<work_create_result>,
     caf::replies_to<work_atom, dismiss_atom, std::string>::with<work_suggestion>,
     caf::replies_to<work_atom, session_start_atom, work_session_start>::with<work_session_started>,
     caf::replies_to<work_atom, session_close_atom, work_session_close>::with<work_session_closed>,
-    caf::replies_to<work_atom, graph_atom, uint8_t, std::string, uint64_t>::with<std::vector<work_triple>>,
-    caf::replies_to<work_atom, graph_stats_atom>::with<work_graph_stats, std::vector<std::string>>,
+    caf::replies_to<work_atom, graph_atom, uint8_t, std::string, uint64_t, work_graph_filter>::with<
+        std::vector<work_triple>>,
+    caf::replies_to<work_atom, graph_stats_atom, std::string>::with<work_graph_stats, work_graph_shared>,
     caf::replies_to<member_atom, std::string, std::string, std::string, bool>::with<manifest>,
     caf::replies_to<import_atom, manifest, std::vector<event>>::with<manifest>,
     caf::replies_to<task_atom, std::string>::with<manifest>,

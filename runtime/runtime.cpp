@@ -179,7 +179,7 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   cc.options.active_threads_max = p->options.active_threads_max;
   cc.options.idle_passivate = std::chrono::milliseconds(p->options.idle_passivate_ms);
   cc.options.thread_queue_max = p->options.thread_queue_max;
-  cc.options.wall_clock = p->options.clock ? p->options.clock : std::function<int64_t()>(now_ms);
+  cc.options.wall_clock = p->options.clock ? p->options.clock : std::function<int64_t()>(skein::now_ms);
   cc.options.heartbeat_interval = std::chrono::milliseconds(p->options.heartbeat_interval_ms);
   cc.options.heartbeat_stale_ms = p->options.heartbeat_stale_ms;
   cc.options.start_stale_ms = p->options.start_stale_ms;
@@ -821,6 +821,8 @@ status runtime::quota_usage(log_usage* out) {
   SKEIN_TRY(impl_->check_open());
   return impl_->log->usage(impl_->core_opts.wall_clock(), out);
 }
+
+int64_t runtime::now_ms() const { return impl_->core_opts.wall_clock(); }
 
 const std::vector<std::string>& runtime::repaired_at_open() const { return impl_->actors.repaired; }
 

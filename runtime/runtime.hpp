@@ -376,16 +376,22 @@ class runtime {
   // Records dormancy the clock implies and, with auto_archive, archives items
   // dormant >= 30 days. Also runs every work_sweep_interval_ms.
   status sweep_items(const work_sweep_options& options, work_sweep_result* out);
-  // Knowledge-graph lenses (each bounded by `limit`, 1..work_list_limit_max).
-  status graph_connected_to(const std::string& node, size_t limit, std::vector<work_triple>* out);
-  status graph_produced_by(const std::string& agent_id, size_t limit, std::vector<work_triple>* out);
+  // Knowledge-graph lenses (each bounded by `limit`, 1..work_list_limit_max),
+  // of the triples `filter` matches (a predicate, a project; "" any).
+  status graph_connected_to(const std::string& node, size_t limit, std::vector<work_triple>* out,
+                            const work_graph_filter& filter = {});
+  status graph_produced_by(const std::string& agent_id, size_t limit, std::vector<work_triple>* out,
+                           const work_graph_filter& filter = {});
   // Triples reaching `node` backwards (who created, resolved, related it), up
   // to `depth` hops (1..work_graph_depth_max), breadth first.
-  status graph_provenance(const std::string& node, size_t depth, size_t limit, std::vector<work_triple>* out);
-  status graph_stats(work_graph_stats* out);
+  status graph_provenance(const std::string& node, size_t depth, size_t limit, std::vector<work_triple>* out,
+                          const work_graph_filter& filter = {});
+  // Counts and the top nodes of the triples of `project` ("": every project).
+  status graph_stats(work_graph_stats* out, const std::string& project = "");
   // Suggestions of one agent, pending ones unless `all`.
   status list_suggestions(const std::string& agent_id, bool all, std::vector<work_suggestion>* out);
-  status promote_suggestion(const std::string& suggestion_id, work_create_result* out);
+  // The item is created in `project` ("": the suggestion's own).
+  status promote_suggestion(const std::string& suggestion_id, work_create_result* out, const std::string& project = "");
   status dismiss_suggestion(const std::string& suggestion_id, work_suggestion* out);
   status session_start(const work_session_start& in, work_session_started* out);
   status session_close(const work_session_close& in, work_session_closed* out);
@@ -415,6 +421,9 @@ class runtime {
   status set_quota(const log_quota& q);
   // The figures the quotas measure, events of the UTC day of the runtime's clock.
   status quota_usage(log_usage* out);
+  // The runtime's clock now (runtime_options::clock, else the system's), in ms
+  // since the epoch: what vitality and every work-item time are measured by.
+  int64_t now_ms() const;
   // Threads that recovery repaired when this runtime opened.
   const std::vector<std::string>& repaired_at_open() const;
   // Threads that recovery quarantined when this runtime opened: running threads

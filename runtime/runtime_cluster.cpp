@@ -186,14 +186,15 @@ edge_hooks runtime::impl::hooks() {
     return adopt_schedule(std::move(id), std::move(rows), adopted);
   };
   h.adopt_work = [this](std::string agent, std::vector<log_row> rows) { return adopt_work(agent, std::move(rows)); };
-  h.graph_local = [this](uint8_t lens, const std::string& node, size_t limit, std::vector<work_triple>* out) {
+  h.graph_local = [this](uint8_t lens, const std::string& node, size_t limit, const work_graph_filter& filter,
+                         std::vector<work_triple>* out) {
     SKEIN_TRY(check_open());
-    return graph_local(lens, node, limit, out);
+    return graph_local(lens, node, limit, filter, out);
   };
-  h.graph_stats_local = [this](work_graph_stats* out, std::vector<std::string>* shared) -> status {
+  h.graph_stats_local = [this](const std::string& project, work_graph_stats* out, work_graph_shared* shared) -> status {
     SKEIN_TRY(check_open());
     if (!work) return status::io_error("the runtime is closed");
-    return work->graph_stats(out, shared);
+    return work->graph_stats(out, project, shared);
   };
   h.commit = [this](const std::string& target) { return commit_membership(target); };
   return h;

@@ -125,8 +125,10 @@ struct runtime::impl {
   }
   // The knowledge graph's lenses (0 connected to, 1 produced by, 2 into): this
   // node's triples, and every node's merged (runtime_work.cpp).
-  status graph_local(uint8_t lens, const std::string& node, size_t limit, std::vector<work_triple>* out);
-  status graph_cluster(uint8_t lens, const std::string& node, size_t limit, std::vector<work_triple>* out);
+  status graph_local(uint8_t lens, const std::string& node, size_t limit, const work_graph_filter& filter,
+                     std::vector<work_triple>* out);
+  status graph_cluster(uint8_t lens, const std::string& node, size_t limit, const work_graph_filter& filter,
+                       std::vector<work_triple>* out);
   // The node a creation goes to ("" here) by its claim or parent (creation_key).
   status route_creation(const thread_options& o, std::string* node) const;
   // The node that decides a claim key ("task/…", "dm/…"); unavailable while it moves.

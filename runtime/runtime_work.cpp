@@ -216,23 +216,25 @@ status runtime::sweep_items(const work_sweep_options& options, work_sweep_result
 
 // The graph lenses: every node's triples (a lens's local part answers the
 // edge's call, graph_local), merged in one order.
-status runtime::impl::graph_local(uint8_t lens, const std::string& node, size_t limit, std::vector<work_triple>* out) {
+status runtime::impl::graph_local(uint8_t lens, const std::string& node, size_t limit, const work_graph_filter& filter,
+                                  std::vector<work_triple>* out) {
   if (!work) return status::io_error("the runtime is closed");
   switch (lens) {
-    case 0: return work->graph_connected_to(node, limit, out);
-    case 1: return work->graph_produced_by(node, limit, out);
-    case 2: return work->graph_into(node, limit, out);
+    case 0: return work->graph_connected_to(node, limit, out, filter);
+    case 1: return work->graph_produced_by(node, limit, out, filter);
+    case 2: return work->graph_into(node, limit, out, filter);
     default: return status::invalid_input("lens: " + std::to_string(lens) + " is no graph lens (0..2)").with_field("lens");
   }
 }
 
 status runtime::impl::graph_cluster(uint8_t lens, const std::string& node, size_t limit,
-                                    std::vector<work_triple>* out) {
+                                    const work_graph_filter& filter, std::vector<work_triple>* out) {
   SKEIN_TRY(check_open());
-  if (!cluster || cluster_link::serving_edge()) return graph_local(lens, node, limit, out);
+  if (!cluster || cluster_link::serving_edge()) return graph_local(lens, node, limit, filter, out);
   std::vector<std::vector<work_triple>> each;
-  SKEIN_TRY(cluster_gather(*cluster, &each, [&](std::vector<work_triple>* r) { return graph_local(lens, node, limit, r); },
-                           work_atom::value, graph_atom::value, lens, node, uint64_t{limit}));
+  SKEIN_TRY(cluster_gather(
+      *cluster, &each, [&](std::vector<work_triple>* r) { return graph_local(lens, node, limit, filter, r); },
+      work_atom::value, graph_atom::value, lens, node, uint64_t{limit}, filter));
   out->clear();
   for (auto& part : each)
     for (auto& t : part) out->push_back(std::move(t));
@@ -240,48 +242,45 @@ status runtime::impl::graph_cluster(uint8_t lens, const std::string& node, size_
   return status::ok();
 }
 
-status runtime::graph_connected_to(const std::string& node, size_t limit, std::vector<work_triple>* out) {
-  return impl_->graph_cluster(0, node, limit, out);
+status runtime::graph_connected_to(const std::string& node, size_t limit, std::vector<work_triple>* out,
+                                   const work_graph_filter& filter) {
+  return impl_->graph_cluster(0, node, limit, filter, out);
 }
-status runtime::graph_produced_by(const std::string& agent_id, size_t limit, std::vector<work_triple>* out) {
-  return impl_->graph_cluster(1, agent_id, limit, out);
+status runtime::graph_produced_by(const std::string& agent_id, size_t limit, std::vector<work_triple>* out,
+                                  const work_graph_filter& filter) {
+  return impl_->graph_cluster(1, agent_id, limit, filter, out);
 }
-status runtime::graph_provenance(const std::string& node, size_t depth, size_t limit, std::vector<work_triple>* out) {
+status runtime::graph_provenance(const std::string& node, size_t depth, size_t limit, std::vector<work_triple>* out,
+                                 const work_graph_filter& filter) {
   SKEIN_TRY(impl_->check_open());
   work_service::graph_hop hop;  // each hop over every node
   if (impl_->cluster)
-    hop = [this](const std::string& n, size_t l, std::vector<work_triple>* in) { return impl_->graph_cluster(2, n, l, in); };
-  SKEIN_WORK(graph_provenance(node, depth, limit, out, hop));
+    hop = [this, &filter](const std::string& n, size_t l, std::vector<work_triple>* in) {
+      return impl_->graph_cluster(2, n, l, filter, in);
+    };
+  SKEIN_WORK(graph_provenance(node, depth, limit, out, filter, hop));
 }
-status runtime::graph_stats(work_graph_stats* out) {
+status runtime::graph_stats(work_graph_stats* out, const std::string& project) {
   SKEIN_TRY(impl_->check_open());
-  if (!impl_->cluster || cluster_link::serving_edge()) SKEIN_WORK(graph_stats(out));
-  // A thread node lives on one node; other nodes (agents, sessions, issues)
-  // may be named on several, and count once.
-  std::set<std::string> shared;
-  std::map<std::string, uint64_t> by;
-  *out = {};
-  uint64_t thread_nodes = 0;
+  if (!impl_->cluster || cluster_link::serving_edge()) SKEIN_WORK(graph_stats(out, project));
+  // Every node's part, merged (work_graph.hpp: exact counts and tops).
+  work_graph_tally tally;
   for (const auto& m : impl_->cluster->view()->everyone()) {
     work_graph_stats st;
-    std::vector<std::string> names;
+    work_graph_shared part;
     if (m.id == impl_->cluster->self()) {
       work_service* w = works();
       if (w == nullptr) return status::io_error("the runtime is closed");
-      SKEIN_TRY(w->graph_stats(&st, &names));
+      SKEIN_TRY(w->graph_stats(&st, project, &part));
     } else {
-      SKEIN_TRY(impl_->cluster->call(m.id, [&](work_graph_stats& s, std::vector<std::string>& n) {
+      SKEIN_TRY(impl_->cluster->call(m.id, [&](work_graph_stats& s, work_graph_shared& p) {
         st = std::move(s);
-        names = std::move(n);
-      }, work_atom::value, graph_stats_atom::value));
+        part = std::move(p);
+      }, work_atom::value, graph_stats_atom::value, project));
     }
-    out->triples += st.triples;
-    thread_nodes += st.nodes >= names.size() ? st.nodes - names.size() : 0;
-    for (auto& n : names) shared.insert(std::move(n));
-    for (const auto& [predicate, count] : st.by_predicate) by[predicate] += count;
+    tally.merge(st, part);
   }
-  out->nodes = thread_nodes + shared.size();
-  out->by_predicate.assign(by.begin(), by.end());
+  *out = tally.stats();
   return status::ok();
 }
 status runtime::list_suggestions(const std::string& agent_id, bool all, std::vector<work_suggestion>* out) {
@@ -290,20 +289,22 @@ status runtime::list_suggestions(const std::string& agent_id, bool all, std::vec
 
 // A suggestion's id leads with its agent's work home key (work_suggestion_id);
 // one minted before that is looked for here.
-#define SKEIN_SUGGESTION(id, call, atom)                                            \
+#define SKEIN_SUGGESTION(id, call, ...)                                             \
   do {                                                                              \
     std::string node;                                                               \
     runtime::impl::work_gate gate;                                                  \
     SKEIN_TRY(impl_->work_node(std::string{work_home_key_of(id)}, &node, &gate));   \
-    if (!node.empty()) return impl_->ask_work(node, out, atom, id);                 \
+    if (!node.empty()) return impl_->ask_work(node, out, __VA_ARGS__);              \
     SKEIN_WORK(call);                                                               \
   } while (false)
 
-status runtime::promote_suggestion(const std::string& suggestion_id, work_create_result* out) {
-  SKEIN_SUGGESTION(suggestion_id, promote_suggestion(suggestion_id, out), promote_atom::value);
+status runtime::promote_suggestion(const std::string& suggestion_id, work_create_result* out,
+                                   const std::string& project) {
+  SKEIN_SUGGESTION(suggestion_id, promote_suggestion(suggestion_id, project, out), promote_atom::value, suggestion_id,
+                   project);
 }
 status runtime::dismiss_suggestion(const std::string& suggestion_id, work_suggestion* out) {
-  SKEIN_SUGGESTION(suggestion_id, dismiss_suggestion(suggestion_id, out), dismiss_atom::value);
+  SKEIN_SUGGESTION(suggestion_id, dismiss_suggestion(suggestion_id, out), dismiss_atom::value, suggestion_id);
 }
 status runtime::session_start(const work_session_start& in, work_session_started* out) {
   SKEIN_WORK_OF(in.agent_id, session_start(in, out), session_start_atom::value, in);

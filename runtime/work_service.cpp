@@ -191,13 +191,14 @@ const float* work_service::vector_of(const agent_index& ix, size_t row) const {
 }
 
 bool work_service::find_duplicate(const agent_index& ix, const std::string& normalized, bool project_state,
-                                  const std::vector<float>& vec, size_t* row, std::string* by,
-                                  double* similarity) const {
+                                  const std::string& project, const std::vector<float>& vec, size_t* row,
+                                  std::string* by, double* similarity) const {
   double best = work_dedup_similarity;
   bool found = false;
+  auto other_kind = [&](const work_item& w) { return w.project_state != project_state || w.project != project; };
   if (!vec.empty() && vec.size() == ix.dims) {
     for (size_t r = 0; r < ix.items.size(); ++r) {
-      if (!ix.items[r].has_vector || ix.items[r].item.project_state != project_state) continue;
+      if (!ix.items[r].has_vector || other_kind(ix.items[r].item)) continue;
       double s = dot(vec.data(), ix.matrix.data() + r * ix.dims, ix.dims);
       if (s > best) {
         best = s;
@@ -212,7 +213,7 @@ bool work_service::find_duplicate(const agent_index& ix, const std::string& norm
     return true;
   }
   for (size_t r = 0; r < ix.items.size(); ++r) {
-    if (ix.items[r].item.project_state != project_state || ix.items[r].normalized != normalized) continue;
+    if (other_kind(ix.items[r].item) || ix.items[r].normalized != normalized) continue;
     *row = r;
     *by = "text";
     *similarity = 1.0;
@@ -232,6 +233,8 @@ status work_service::create_item(const work_create& in, work_create_result* out)
         .with_limit("work_relates_max");
   for (size_t i = 0; i < in.relates_to.size(); ++i)
     SKEIN_TRY(validate_id(in.relates_to[i], "relates_to[" + std::to_string(i) + "]"));
+  if (!in.project.empty()) SKEIN_TRY(validate_work_project(in.project, "project"));
+  if (!in.linear_issue.empty()) SKEIN_TRY(validate_id(in.linear_issue, "linear_issue").with_field("linear_issue"));
   agent_config agent;
   SKEIN_TRY(log_.read_agent(in.agent_id, &agent));
   auto vecs = embed(in.agent_id, {in.text});  // outside the lock: it may wait
@@ -245,10 +248,11 @@ status work_service::create_locked(agent_index& ix, const work_create& in, const
                                    work_create_result* out) {
   bool ps = is_project_state(in.text);
   std::string normalized = normalize_work_text(in.text);
+  std::string project = in.project.empty() ? std::string{work_default_project} : in.project;
   size_t row = 0;
   std::string by;
   double sim = 0;
-  while (find_duplicate(ix, normalized, ps, vec, &row, &by, &sim)) {
+  while (find_duplicate(ix, normalized, ps, project, vec, &row, &by, &sim)) {
     std::string thread_id = ix.items[row].thread_id;
     work_op op;
     op.kind = work_op_kind::touch;
@@ -279,25 +283,33 @@ status work_service::create_locked(agent_index& ix, const work_create& in, const
   b.item.cls = classify_work(in.text);
   b.item.project_state = ps;
   b.item.created_at_ms = b.item.last_touched_at_ms = now;
+  b.item.project = project;
+  b.item.linear_issue = in.linear_issue;
+  std::vector<std::string> issues = in.relates_to;
+  if (!in.linear_issue.empty() && std::find(issues.begin(), issues.end(), in.linear_issue) == issues.end())
+    issues.push_back(in.linear_issue);
   json_writer j(&b.signal_data);
   j.begin_object();
   j.field("text", in.text);
   j.field("class", to_string(b.item.cls));
   if (!in.session_id.empty()) j.field("session_id", in.session_id);
-  if (!in.relates_to.empty()) {
+  if (!issues.empty()) {
     j.key("relates_to");
     j.begin_array();
-    for (const auto& r : in.relates_to) j.string(r);
+    for (const auto& r : issues) j.string(r);
     j.end_array();
   }
+  if (project != work_default_project) j.field("project", project);
+  if (!in.linear_issue.empty()) j.field("linear_issue", in.linear_issue);
   j.end_object();
   std::string agent = in.agent_id, creator = in.session_id.empty() ? "agent:" + in.agent_id : "session:" + in.session_id;
-  std::vector<std::string> issues = in.relates_to;
   b.rows = [agent, creator, issues, vec, now](const manifest& m, uint64_t seq) {
     std::vector<side_row> rows;
     rows.push_back(work_row_put({agent, m.id, *m.work, vec}));
     auto add = [&](std::string s, std::string p, std::string o) {
-      for (auto& r : triple_rows({std::move(s), std::move(p), std::move(o), agent, m.id, seq, now})) rows.push_back(std::move(r));
+      work_triple t{std::move(s), std::move(p), std::move(o), agent, m.id, seq, now};
+      t.project = m.work->project;
+      for (auto& r : triple_rows(t)) rows.push_back(std::move(r));
     };
     add(creator, "created_thread", "thread:" + m.id);
     for (const auto& issue : issues) add("thread:" + m.id, "relates_to_thread", "issue:" + issue);
@@ -347,6 +359,7 @@ work_op work_service::prepare_op(const agent_index& ix, const std::string& agent
       t.agent_id = agent_id;
       t.seq = seq;
       t.at_ms = now;
+      t.project = after.work->project;
       for (auto& r : triple_rows(t)) rows.push_back(std::move(r));
     }
     return rows;
@@ -401,6 +414,7 @@ status work_service::resolve_item(const work_resolve& in, work_entry* out) {
   if (!in.session_id.empty()) SKEIN_TRY(validate_id(in.session_id, "session_id"));
   if (in.thread_id.empty() == in.text_match.empty())
     return status::invalid_input("thread_id, text_match: give exactly one").with_field("thread_id");
+  if (!in.project.empty()) SKEIN_TRY(validate_work_project(in.project, "project"));
   std::string thread_id = in.thread_id;
   if (thread_id.empty()) {
     SKEIN_TRY(validate_id(in.agent_id, "agent_id"));
@@ -412,6 +426,7 @@ status work_service::resolve_item(const work_resolve& in, work_entry* out) {
       auto& ix = index_of(in.agent_id);
       std::lock_guard lock{ix.mu};
       for (const auto& o : ix.items) {
+        if (!in.project.empty() && o.item.project != in.project) continue;
         std::string hay;
         for (char c : o.item.text) hay.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
         if (hay.find(needle) != std::string::npos) hits.emplace_back(o.thread_id, o.item.text);
@@ -419,8 +434,9 @@ status work_service::resolve_item(const work_resolve& in, work_entry* out) {
     }
     std::sort(hits.begin(), hits.end());
     if (hits.empty())
-      return status::not_found("text_match: no open item of agent " + in.agent_id + " contains '" +
-                               quote_input(in.text_match) + "'")
+      return status::not_found("text_match: no open item of agent " + in.agent_id +
+                               (in.project.empty() ? std::string{} : " in project '" + quote_input(in.project) + "'") +
+                               " contains '" + quote_input(in.text_match) + "'")
           .with_field("text_match");
     if (hits.size() > 1) {
       std::string list;
@@ -439,6 +455,11 @@ status work_service::resolve_item(const work_resolve& in, work_entry* out) {
   if (!in.agent_id.empty() && m.agent_id != in.agent_id)
     return status::invalid_input("thread_id: thread " + thread_id + " belongs to agent " + m.agent_id + ", not " + in.agent_id)
         .with_field("thread_id");
+  // As the seed: an item is not resolved from another project's scope.
+  if (!in.project.empty() && m.work && m.work->project != in.project)
+    return status::invalid_input("project: thread " + thread_id + " belongs to project '" +
+                                 quote_input(m.work->project) + "', not '" + quote_input(in.project) + "'")
+        .with_field("project");
   work_op op;
   op.kind = work_op_kind::resolve;
   op.note = in.note;
@@ -465,6 +486,7 @@ status work_service::get_item(const std::string& thread_id, work_entry* out) { r
 
 status work_service::list_items(const work_list_query& q, work_list_page* out) {
   SKEIN_TRY(validate_id(q.agent_id, "agent_id"));
+  if (!q.project.empty()) SKEIN_TRY(validate_work_project(q.project, "project"));
   if (q.limit == 0 || q.limit > work_list_limit_max)
     return status::invalid_input("limit: must be 1.." + std::to_string(work_list_limit_max))
         .with_field("limit")
@@ -484,15 +506,33 @@ status work_service::list_items(const work_list_query& q, work_list_page* out) {
     work_vitality v;
   };
   std::vector<ranked> all;
+  uint64_t open = 0, resolved = 0;
+  auto in_scope = [&](const work_item& w) {
+    return w.project_state == q.project_state && (q.project.empty() || w.project == q.project);
+  };
   auto consider = [&](const std::string& id, const work_item& w) {
-    if (w.project_state != q.project_state) return;
+    if (!in_scope(w)) return;
+    open += w.status == work_status::open;
+    resolved += w.status == work_status::resolved;
     auto v = assess_work(w, now);
     if (std::find(stages.begin(), stages.end(), v.stage) != stages.end()) all.push_back({id, v});
   };
   if (only_open) {
-    auto& ix = index_of(q.agent_id);
-    std::lock_guard lock{ix.mu};
-    for (const auto& o : ix.items) consider(o.thread_id, o.item);
+    {
+      auto& ix = index_of(q.agent_id);
+      std::lock_guard lock{ix.mu};
+      for (const auto& o : ix.items) consider(o.thread_id, o.item);
+    }
+    // The index holds open items only: the resolved ones are counted from their
+    // rows, and a row that does not say "resolved" is not decoded (a quote in
+    // a text is escaped, so the pattern cannot come from one).
+    auto count_resolved = [&](std::string_view, std::string_view value) {
+      if (value.find(R"("status":"resolved")") == std::string_view::npos) return true;
+      work_row r;
+      if (decode_work_row(value, &r) && r.item.status == work_status::resolved && in_scope(r.item)) ++resolved;
+      return true;
+    };
+    if (q.totals) SKEIN_TRY(log_.scan_side(side_cf::work, keys::work_prefix(q.agent_id), count_resolved));
   } else {
     SKEIN_TRY(log_.scan_side(side_cf::work, keys::work_prefix(q.agent_id), [&](std::string_view, std::string_view value) {
       work_row r;
@@ -500,6 +540,8 @@ status work_service::list_items(const work_list_query& q, work_list_page* out) {
       return true;
     }));
   }
+  out->total_open = q.totals ? open : 0;
+  out->total_resolved = q.totals ? resolved : 0;
   std::sort(all.begin(), all.end(), [](const ranked& a, const ranked& b) {
     if (a.v.vitality != b.v.vitality) return a.v.vitality > b.v.vitality;
     return a.thread_id < b.thread_id;
@@ -518,6 +560,7 @@ status work_service::list_items(const work_list_query& q, work_list_page* out) {
 
 status work_service::sweep_items(const work_sweep_options& o, work_sweep_result* out) {
   if (!o.agent_id.empty()) SKEIN_TRY(validate_id(o.agent_id, "agent_id"));
+  if (!o.project.empty()) SKEIN_TRY(validate_work_project(o.project, "project"));
   *out = {};
   std::vector<std::string> agents;
   {
@@ -536,6 +579,7 @@ status work_service::sweep_items(const work_sweep_options& o, work_sweep_result*
     };
     std::vector<due> todo;
     for (const auto& it : ix.items) {
+      if (!o.project.empty() && it.item.project != o.project) continue;
       ++out->examined;
       auto v = assess_work(it.item, now);
       if (v.stage == work_stage::archived && o.auto_archive) todo.push_back({it.thread_id, work_op_kind::archive, v.dormant_since_ms});

@@ -28,8 +28,11 @@
 #include "persistence/event_log.hpp"
 #include "runtime/model/embedder.hpp"
 #include "runtime/model/work_api.hpp"
+#include "runtime/model/work_graph.hpp"
 
 namespace skein {
+
+struct work_session_row;  // persistence/work_rows.hpp
 
 struct work_hooks {
   // The item's birth (its agent actor): the new manifest.
@@ -75,20 +78,25 @@ class work_service {
   status list_items(const work_list_query& query, work_list_page* out);
   status sweep_items(const work_sweep_options& options, work_sweep_result* out);
 
-  status graph_connected_to(const std::string& node, size_t limit, std::vector<work_triple>* out);
-  status graph_produced_by(const std::string& agent_id, size_t limit, std::vector<work_triple>* out);
+  // Each lens keeps the triples `filter` matches; `limit` counts those.
+  status graph_connected_to(const std::string& node, size_t limit, std::vector<work_triple>* out,
+                            const work_graph_filter& filter = {});
+  status graph_produced_by(const std::string& agent_id, size_t limit, std::vector<work_triple>* out,
+                           const work_graph_filter& filter = {});
   // One hop of provenance: triples whose object is `node`, at most `limit`.
   using graph_hop = std::function<status(const std::string& node, size_t limit, std::vector<work_triple>* out)>;
-  // `read_hop`: how each hop is read (a cluster gathers every node's); default: here.
+  // `read_hop`: how each hop is read (a cluster gathers every node's, filtered); default: here.
   status graph_provenance(const std::string& node, size_t depth, size_t limit, std::vector<work_triple>* out,
-                          const graph_hop& read_hop = {});
-  status graph_into(const std::string& node, size_t limit, std::vector<work_triple>* out);
-  // `shared`, if given: the distinct nodes other than thread: ones (a cluster
-  // counts those once over every node; a thread node lives on one node).
-  status graph_stats(work_graph_stats* out, std::vector<std::string>* shared = nullptr);
+                          const work_graph_filter& filter = {}, const graph_hop& read_hop = {});
+  status graph_into(const std::string& node, size_t limit, std::vector<work_triple>* out,
+                    const work_graph_filter& filter = {});
+  // Over the triples of `project` ("": every project). `shared`, if given: this
+  // node's part of a cluster's merged stats (work_graph.hpp).
+  status graph_stats(work_graph_stats* out, const std::string& project = "", work_graph_shared* shared = nullptr);
 
   status list_suggestions(const std::string& agent_id, bool all, std::vector<work_suggestion>* out);
-  status promote_suggestion(const std::string& suggestion_id, work_create_result* out);
+  // `project` "": the suggestion's own.
+  status promote_suggestion(const std::string& suggestion_id, const std::string& project, work_create_result* out);
   status dismiss_suggestion(const std::string& suggestion_id, work_suggestion* out);
   status session_start(const work_session_start& in, work_session_started* out);
   status session_close(const work_session_close& in, work_session_closed* out);
@@ -116,9 +124,10 @@ class work_service {
   void put_open(agent_index& ix, const std::string& thread_id, const work_item& w, const std::vector<float>& vec);
   void drop_open(agent_index& ix, const std::string& thread_id);
   const float* vector_of(const agent_index& ix, size_t row) const;
-  // The best open item of `project_state` kind matching text or vector, under ix.mu.
+  // The best open item of `project_state` kind and `project` matching text or vector, under ix.mu.
   bool find_duplicate(const agent_index& ix, const std::string& normalized, bool project_state,
-                      const std::vector<float>& vec, size_t* row, std::string* by, double* similarity) const;
+                      const std::string& project, const std::vector<float>& vec, size_t* row, std::string* by,
+                      double* similarity) const;
 
   status transition(const std::string& thread_id, work_op op, std::vector<work_triple> triples, work_entry* out);
   // Under ix.mu: the op with its rows (the item's row with its vector, the
@@ -133,10 +142,9 @@ class work_service {
                        work_create_result* out);
   status read_entry(const std::string& thread_id, work_entry* out);
   status find_suggestion(const std::string& suggestion_id, work_suggestion* out);
-  status scan_triples(const std::string& prefix, size_t limit, std::vector<work_triple>* out);
-  status compute_suggestions(const std::string& agent_id, const std::string& session_id,
-                             const std::vector<std::string>& texts, const std::vector<std::vector<float>>& vecs,
-                             std::vector<work_suggestion>* changed);
+  status scan_triples(const std::string& prefix, size_t limit, std::vector<work_triple>* out,
+                      const work_graph_filter& filter);
+  status compute_suggestions(const work_session_row& session, std::vector<work_suggestion>* changed);
 
   event_log& log_;
   work_hooks hooks_;

@@ -40,10 +40,12 @@
 //                "class":"operational"|"backlog","project_state":bool,"touch_count":uint,
 //                "created_at":int,"last_touched_at":int,"dormant_since":int,
 //                "resolved_at":int,"resolution":string,"resolved_session":string,
-//                "archived_at":int}
+//                "archived_at":int[,"project":string][,"linear_issue":string]}
 //   (`work` came later in version 1 with work items (work.hpp): written only for
 //   a thread that is an item, so every older manifest reads as an ordinary thread.
-//   text, status and created_at are required; the others default to 0, "", false.)
+//   text, status and created_at are required; the others default to 0, "", false.
+//   `project` and `linear_issue` came later still (issue 29): written when not
+//   "default" and not "", so an older item reads as one of project "default".)
 //
 // Times are ms since the Unix epoch. A value is written only if it reads back
 // (json_codec.hpp): encoded size <= json_bytes_max; nesting <= json_depth_max,
@@ -537,6 +539,8 @@ void write_work_item(json_writer& w, const work_item& x) {
   if (!x.resolution.empty()) w.field("resolution", x.resolution);
   if (!x.resolved_session.empty()) w.field("resolved_session", x.resolved_session);
   if (x.archived_at_ms != 0) w.field_int("archived_at", x.archived_at_ms);
+  if (x.project != work_default_project) w.field("project", x.project);
+  if (!x.linear_issue.empty()) w.field("linear_issue", x.linear_issue);
   w.end_object();
 }
 
@@ -564,6 +568,9 @@ status read_work_item(const json::object_reader& r, work_item* out) {
   SKEIN_TRY(r.string("resolution", &x.resolution, false));
   SKEIN_TRY(r.string("resolved_session", &x.resolved_session, false));
   SKEIN_TRY(r.int64("archived_at", &x.archived_at_ms, false));
+  SKEIN_TRY(r.string("project", &x.project, false));
+  if (x.project.empty()) return status::invalid_input(r.name("project") + ": empty");
+  SKEIN_TRY(r.string("linear_issue", &x.linear_issue, false));
   *out = std::move(x);
   return status::ok();
 }

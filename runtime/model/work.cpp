@@ -192,6 +192,22 @@ status validate_work_text(std::string_view text, std::string_view field) {
   return status::ok();
 }
 
+status validate_work_project(std::string_view project, std::string_view field) {
+  std::string name{field};
+  if (project.empty()) return status::invalid_input(name + ": empty").with_field(name);
+  if (project.size() > work_project_bytes_max)
+    return status::invalid_input(name + ": " + std::to_string(project.size()) +
+                                 " bytes, more than work_project_bytes_max (" + std::to_string(work_project_bytes_max) +
+                                 ")")
+        .with_field(name)
+        .with_limit("work_project_bytes_max");
+  if (to_valid_utf8(project) != project) return status::invalid_input(name + ": not valid UTF-8").with_field(name);
+  auto control = [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; };
+  if (std::any_of(project.begin(), project.end(), control))
+    return status::invalid_input(name + ": control characters are not allowed").with_field(name);
+  return status::ok();
+}
+
 }  // namespace skein
 
 namespace skein {

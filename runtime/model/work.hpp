@@ -47,6 +47,9 @@ inline constexpr double work_half_life_backlog_days = 21;
 // Items whose text starts with this (any case) are project state: listed apart,
 // never in ordinary listings, never deduplicated against ordinary items.
 inline constexpr std::string_view work_project_state_prefix = "PROJECT STATE:";
+// The project of an item created without one (the seed's default scope).
+inline constexpr std::string_view work_default_project = "default";
+inline constexpr size_t work_project_bytes_max = 128;  // a project's name, valid UTF-8
 
 // The work-item fields of a thread (manifest.work).
 struct work_item {
@@ -62,6 +65,10 @@ struct work_item {
   std::string resolution;           // the resolution note
   std::string resolved_session;     // the session that resolved it, "" if none
   int64_t archived_at_ms = 0;
+  // The scope of work the item belongs to (the seed's `project`): dedup, text
+  // matches, listings, sweeps and suggestions stay within one project.
+  std::string project = std::string{work_default_project};
+  std::string linear_issue;  // the external issue it was created for, "" if none
   bool operator==(const work_item&) const = default;
 };
 
@@ -90,5 +97,8 @@ work_vitality assess_work(const work_item& w, int64_t now_ms);
 // Checks text (1..work_text_bytes_max bytes, valid UTF-8, not blank); `field`
 // names it in the error.
 status validate_work_text(std::string_view text, std::string_view field);
+// Checks a project name (1..work_project_bytes_max bytes, valid UTF-8, no
+// control characters); `field` names it in the error.
+status validate_work_project(std::string_view project, std::string_view field);
 
 }  // namespace skein

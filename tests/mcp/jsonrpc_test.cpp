@@ -183,7 +183,7 @@ TEST_CASE("mcp: a tool call builds its route's request, a bad argument is a tool
   CHECK(t.calls.back().target == "/v1/graph/produced_by?agent=a");
   call("session_close", R"({"session_id":"s1","open_items":["x"]})");
   CHECK(t.calls.back().target == "/v1/agents/a/sessions/s1/close");
-  CHECK(t.calls.back().body == R"({"open_items":["x"]})");
+  CHECK(t.calls.back().body == R"({"open_threads":["x"]})");  // skein's alias, sent as the seed's name
   call("read_thread", R"({"thread_id":"t1","from_seq":3})");
   CHECK(t.calls.back().target == "/v1/threads/t1/entries?from_seq=3");
   size_t made = t.calls.size();
@@ -223,4 +223,89 @@ TEST_CASE("mcp: structuredContent only from the 2025-06-18 revision on") {
   std::string out = ep.handle_line(req("1", "tools/call", R"({"name":"cleanup_threads"})"));
   CHECK(out.find("structuredContent") == std::string::npos);
   CHECK(out.find(R"("text":"{\"ok\":true}")") != std::string::npos);
+}
+
+TEST_CASE("mcp: the seed's parameters build the routes' requests, and skein's names are aliases of them") {
+  fake_transport t;
+  session s{t, "a"};
+  endpoint ep{[&](const rpc_request& r) { return s.handle(r); }};
+  initialized(ep);
+  auto call = [&](const std::string& name, const std::string& args) {
+    return ep.handle_line(req("9", "tools/call", R"({"name":")" + name + R"(","arguments":)" + args + "}"));
+  };
+  auto ok = [](const std::string& o) { return o.find(R"("isError":false)") != std::string::npos; };
+  CHECK(ok(call("resolve_thread", R"({"text_match":"deploy pipeline","resolution_note":"rolled back"})")));
+  CHECK(t.calls.back().target == "/v1/agents/a/items/resolve");
+  CHECK(t.calls.back().body == R"({"text_match":"deploy pipeline","resolution_note":"rolled back"})");
+  CHECK(ok(call("resolve_thread", R"({"text":"deploy pipeline","note":"rolled back"})")));
+  CHECK(t.calls.back().body == R"({"text_match":"deploy pipeline","resolution_note":"rolled back"})");
+  CHECK(ok(call("create_thread", R"({"text":"x","linear_issue":"PROJ-123","project":"web"})")));
+  CHECK(t.calls.back().body == R"({"text":"x","linear_issue":"PROJ-123","project":"web"})");
+  CHECK(ok(call("list_threads", R"({"status":"resolved","include_resolved":true,"project":"web"})")));
+  CHECK(t.calls.back().target == "/v1/agents/a/items?status=resolved&include_resolved=true&project=web");
+  CHECK(ok(call("cleanup_threads", R"({"project":"web","auto_archive":true})")));
+  CHECK(t.calls.back().body == R"({"project":"web","auto_archive":true})");
+  CHECK(ok(call("promote_suggestion", R"({"suggestion_id":"sg1","project":"web"})")));
+  CHECK(t.calls.back().target == "/v1/suggestions/sg1/promote");
+  CHECK(t.calls.back().body == R"({"project":"web"})");
+  CHECK(ok(call("graph_traverse", R"({"lens":"connected_to","node":"issue:X-1","predicate":"relates_to_thread"})")));
+  CHECK(t.calls.back().target == "/v1/graph/connected_to?node=issue:X-1&predicate=relates_to_thread");
+  CHECK(ok(call("graph_traverse", R"({"lens":"connected","node":"issue:X-1"})")));  // skein's lens name
+  CHECK(t.calls.back().target == "/v1/graph/connected_to?node=issue:X-1");
+  CHECK(ok(call("graph_traverse", R"({"lens":"produced_by","node":"cli"})")));
+  CHECK(t.calls.back().target == "/v1/graph/produced_by?node=cli");
+  CHECK(ok(call("session_close",
+                R"({"session_id":"s1","close_type":"quick","open_threads":["a",{"text":"b","status":"open"}]})")));
+  CHECK(t.calls.back().body == R"({"open_threads":["a",{"text":"b","status":"open"}]})");
+  size_t made = t.calls.size();
+  struct bad_case { const char* tool; const char* args; const char* field; };
+  for (auto b : {bad_case{"resolve_thread", R"({"text_match":"a","text":"a"})", "arguments.text: the same parameter as text_match"},
+                 bad_case{"resolve_thread", R"({"note":"a","resolution_note":"a","thread_id":"t"})", "arguments."},
+                 bad_case{"list_threads", R"({"status":"closed"})", "arguments.status: must be one of open, resolved"},
+                 bad_case{"graph_traverse", R"({"lens":"stats","predicate":"likes"})", "arguments.predicate: must be one of"},
+                 bad_case{"session_close", R"({"session_id":"s","close_type":"sloppy"})", "arguments.close_type"},
+                 bad_case{"session_close", R"({"session_id":"s","open_threads":"a"})", "arguments.open_threads: must be an array"},
+                 bad_case{"create_thread", R"({"text":"x","project":""})", "arguments.project: must not be empty"}}) {
+    std::string o = call(b.tool, b.args);
+    INFO(b.tool << " " << b.args << " -> " << o);
+    CHECK(o.find(R"("isError":true)") != std::string::npos);
+    CHECK(o.find(b.field) != std::string::npos);
+  }
+  CHECK(t.calls.size() == made);
+}
+
+TEST_CASE("mcp: session_start's project is the project of the calls after it that name none, as the seed's") {
+  fake_transport t;
+  session s{t, "a"};
+  endpoint ep{[&](const rpc_request& r) { return s.handle(r); }};
+  initialized(ep);
+  auto call = [&](const std::string& name, const std::string& args) {
+    return ep.handle_line(req("9", "tools/call", R"({"name":")" + name + R"(","arguments":)" + args + "}"));
+  };
+  call("list_threads", "{}");
+  CHECK(t.calls.back().target == "/v1/agents/a/items");  // none started: the route's default
+  t.answer = {201, "application/json", R"({"session_id":"s1","project":"web"})", {}};
+  call("session_start", R"({"project":"web"})");
+  t.answer = {200, "application/json", R"({"ok":true})", {}};
+  call("list_threads", "{}");
+  CHECK(t.calls.back().target == "/v1/agents/a/items?project=web");
+  call("create_thread", R"({"text":"x"})");
+  CHECK(t.calls.back().body == R"({"text":"x","project":"web"})");
+  call("resolve_thread", R"({"text_match":"x"})");
+  CHECK(t.calls.back().body == R"({"text_match":"x","project":"web"})");
+  call("graph_traverse", R"({"lens":"stats"})");
+  CHECK(t.calls.back().target == "/v1/graph/stats?project=web");
+  call("list_threads", R"({"project":"other"})");  // a named one wins
+  CHECK(t.calls.back().target == "/v1/agents/a/items?project=other");
+  // promote and close keep their own defaults (the suggestion's, the session's).
+  call("promote_suggestion", R"({"suggestion_id":"sg1"})");
+  CHECK(t.calls.back().body == "{}");
+  call("session_close", R"({"session_id":"s1"})");
+  CHECK(t.calls.back().body == "{}");
+  // A failed session_start changes nothing.
+  t.answer = {400, "application/json", R"({"error":{"code":"invalid_input","message":"x"},"project":"bad"})", {}};
+  call("session_start", R"({"project":"bad"})");
+  t.answer = {200, "application/json", R"({"ok":true})", {}};
+  call("list_threads", "{}");
+  CHECK(t.calls.back().target == "/v1/agents/a/items?project=web");
 }

@@ -145,12 +145,18 @@ TEST_CASE("skein mcp, embedded: every tool with good and bad arguments, and the 
           call(3, "session_close", R"({"session_id":"s4")" + topics) + call(4, "session_start", "{}");
   lines = run_mcp(dir, {"--data", data, "--durability", "flush", "--agent", "a"}, input, &code);
   REQUIRE(lines.size() == 5);
-  std::vector<std::string> suggestions;
-  const std::string marker = R"({\"id\":\")";
-  for (size_t p = lines[4].find(R"(\"suggestions\":[)"); (p = lines[4].find(marker, p)) != std::string::npos;
-       p += marker.size())
-    suggestions.push_back(lines[4].substr(p + marker.size(), lines[4].find('\\', p + marker.size()) - p - marker.size()));
+  // The ids in one array of the answer: skein's `suggestions`, then the seed's `suggested_threads`.
+  auto ids_in = [&](const std::string& key, const std::string& next) {
+    std::vector<std::string> ids;
+    const std::string marker = R"({\"id\":\")";
+    size_t end = lines[4].find(R"(\")" + next + R"(\":)");
+    for (size_t p = lines[4].find(R"(\")" + key + R"(\":[)"); (p = lines[4].find(marker, p)) < end; p += marker.size())
+      ids.push_back(lines[4].substr(p + marker.size(), lines[4].find('\\', p + marker.size()) - p - marker.size()));
+    return ids;
+  };
+  std::vector<std::string> suggestions = ids_in("suggestions", "suggested_threads");
   REQUIRE(suggestions.size() == 2);
+  CHECK(ids_in("suggested_threads", "sweep") == suggestions);
   input = opening + call(1, "promote_suggestion", R"({"suggestion_id":")" + suggestions[0] + R"("})") +
           call(2, "dismiss_suggestion", R"({"suggestion_id":")" + suggestions[1] + R"("})");
   lines = run_mcp(dir, {"--data", data, "--durability", "flush", "--agent", "a"}, input, &code);

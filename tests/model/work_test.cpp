@@ -192,3 +192,41 @@ TEST_CASE("manifest codec: the work object round-trips, a manifest without it ha
   bad.replace(bad.find("\"resolved\""), 10, "\"gone\"");
   CHECK(decode_manifest(bad, &back).message().find("manifest.work.status") != std::string::npos);
 }
+
+TEST_CASE("manifest codec: project and linear_issue round-trip, and an older item reads as project default", "[work]") {
+  manifest m;
+  m.id = "th_1";
+  m.agent_id = "a";
+  m.created_at_ms = m.updated_at_ms = t0;
+  m.work = item(work_class::backlog);
+  std::string json;
+  REQUIRE(encode_manifest(m, &json));
+  // The default project is not written: an item stored before projects reads the same.
+  CHECK(json.find("\"project\"") == std::string::npos);
+  CHECK(json.find("\"linear_issue\"") == std::string::npos);
+  manifest back;
+  REQUIRE(decode_manifest(json, &back));
+  CHECK(back.work->project == "default");
+  CHECK(back.work->linear_issue.empty());
+  m.work->project = "billing";
+  m.work->linear_issue = "PROJ-123";
+  REQUIRE(encode_manifest(m, &json));
+  REQUIRE(decode_manifest(json, &back));
+  CHECK(back.work->project == "billing");
+  CHECK(back.work->linear_issue == "PROJ-123");
+  CHECK(back == m);
+  auto empty = json;
+  empty.replace(empty.find("\"billing\""), 9, "\"\"");
+  CHECK(decode_manifest(empty, &back).message().find("manifest.work.project") != std::string::npos);
+}
+
+TEST_CASE("validate_work_project names the field and the limit", "[work]") {
+  CHECK(validate_work_project("my-project", "project").is_ok());
+  CHECK(validate_work_project("Mon projet été", "project").is_ok());
+  CHECK(validate_work_project("", "project").field() == "project");
+  auto s = validate_work_project(std::string(work_project_bytes_max + 1, 'p'), "project");
+  CHECK(s.code() == errc::invalid_input);
+  CHECK(s.limit() == "work_project_bytes_max");
+  CHECK_FALSE(validate_work_project("a\nb", "project").is_ok());
+  CHECK_FALSE(validate_work_project("\xff", "project").is_ok());
+}

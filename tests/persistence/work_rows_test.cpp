@@ -78,6 +78,53 @@ TEST_CASE("work rows round-trip through their codec", "[work]") {
   CHECK(gb == g);
 }
 
+TEST_CASE("work rows: project round-trips, and a row written before projects reads as project default", "[work]") {
+  // Rows as version 1 wrote them before issue 29: no project anywhere.
+  work_row item;
+  REQUIRE(decode_work_row(R"({"v":1,"agent":"a","thread":"t1","work":{"text":"x","status":"open","created_at":5}})",
+                          &item)
+              .is_ok());
+  CHECK(item.item.project == "default");
+  CHECK(item.item.linear_issue.empty());
+  work_triple t;
+  REQUIRE(decode_triple(R"({"v":1,"s":"agent:a","p":"created_thread","o":"thread:t1","agent":"a","thread":"t1","seq":1,"at":5})",
+                        &t)
+              .is_ok());
+  CHECK(t.project == "default");
+  work_session_row ses;
+  REQUIRE(decode_session_row(R"({"v":1,"agent":"a","id":"s1","started_at":1,"closed_at":2,"texts":[],"dims":0})", &ses)
+              .is_ok());
+  CHECK(ses.project == "default");
+  work_suggestion sug;
+  REQUIRE(decode_suggestion(R"({"v":1,"id":"sg","agent":"a","text":"x","status":"pending"})", &sug).is_ok());
+  CHECK(sug.project == "default");
+
+  // The default project is not written (older readers see the rows they knew);
+  // another is, and reads back.
+  CHECK(work_row_put({"a", "t1", item.item, {}}).value.find("project") == std::string::npos);
+  CHECK(triple_rows(t)[0].value.find("project") == std::string::npos);
+  item.item.project = "billing";
+  item.item.linear_issue = "PROJ-1";
+  work_row back;
+  REQUIRE(decode_work_row(work_row_put({"a", "t1", item.item, {}}).value, &back).is_ok());
+  CHECK(back.item.project == "billing");
+  CHECK(back.item.linear_issue == "PROJ-1");
+  t.project = "billing";
+  work_triple tb;
+  for (const auto& row : triple_rows(t)) {
+    REQUIRE(decode_triple(row.value, &tb).is_ok());
+    CHECK(tb == t);
+  }
+  ses.project = "billing";
+  work_session_row sb;
+  REQUIRE(decode_session_row(session_row_put(ses).value, &sb).is_ok());
+  CHECK(sb.project == "billing");
+  sug.project = "billing";
+  work_suggestion gb;
+  REQUIRE(decode_suggestion(suggestion_row_put(sug).value, &gb).is_ok());
+  CHECK(gb == sug);
+}
+
 TEST_CASE("an item's rows ride its creation tick and erase_thread leaves none of them", "[work]") {
   temp_dir dir;
   auto log = open_work_log(dir.str());

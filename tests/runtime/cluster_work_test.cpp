@@ -177,6 +177,18 @@ TEST_CASE("cluster: an agent's work lives on its home and answers the same throu
     CHECK(st.triples == stats0.triples);
     CHECK(st.nodes == stats0.nodes);
     CHECK(st.by_predicate == stats0.by_predicate);
+    // The merged tops are those of every triple counted in one place.
+    std::vector<work_triple> every;
+    REQUIRE(f.nodes[via]->graph_produced_by("helper", work_list_limit_max, &every).is_ok());
+    work_graph_tally one;
+    for (const auto& x : every) one.add(x);
+    work_graph_stats whole = one.stats();
+    CHECK(st.nodes == whole.nodes);
+    CHECK(st.top_subjects == whole.top_subjects);
+    CHECK(st.top_objects == whole.top_objects);
+    CHECK(st.top_issues == whole.top_issues);
+    CHECK(st.top_agents == whole.top_agents);
+    CHECK_FALSE(st.top_issues.empty());
     work_sweep_result swept;
     REQUIRE(f.nodes[via]->sweep_items({}, &swept).is_ok());
     CHECK(swept.examined >= 2);
@@ -215,10 +227,16 @@ TEST_CASE("cluster: an agent's work lives on its home and answers the same throu
   status s = ask(work_create_result{}, work_atom::value, create_atom::value, c);
   CHECK(s.code() == errc::unavailable);
   CHECK(s.message().find("not the work home") != std::string::npos);
-  s = ask(std::vector<work_triple>{}, work_atom::value, graph_atom::value, uint8_t{9}, std::string{"issue:x"}, uint64_t{10});
+  s = ask(std::vector<work_triple>{}, work_atom::value, graph_atom::value, uint8_t{9}, std::string{"issue:x"}, uint64_t{10},
+          work_graph_filter{});
   CHECK(s.code() == errc::invalid_input);
-  s = ask(std::vector<work_triple>{}, work_atom::value, graph_atom::value, uint8_t{0}, std::string(100000, 'x'), uint64_t{10});
+  s = ask(std::vector<work_triple>{}, work_atom::value, graph_atom::value, uint8_t{0}, std::string(100000, 'x'), uint64_t{10},
+          work_graph_filter{});
   CHECK(s.code() == errc::invalid_input);
+  s = ask(std::vector<work_triple>{}, work_atom::value, graph_atom::value, uint8_t{0}, std::string{"issue:x"}, uint64_t{10},
+          work_graph_filter{std::string(100000, 'p'), ""});
+  CHECK(s.code() == errc::invalid_input);
+  CHECK(s.field() == "predicate");
   s = ask(true, work_atom::value, adopt_atom::value, std::string{"helper"}, std::vector<log_row>{});
   CHECK(s.code() == errc::unavailable);
   CHECK(s.message().find("not the new work home") != std::string::npos);
@@ -286,7 +304,7 @@ TEST_CASE("cluster: each work message round-trips through the wire encoding") {
   CHECK(same(caf::make_message(std::vector<work_suggestion>{sug})).get_as<std::vector<work_suggestion>>(0).front() == sug);
   CHECK(same(caf::make_message(sug)).get_as<work_suggestion>(0) == sug);
   same(caf::make_message(work_atom::value, suggest_atom::value, std::string{"helper"}, true));
-  same(caf::make_message(work_atom::value, promote_atom::value, sug.id));
+  same(caf::make_message(work_atom::value, promote_atom::value, sug.id, std::string{"web"}));
   same(caf::make_message(work_atom::value, dismiss_atom::value, sug.id));
   same(caf::make_message(work_atom::value, session_start_atom::value, work_session_start{"helper", "s9", false}));
   work_session_started st{"s9", page.items, page.items, {sug}, sr};
@@ -299,11 +317,18 @@ TEST_CASE("cluster: each work message round-trips through the wire encoding") {
   CHECK(same(caf::make_message(closed)).get_as<work_session_closed>(0).items.front().thread == item);
   work_triple t{"agent:helper", "created_thread", "thread:" + item.id, "helper", item.id, 1, 2};
   CHECK(same(caf::make_message(std::vector<work_triple>{t, t})).get_as<std::vector<work_triple>>(0).back() == t);
-  same(caf::make_message(work_atom::value, graph_atom::value, uint8_t{2}, std::string{"issue:x"}, uint64_t{10}));
-  same(caf::make_message(work_atom::value, graph_stats_atom::value));
-  work_graph_stats gs{10, 7, {{"created_thread", 3}, {"relates_to_thread", 7}}};
-  auto gsm = same(caf::make_message(gs, std::vector<std::string>{"agent:helper", "issue:x"}));
+  auto gm = same(caf::make_message(work_atom::value, graph_atom::value, uint8_t{2}, std::string{"issue:x"}, uint64_t{10},
+                                   work_graph_filter{"created_thread", "web"}));
+  CHECK(gm.get_as<work_graph_filter>(5).project == "web");
+  same(caf::make_message(work_atom::value, graph_stats_atom::value, std::string{"web"}));
+  work_graph_stats gs{10, 7, {{"created_thread", 3}, {"relates_to_thread", 7}}, {{"agent:helper", 3}}, {{"issue:x", 2}},
+                      {{"issue:x", 2}}, {{"agent:helper", 10}}};
+  work_graph_shared part{{{"agent:helper", 3}}, {{"issue:x", 2}}, {{"agent:helper", 10}}, {{"thread:t", 1}}, {}, 4};
+  auto gsm = same(caf::make_message(gs, part));
   CHECK(gsm.get_as<work_graph_stats>(0).by_predicate == gs.by_predicate);
+  CHECK(gsm.get_as<work_graph_stats>(0).top_agents == gs.top_agents);
+  CHECK(gsm.get_as<work_graph_shared>(1).thread_subjects == part.thread_subjects);
+  CHECK(gsm.get_as<work_graph_shared>(1).thread_nodes == 4);
   same(caf::make_message(work_atom::value, adopt_atom::value, std::string{"helper"},
                          std::vector<log_row>{{13, "helper/s1", "{}"}}));
   // A stage or status out of range is refused on load.

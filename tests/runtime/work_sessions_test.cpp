@@ -247,3 +247,212 @@ TEST_CASE("the periodic sweep archives with work_auto_archive", "[work]") {
   CHECK(e.thread.work->status == work_status::archived);
   CHECK(f.signals(x.thread.id) == std::vector<std::string>{"work.created", "work.archived"});
 }
+
+namespace {
+
+// Closes `session` of agent "a" in `project` with `topics`, the clock as it is.
+work_session_closed close_in(work_fixture& f, const std::string& project, const std::string& session,
+                             std::vector<std::string> topics) {
+  work_session_close c;
+  c.agent_id = "a";
+  c.session_id = session;
+  c.project = project;
+  c.topics = std::move(topics);
+  work_session_closed out;
+  auto s = f.rt->session_close(c, &out);
+  INFO(s.to_string());
+  REQUIRE(s.is_ok());
+  return out;
+}
+
+const std::string recurring = "flaky integration tests in the payments service";
+// The seed's window, written out: the tests hold the constants to it.
+constexpr size_t seed_sessions = 20;
+constexpr int64_t seed_window_ms = 30 * day_ms;
+
+// `n` sessions about other things, a minute apart: words no other session has.
+void unrelated_sessions(work_fixture& f, size_t n, const std::string& prefix) {
+  for (size_t i = 0; i < n; ++i) {
+    f.now->fetch_add(60 * 1000);
+    std::string k = std::to_string(i);
+    CHECK(close_in(f, "", prefix + k, {"chore" + k + " errand" + k + " task" + k}).suggestions.empty());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("suggestions compare with the last 20 sessions only (the seed's window)", "[work]") {
+  CHECK(work_sessions_compared_max == seed_sessions);
+  SECTION("two sessions 21 and 22 back, and one now: no suggestion") {
+    work_fixture f;
+    f.agent("a");
+    close_in(f, "", "old1", {recurring});
+    f.now->fetch_add(60 * 1000);
+    close_in(f, "", "old2", {recurring});
+    unrelated_sessions(f, seed_sessions, "u");
+    f.now->fetch_add(60 * 1000);
+    CHECK(close_in(f, "", "now", {recurring}).suggestions.empty());
+  }
+  SECTION("two sessions 19 and 20 back, and one now: a suggestion") {
+    work_fixture f;
+    f.agent("a");
+    close_in(f, "", "old1", {recurring});
+    f.now->fetch_add(60 * 1000);
+    close_in(f, "", "old2", {recurring});
+    unrelated_sessions(f, seed_sessions - 2, "u");
+    f.now->fetch_add(60 * 1000);
+    auto now = close_in(f, "", "now", {recurring});
+    REQUIRE(now.suggestions.size() == 1);
+    CHECK(now.suggestions[0].sessions == std::vector<std::string>{"old1", "old2", "now"});
+  }
+}
+
+TEST_CASE("suggestions compare with the sessions of the last 30 days only (the seed's window)", "[work]") {
+  CHECK(work_sessions_compared_ms == seed_window_ms);
+  SECTION("two sessions 45 days back, and one now: no suggestion") {
+    work_fixture f;
+    f.agent("a");
+    close_in(f, "", "old1", {recurring});
+    f.now->fetch_add(60 * 1000);
+    close_in(f, "", "old2", {recurring});
+    f.now->fetch_add(45 * day_ms);
+    CHECK(close_in(f, "", "now", {recurring}).suggestions.empty());
+  }
+  SECTION("two sessions 29 days back, and one now: a suggestion") {
+    work_fixture f;
+    f.agent("a");
+    close_in(f, "", "old1", {recurring});
+    f.now->fetch_add(60 * 1000);
+    close_in(f, "", "old2", {recurring});
+    f.now->fetch_add(29 * day_ms);
+    REQUIRE(close_in(f, "", "now", {recurring}).suggestions.size() == 1);
+  }
+  SECTION("closed exactly 30 days back they count; a millisecond more and they do not") {
+    for (int64_t extra : {int64_t{0}, int64_t{1}}) {
+      work_fixture f;
+      f.agent("a");
+      close_in(f, "", "old1", {recurring});
+      close_in(f, "", "old2", {recurring});  // the same moment
+      f.now->fetch_add(seed_window_ms + extra);
+      INFO("extra ms: " << extra);
+      CHECK(close_in(f, "", "now", {recurring}).suggestions.size() == (extra == 0 ? 1u : 0u));
+    }
+  }
+}
+
+TEST_CASE("suggestions stay within a project: its sessions, its items, its pending suggestions", "[work]") {
+  work_fixture f;
+  f.agent("a");
+  close_in(f, "billing", "b1", {recurring});
+  f.now->fetch_add(1000);
+  close_in(f, "billing", "b2", {recurring});
+  f.now->fetch_add(1000);
+  // Two billing sessions and one of another project: no topic recurs in three of one.
+  CHECK(close_in(f, "search", "s1", {recurring}).suggestions.empty());
+  f.now->fetch_add(1000);
+  auto third = close_in(f, "billing", "b3", {recurring});
+  REQUIRE(third.suggestions.size() == 1);
+  CHECK(third.suggestions[0].project == "billing");
+  // session_start of another project does not carry it; of billing it does.
+  work_session_start in;
+  in.agent_id = "a";
+  in.project = "search";
+  work_session_started started;
+  REQUIRE(f.rt->session_start(in, &started).is_ok());
+  CHECK(started.project == "search");
+  CHECK(started.suggestions.empty());
+  in.project = "billing";
+  REQUIRE(f.rt->session_start(in, &started).is_ok());
+  REQUIRE(started.suggestions.size() == 1);
+  // Promoted without a project: an item of the suggestion's.
+  work_create_result item;
+  REQUIRE(f.rt->promote_suggestion(third.suggestions[0].id, &item).is_ok());
+  CHECK(item.thread.work->project == "billing");
+  // A session started in a project closes in it: its open items are the project's.
+  work_session_start s9;
+  s9.agent_id = "a";
+  s9.session_id = "s9";
+  s9.project = "search";
+  REQUIRE(f.rt->session_start(s9, &started).is_ok());
+  work_session_close c;
+  c.agent_id = "a";
+  c.session_id = "s9";
+  c.open_items = {"tune the ranking weights"};
+  work_session_closed closed;
+  REQUIRE(f.rt->session_close(c, &closed).is_ok());
+  REQUIRE(closed.items.size() == 1);
+  CHECK(closed.items[0].thread.work->project == "search");
+}
+
+TEST_CASE("stats: the seed's top subjects, objects, issues and agents", "[work]") {
+  work_fixture f;
+  f.agent("a");
+  f.agent("b");
+  auto x = f.create("a", "ship the billing export", "s1", {"GH-9", "GH-10"});
+  auto y = f.create("a", "write the billing docs", "s1", {"GH-9"});
+  work_create c;
+  c.agent_id = "b";
+  c.text = "review the billing export";
+  c.relates_to = {"GH-9"};
+  work_create_result z;
+  REQUIRE(f.rt->create_item(c, &z).is_ok());
+  // Triples: s1 -> x, s1 -> y, agent:b -> z; x -> GH-9, x -> GH-10, y -> GH-9, z -> GH-9.
+  work_graph_stats st;
+  REQUIRE(f.rt->graph_stats(&st).is_ok());
+  CHECK(st.triples == 7);
+  CHECK(st.nodes == 7);  // s1, agent:b, x, y, z, GH-9, GH-10
+  const std::string tx = "thread:" + x.thread.id, ty = "thread:" + y.thread.id, tz = "thread:" + z.thread.id;
+  // Most first, then by name.
+  work_counts subjects{{tx, 2}, {"session:s1", 2}, {"agent:b", 1}, {ty, 1}, {tz, 1}};
+  std::sort(subjects.begin(), subjects.end(), [](const auto& l, const auto& r) {
+    return l.second != r.second ? l.second > r.second : l.first < r.first;
+  });
+  CHECK(st.top_subjects == subjects);
+  REQUIRE(!st.top_objects.empty());
+  CHECK(st.top_objects[0] == std::pair<std::string, uint64_t>{"issue:GH-9", 3});
+  CHECK(st.top_issues == work_counts{{"issue:GH-9", 3}, {"issue:GH-10", 1}});
+  CHECK(st.top_agents == work_counts{{"agent:a", 5}, {"agent:b", 2}});
+  // At most work_graph_top_max of each.
+  for (int i = 0; i < 14; ++i) {  // 16 issues in all; words of their own, so that none is deduplicated
+    std::string k = std::to_string(i);
+    CHECK_FALSE(f.create("a", "chore" + k + " errand" + k, "", {"X-" + k}).deduplicated);
+  }
+  REQUIRE(f.rt->graph_stats(&st).is_ok());
+  CHECK(st.top_subjects.size() == work_graph_top_max);
+  CHECK(st.top_objects.size() == work_graph_top_max);
+  CHECK(st.top_issues.size() == work_graph_top_issues_max);
+  CHECK(st.top_issues[0] == std::pair<std::string, uint64_t>{"issue:GH-9", 3});
+}
+
+TEST_CASE("lenses filter by predicate and project, stats by project", "[work]") {
+  work_fixture f;
+  f.agent("a");
+  auto x = f.create("a", "ship the billing export", "s1", {"GH-9"});
+  work_create c;
+  c.agent_id = "a";
+  c.text = "tune the search ranking";
+  c.session_id = "s1";
+  c.project = "search";
+  work_create_result y;
+  REQUIRE(f.rt->create_item(c, &y).is_ok());
+  std::vector<work_triple> got;
+  work_graph_filter only_created;
+  only_created.predicate = "created_thread";
+  REQUIRE(f.rt->graph_connected_to("thread:" + x.thread.id, 10, &got, only_created).is_ok());
+  CHECK(predicates(got) == std::vector<std::string>{"session:s1 created_thread thread:" + x.thread.id});
+  work_graph_filter search;
+  search.project = "search";
+  REQUIRE(f.rt->graph_connected_to("session:s1", 10, &got, search).is_ok());
+  CHECK(predicates(got) == std::vector<std::string>{"session:s1 created_thread thread:" + y.thread.id});
+  REQUIRE(f.rt->graph_produced_by("a", 10, &got, search).is_ok());
+  CHECK(got.size() == 1);
+  REQUIRE(f.rt->graph_provenance("issue:GH-9", 2, 10, &got, search).is_ok());
+  CHECK(got.empty());
+  work_graph_stats st;
+  REQUIRE(f.rt->graph_stats(&st, "search").is_ok());
+  CHECK(st.triples == 1);
+  REQUIRE(f.rt->graph_stats(&st, "default").is_ok());
+  CHECK(st.triples == 2);
+  REQUIRE(f.rt->graph_stats(&st).is_ok());
+  CHECK(st.triples == 3);
+}

@@ -296,3 +296,128 @@ TEST_CASE("a running thread takes a work transition between its run's commits, l
   CHECK(at("thread.start") < at("work.touched"));
   CHECK(at("work.touched") < at("thread.stop"));
 }
+
+namespace {
+
+work_create_result create_in(work_fixture& f, const std::string& project, const std::string& text,
+                             const std::string& linear_issue = "") {
+  work_create c;
+  c.agent_id = "a";
+  c.text = text;
+  c.project = project;
+  c.linear_issue = linear_issue;
+  work_create_result r;
+  auto s = f.rt->create_item(c, &r);
+  INFO(s.to_string());
+  REQUIRE(s.is_ok());
+  return r;
+}
+
+work_list_page list_in(work_fixture& f, const std::string& project, std::vector<work_stage> stages = {}) {
+  work_list_query q;
+  q.agent_id = "a";
+  q.project = project;
+  q.stages = std::move(stages);
+  work_list_page page;
+  auto s = f.rt->list_items(q, &page);
+  INFO(s.to_string());
+  REQUIRE(s.is_ok());
+  return page;
+}
+
+std::vector<std::string> ids_of(const work_list_page& page) {
+  std::vector<std::string> ids;
+  for (const auto& e : page.items) ids.push_back(e.thread.id);
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+}  // namespace
+
+TEST_CASE("projects: stored with the item, dedup and listings stay within one, totals count it", "[work]") {
+  work_fixture f;
+  f.agent("a");
+  auto billing = create_in(f, "billing", "fix the broken deploy pipeline", "PROJ-123");
+  CHECK(billing.thread.work->project == "billing");
+  CHECK(billing.thread.work->linear_issue == "PROJ-123");
+  // The same text in another project is another item (the seed's dedup scope).
+  auto plain = create_in(f, "", "fix the broken deploy pipeline");
+  CHECK_FALSE(plain.deduplicated);
+  CHECK(plain.thread.work->project == "default");
+  CHECK(create_in(f, "billing", "Fix the broken deploy pipeline!").thread.id == billing.thread.id);
+  auto other = create_in(f, "billing", "write the export docs");
+  // linear_issue is named in the graph as relates_to does.
+  std::vector<work_triple> got;
+  REQUIRE(f.rt->graph_connected_to("issue:PROJ-123", 10, &got).is_ok());
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].subject == "thread:" + billing.thread.id);
+  CHECK(got[0].project == "billing");
+
+  auto sorted = [](std::vector<std::string> v) { return std::sort(v.begin(), v.end()), v; };
+  CHECK(ids_of(list_in(f, "billing")) == sorted({billing.thread.id, other.thread.id}));
+  CHECK(ids_of(list_in(f, "default")) == std::vector<std::string>{plain.thread.id});
+  CHECK(ids_of(list_in(f, "")).size() == 3);  // the runtime's "": every project
+  CHECK(list_in(f, "nowhere").items.empty());
+
+  work_resolve r;
+  r.agent_id = "a";
+  r.text_match = "deploy pipeline";
+  r.project = "billing";  // two items match the text, one in this project
+  r.note = "rolled back";
+  work_entry e;
+  REQUIRE(f.rt->resolve_item(r, &e).is_ok());
+  CHECK(e.thread.id == billing.thread.id);
+  auto page = list_in(f, "billing");
+  CHECK(ids_of(page) == std::vector<std::string>{other.thread.id});
+  CHECK(page.total_open == 1);
+  CHECK(page.total_resolved == 1);
+  CHECK(ids_of(list_in(f, "billing", {work_stage::resolved})) == std::vector<std::string>{billing.thread.id});
+  page = list_in(f, "default");
+  CHECK(page.total_open == 1);
+  CHECK(page.total_resolved == 0);
+  // By id from another project's scope: refused, nothing written.
+  r = {};
+  r.agent_id = "a";
+  r.thread_id = other.thread.id;
+  r.project = "default";
+  auto s = f.rt->resolve_item(r, &e);
+  CHECK(s.code() == errc::invalid_input);
+  CHECK(s.field() == "project");
+  CHECK(f.signals(other.thread.id) == std::vector<std::string>{"work.created"});
+
+  // A sweep of one project examines its items only.
+  work_sweep_options so;
+  so.agent_id = "a";
+  so.project = "billing";
+  work_sweep_result swept;
+  REQUIRE(f.rt->sweep_items(so, &swept).is_ok());
+  CHECK(swept.examined == 1);
+
+  // Stored: after a reopen the index and the rows still know each item's project.
+  f.reopen();
+  CHECK(ids_of(list_in(f, "billing")) == std::vector<std::string>{other.thread.id});
+  CHECK(list_in(f, "billing").total_resolved == 1);
+  CHECK(create_in(f, "billing", "write the export docs").deduplicated);
+  CHECK_FALSE(create_in(f, "default", "write the export docs").deduplicated);
+  work_entry got_item;
+  REQUIRE(f.rt->get_item(billing.thread.id, &got_item).is_ok());
+  CHECK(got_item.thread.work->linear_issue == "PROJ-123");
+  CHECK(got_item.thread.work->project == "billing");
+}
+
+TEST_CASE("projects: a bad project or linear_issue is refused naming the field, nothing stored", "[work]") {
+  work_fixture f;
+  f.agent("a");
+  work_create c;
+  c.agent_id = "a";
+  c.text = "x";
+  c.project = std::string(work_project_bytes_max + 1, 'p');
+  work_create_result r;
+  auto s = f.rt->create_item(c, &r);
+  CHECK(s.field() == "project");
+  CHECK(s.limit() == "work_project_bytes_max");
+  c.project = "ok";
+  c.linear_issue = "not an id";
+  CHECK(f.rt->create_item(c, &r).field() == "linear_issue");
+  CHECK(f.open_ids("a").empty());
+}

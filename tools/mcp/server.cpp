@@ -82,7 +82,7 @@ rpc_outcome session::call_tool(const rpc_request& req) {
   if (!s) return rpc_outcome::fail(invalid_params, "invalid params: " + s.message());
   bool structured = version_ >= structured_content_since;  // revisions are dates: they sort as strings
   http_call c;
-  s = tool_request(name, args, agent_, &c);
+  s = tool_request(name, args, agent_, &c, project_);
   if (s.code() == errc::not_found) return rpc_outcome::fail(invalid_params, "unknown tool: " + quote_input(name));
   // A bad argument answers in the shape of the API's errors (code, message,
   // field, limit), as a tool error the model can read and correct.
@@ -92,6 +92,14 @@ rpc_outcome session::call_tool(const rpc_request& req) {
     return {tool_result(server::error_response(status::io_error("skein unreachable: " + s.message())).body, true,
                         structured),
             std::nullopt};
+  if (name == "session_start" && r.status < 300) {
+    json::document answer;
+    json::object_reader o;
+    std::string project;
+    if (json::parse(r.body, json_limits{}, "answer", &answer) && json::object_reader::open(answer.root(), "answer", &o) &&
+        o.string("project", &project, false) && !project.empty())
+      project_ = std::move(project);
+  }
   return {tool_result(r.body, r.status >= 400, structured), std::nullopt};
 }
 

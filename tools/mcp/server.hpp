@@ -63,6 +63,9 @@ class session {
   transport& transport_;
   std::string agent_;
   std::string version_;
+  // The project of the last session_start (as the seed keeps its session's):
+  // the project of the tools called without one. "": none started.
+  std::string project_;
 };
 
 }  // namespace skein::mcp

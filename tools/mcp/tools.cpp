@@ -20,68 +20,111 @@ constexpr int64_t list_limit_max = 1000;    // work_list_limit_max and the API's
 constexpr int64_t graph_depth_max = 8;      // work_graph_depth_max
 constexpr int64_t texts_max = 256;          // open_items or topics of one session close
 constexpr int64_t issues_max = 64;          // relates_to of one create
+constexpr int64_t project_bytes_max = 128;  // work_project_bytes_max
+constexpr int64_t predicate_bytes_max = 64; // work_predicate_bytes_max
 
 param_spec str(std::string name, bool required, int64_t max, std::string description) {
-  return {std::move(name), param_type::string, required, 1, max, {}, std::move(description)};
+  return {std::move(name), param_type::string, required, 1, max, {}, std::move(description), {}};
 }
 param_spec integer(std::string name, int64_t min, int64_t max, std::string description) {
-  return {std::move(name), param_type::integer, false, min, max, {}, std::move(description)};
+  return {std::move(name), param_type::integer, false, min, max, {}, std::move(description), {}};
 }
 param_spec flag(std::string name, std::string description) {
-  return {std::move(name), param_type::boolean, false, 0, 0, {}, std::move(description)};
+  return {std::move(name), param_type::boolean, false, 0, 0, {}, std::move(description), {}};
 }
 param_spec list(std::string name, int64_t max, std::string description) {
-  return {std::move(name), param_type::strings, false, 0, max, {}, std::move(description)};
+  return {std::move(name), param_type::strings, false, 0, max, {}, std::move(description), {}};
+}
+param_spec one_of(param_spec p, std::vector<std::string> values) {
+  p.one_of = std::move(values);
+  return p;
+}
+// Skein's name `name` for the seed's parameter `of` (same type and bounds).
+param_spec alias(std::string name, const param_spec& of) {
+  param_spec p = of;
+  p.name = std::move(name);
+  p.required = false;
+  p.alias_of = of.name;
+  p.description = "Alias of " + of.name + " (skein's name).";
+  return p;
+}
+param_spec project() {
+  return str("project", false, project_bytes_max,
+             "Project namespace (e.g. 'my-project'): scopes items, sessions and the graph (default: the session's "
+             "project, else 'default').");
 }
 
 std::vector<tool_spec> make_specs() {
-  param_spec stages = list("stages", 6, "Stages to list (default: emerging, active, cooling, dormant).");
-  stages.one_of = {"emerging", "active", "cooling", "dormant", "archived", "resolved"};
-  param_spec lens = str("lens", true, 16, "Which lens of the knowledge graph.");
-  lens.one_of = {"connected", "produced_by", "provenance", "stats"};
+  param_spec stages = one_of(list("stages", 6, "Stages to list, instead of status (default: emerging, active, "
+                                               "cooling, dormant)."),
+                             {"emerging", "active", "cooling", "dormant", "archived", "resolved"});
+  param_spec lens = one_of(str("lens", true, 16,
+                               "Traversal mode: connected_to (all connections to a node), produced_by (what an agent "
+                               "produced), provenance (trace the origin chain), stats (aggregate counts); connected "
+                               "is skein's name of connected_to."),
+                           {"connected_to", "produced_by", "provenance", "stats", "connected"});
+  param_spec text_match = str("text_match", false, text_bytes_max,
+                              "Case-insensitive text match against open items (exactly one must match), if no thread_id.");
+  param_spec resolution_note = str("resolution_note", false, note_bytes_max, "Brief note on how/why it was resolved.");
+  param_spec open_threads{"open_threads", param_type::threads, false, 0, texts_max, {},
+                          "Threads still open: texts, or thread objects ({text, status}); each becomes a work item "
+                          "(deduplicated), a resolved one is skipped.", {}};
   return {
       {"create_thread",
-       "Create a work item (a thread the agent carries across sessions). A text close to an open item's "
-       "returns that item, touched (deduplicated).",
-       {str("text", true, text_bytes_max, "What the item is about; 'PROJECT STATE:' first marks project state."),
-        str("session_id", false, id_bytes_max, "The session creating it."),
-        list("relates_to", issues_max, "External issue ids the item relates to."),
+       "Create an open thread (work item) to track unresolved work across sessions. Includes semantic dedup: if a "
+       "similar open thread exists (cosine similarity > 0.85), returns the existing thread instead; check the "
+       "'deduplicated' field. 'PROJECT STATE:' first marks project state.",
+       {str("text", true, text_bytes_max, "Thread description: what needs to be tracked or resolved."),
+        str("linear_issue", false, id_bytes_max, "Associated issue (e.g. PROJ-123): kept, and linked in the graph."),
+        project(), str("session_id", false, id_bytes_max, "The session creating it."),
+        list("relates_to", issues_max, "Further external issue ids the item relates to."),
         list("tags", 64, "Tags of the thread.")}},
       {"resolve_thread",
-       "Resolve an open work item, by thread_id or by a text that matches exactly one open item.",
-       {str("thread_id", false, id_bytes_max, "The item's thread id (or give text)."),
-        str("text", false, text_bytes_max, "A case-insensitive substring of exactly one open item's text."),
-        str("note", false, note_bytes_max, "The resolution note."),
+       "Mark an open thread as resolved. Use thread_id for exact match or text_match for a case-insensitive match "
+       "that must hit exactly one open thread.",
+       {str("thread_id", false, id_bytes_max, "Thread ID for exact resolution."), text_match, resolution_note,
+        alias("text", text_match), alias("note", resolution_note), project(),
         str("session_id", false, id_bytes_max, "The resolving session.")}},
       {"list_threads",
-       "List the agent's work items, highest vitality first.",
-       {stages, flag("project_state", "List the PROJECT STATE: items only."),
+       "List threads (work items), highest vitality first: unresolved work that carries over between sessions.",
+       {one_of(str("status", false, 16, "Filter by status (default: open)."), {"open", "resolved"}),
+        flag("include_resolved", "Include resolved (and archived) threads (default: false)."), project(), stages,
+        flag("project_state", "List the PROJECT STATE: items only."),
         integer("limit", 1, list_limit_max, "Items per page (default 100)."),
         str("cursor", false, 1024, "next_cursor of the previous page.")}},
       {"cleanup_threads",
-       "Sweep the agent's items: record dormancy, and archive items dormant 30 days when auto_archive.",
-       {flag("auto_archive", "Archive items dormant for 30 days or more.")}},
-      {"promote_suggestion", "Turn a suggestion into a work item.",
-       {str("suggestion_id", true, id_bytes_max, "The suggestion's id.")}},
-      {"dismiss_suggestion", "Dismiss a suggestion (after 3 dismissals it is suppressed for good).",
+       "Triage open threads by lifecycle health: groups them as emerging/active/cooling/dormant with vitality scores. "
+       "auto_archive=true archives threads dormant 30+ days.",
+       {project(), flag("auto_archive", "Archive threads dormant for 30 days or more.")}},
+      {"promote_suggestion", "Promote a suggested thread (from session_start's suggested_threads) to an open thread.",
+       {str("suggestion_id", true, id_bytes_max, "The suggestion's id."),
+        str("project", false, project_bytes_max, "Project of the new thread (default: the suggestion's).")}},
+      {"dismiss_suggestion", "Dismiss a suggested thread (after 3 dismissals it is suppressed for good).",
        {str("suggestion_id", true, id_bytes_max, "The suggestion's id.")}},
       {"graph_traverse",
-       "Read the knowledge graph: triples connected to a node, produced by an agent, the provenance of a node, "
-       "or counts. Nodes: agent:<id>, thread:<id>, session:<id>, issue:<id>.",
-       {lens, str("node", false, text_bytes_max, "The node (connected, provenance)."),
-        str("agent", false, id_bytes_max, "The agent (produced_by; default: this server's agent)."),
-        integer("depth", 1, graph_depth_max, "Hops for provenance (default 2)."),
-        integer("limit", 1, list_limit_max, "Triples at most (default 100).")}},
+       "Traverse the knowledge graph of work items: everything connected to a node, what an agent produced, the "
+       "provenance of a node, or aggregate stats. Nodes: agent:<id>, thread:<id>, session:<id>, issue:<id>.",
+       {lens, str("node", false, text_bytes_max, "Starting node; required for all lenses but stats (produced_by: an agent)."),
+        one_of(str("predicate", false, predicate_bytes_max, "Filter by predicate."),
+               {"created_thread", "resolves_thread", "relates_to_thread", "created_in", "influenced_by", "supersedes",
+                "demonstrates", "affects_doc"}),
+        integer("depth", 1, graph_depth_max, "Max chain depth for provenance (default 2)."), project(),
+        integer("limit", 1, list_limit_max, "Max triples to return (default 100)."),
+        str("agent", false, id_bytes_max, "The agent of produced_by, instead of node (default: this server's agent).")}},
       {"session_start",
-       "Start a session: returns the open items, project state and pending suggestions the agent carries.",
-       {str("session_id", false, id_bytes_max, "The session id (default: minted)."),
+       "Start a session: returns the open items, project state and pending suggestions (suggested_threads) the "
+       "agent carries in the project.",
+       {str("session_id", false, id_bytes_max, "The session id (default: minted)."), project(),
         flag("auto_archive", "Archive long-dormant items first (default true).")}},
       {"session_close",
-       "Close a session: its open items become work items (deduplicated); its texts feed suggestions.",
-       {str("session_id", true, id_bytes_max, "The session to close."),
+       "Close a session: its open threads become work items (deduplicated); its texts feed suggestions.",
+       {str("session_id", true, id_bytes_max, "Session ID from session_start."),
+        one_of(str("close_type", false, 16, "Type of close (skein checks no closing ceremony: every type closes alike)."),
+               {"standard", "quick", "autonomous"}),
+        open_threads, alias("open_items", list("open_threads", texts_max, "")),
         str("summary", false, note_bytes_max, "What the session did."),
-        list("open_items", texts_max, "Texts of items still open."),
-        list("topics", texts_max, "Further topics of the session.")}},
+        list("topics", texts_max, "Further topics of the session."),
+        str("project", false, project_bytes_max, "Project of the session (default: its own, from session_start).")}},
       {"send_entry", "Send a user message to a thread; with wait, answer with the run's result.",
        {str("thread_id", true, id_bytes_max, "The thread."), str("text", true, entry_bytes_max, "The message."),
         flag("wait", "Wait for the run to end.")}},
@@ -98,8 +141,31 @@ const char* type_name(param_type t) {
     case param_type::integer: return "integer";
     case param_type::boolean: return "boolean";
     case param_type::strings: return "array";
+    case param_type::threads: return "array";
   }
   return "string";
+}
+
+void write_items_schema(json_writer& w, const param_spec& p) {
+  w.field_int("maxItems", p.max);
+  w.key("items");
+  if (p.type == param_type::threads) {
+    w.raw(R"({"anyOf":[{"type":"string","minLength":1,"maxLength":)" + std::to_string(item_bytes_max) +
+          R"(},{"type":"object","properties":{"text":{"type":"string"},"note":{"type":"string"},)"
+          R"("status":{"type":"string"}}}]})");
+    return;
+  }
+  w.begin_object();
+  w.field("type", "string");
+  w.field_int("minLength", 1);
+  w.field_int("maxLength", item_bytes_max);
+  if (!p.one_of.empty()) {
+    w.key("enum");
+    w.begin_array();
+    for (const auto& v : p.one_of) w.string(v);
+    w.end_array();
+  }
+  w.end_object();
 }
 
 void write_schema(json_writer& w, const tool_spec& t) {
@@ -118,21 +184,15 @@ void write_schema(json_writer& w, const tool_spec& t) {
     } else if (p.type == param_type::integer) {
       w.field_int("minimum", p.min);
       w.field_int("maximum", p.max);
-    } else if (p.type == param_type::strings) {
-      w.field_int("maxItems", p.max);
-      w.key("items");
-      w.begin_object();
-      w.field("type", "string");
-      w.field_int("minLength", 1);
-      w.field_int("maxLength", item_bytes_max);
+    } else if (p.type == param_type::strings || p.type == param_type::threads) {
+      write_items_schema(w, p);
     }
-    if (!p.one_of.empty()) {
+    if (!p.one_of.empty() && p.type == param_type::string) {
       w.key("enum");
       w.begin_array();
       for (const auto& v : p.one_of) w.string(v);
       w.end_array();
     }
-    if (p.type == param_type::strings) w.end_object();
     w.end_object();
   }
   w.end_object();
@@ -145,13 +205,16 @@ void write_schema(json_writer& w, const tool_spec& t) {
   w.end_object();
 }
 
-// Checked arguments, by parameter name.
+// Checked arguments, by parameter name (an alias's under the name it stands for).
 struct args {
   std::map<std::string, std::string> text;
   std::map<std::string, int64_t> number;
   std::map<std::string, bool> truth;
   std::map<std::string, std::vector<std::string>> lists;
-  bool has(const std::string& n) const { return text.count(n) || number.count(n) || truth.count(n) || lists.count(n); }
+  std::map<std::string, std::string> raw;  // threads: the array as given (minified JSON)
+  bool has(const std::string& n) const {
+    return text.count(n) || number.count(n) || truth.count(n) || lists.count(n) || raw.count(n);
+  }
   std::string get(const std::string& n) const { return text.count(n) ? text.at(n) : std::string{}; }
 };
 
@@ -171,14 +234,15 @@ status check_string(const param_spec& p, std::string_view v, const std::string& 
   return status::ok();
 }
 
-status read_param(const param_spec& p, dom::element el, args* out) {
+// Reads argument `field` (p's own name) as parameter p, stored under `key`.
+status read_param(const param_spec& p, dom::element el, const std::string& key, args* out) {
   const std::string& n = p.name;
   switch (p.type) {
     case param_type::string: {
       std::string_view v;
       if (el.get_string().get(v) != simdjson::SUCCESS) return bad(n, "must be a string");
       SKEIN_TRY(check_string(p, v, n));
-      out->text[n] = std::string{v};
+      out->text[key] = std::string{v};
       return status::ok();
     }
     case param_type::integer: {
@@ -186,13 +250,13 @@ status read_param(const param_spec& p, dom::element el, args* out) {
       if (el.get_int64().get(v) != simdjson::SUCCESS) return bad(n, "must be an integer");
       if (v < p.min || v > p.max)
         return bad(n, "must be between " + std::to_string(p.min) + " and " + std::to_string(p.max));
-      out->number[n] = v;
+      out->number[key] = v;
       return status::ok();
     }
     case param_type::boolean: {
       bool v = false;
       if (el.get_bool().get(v) != simdjson::SUCCESS) return bad(n, "must be true or false");
-      out->truth[n] = v;
+      out->truth[key] = v;
       return status::ok();
     }
     case param_type::strings: {
@@ -203,7 +267,7 @@ status read_param(const param_spec& p, dom::element el, args* out) {
       param_spec item = p;
       item.min = 1;
       item.max = item_bytes_max;
-      auto& list = out->lists[n];
+      auto& list = out->lists[key];
       for (dom::element x : a) {
         std::string field = n + "[" + std::to_string(list.size()) + "]";
         std::string_view v;
@@ -211,6 +275,14 @@ status read_param(const param_spec& p, dom::element el, args* out) {
         SKEIN_TRY(check_string(item, v, field));
         list.emplace_back(v);
       }
+      return status::ok();
+    }
+    case param_type::threads: {
+      dom::array a;
+      if (el.get_array().get(a) != simdjson::SUCCESS) return bad(n, "must be an array of texts or thread objects");
+      if (static_cast<int64_t>(a.size()) > p.max)
+        return bad(n, "more than " + std::to_string(p.max) + " items").with_limit(n + ".maxItems");
+      out->raw[key] = simdjson::minify(el);  // each item is checked by the route, naming it
       return status::ok();
     }
   }
@@ -227,27 +299,37 @@ status read_args(const tool_spec& t, std::string_view json_text, args* out) {
     std::string_view key = field.key;  // a plain variable: clang 14 lambdas cannot capture a structured binding
     auto p = std::find_if(t.params.begin(), t.params.end(), [&](const param_spec& s) { return s.name == key; });
     if (p == t.params.end()) return bad(std::string{key}, "unknown parameter of " + t.name);
-    SKEIN_TRY(read_param(*p, field.value, out));
+    const std::string& canonical = p->alias_of.empty() ? p->name : p->alias_of;
+    if (out->has(canonical))
+      return bad(p->name, "the same parameter as " + (p->alias_of.empty() ? std::string{"its alias"} : p->alias_of) +
+                              ": give one of them");
+    SKEIN_TRY(read_param(*p, field.value, canonical, out));
   }
   for (const auto& p : t.params)
     if (p.required && !out->has(p.name)) return bad(p.name, "required");
   return status::ok();
 }
 
-// The arguments as a JSON body, but those named in `skip` (path and query).
+// The arguments as a JSON body, but those named in `skip` (path and query) and
+// aliases (given under the name they stand for).
 std::string body_of(const tool_spec& t, const args& a, const std::set<std::string>& skip) {
   std::string out;
   json_writer w{&out};
   w.begin_object();
   for (const auto& p : t.params) {
-    if (skip.count(p.name) || !a.has(p.name)) continue;
-    if (p.type == param_type::string) w.field(p.name, a.text.at(p.name));
-    if (p.type == param_type::integer) w.field_int(p.name, a.number.at(p.name));
-    if (p.type == param_type::boolean) w.field_bool(p.name, a.truth.at(p.name));
-    if (p.type == param_type::strings) {
-      w.key(p.name);
+    const std::string& n = p.name;
+    if (!p.alias_of.empty() || skip.count(n) || !a.has(n)) continue;
+    if (a.text.count(n)) w.field(n, a.text.at(n));
+    if (a.number.count(n)) w.field_int(n, a.number.at(n));
+    if (a.truth.count(n)) w.field_bool(n, a.truth.at(n));
+    if (a.raw.count(n)) {
+      w.key(n);
+      w.raw(a.raw.at(n));
+    }
+    if (a.lists.count(n)) {
+      w.key(n);
       w.begin_array();
-      for (const auto& x : a.lists.at(p.name)) w.string(x);
+      for (const auto& x : a.lists.at(n)) w.string(x);
       w.end_array();
     }
   }
@@ -277,35 +359,47 @@ std::string query_of(const args& a, const std::vector<std::string>& names) {
   return q;
 }
 
+status build_graph(const args& a, const std::string& agent, http_call* out) {
+  std::string lens = a.get("lens");
+  if (lens == "connected") lens = "connected_to";
+  std::string q;
+  if (lens == "connected_to" || lens == "provenance") {
+    if (!a.has("node")) return bad("node", "required for the " + lens + " lens");
+    q = query_of(a, lens == "connected_to" ? std::vector<std::string>{"node", "predicate", "project", "limit"}
+                                           : std::vector<std::string>{"node", "depth", "predicate", "project", "limit"});
+  } else if (lens == "produced_by") {
+    args with_agent = a;
+    if (!a.has("agent") && !a.has("node")) with_agent.text["agent"] = agent;
+    q = query_of(with_agent, {"agent", "node", "predicate", "project", "limit"});
+  } else {
+    q = query_of(a, {"project"});
+  }
+  *out = {"GET", "/v1/graph/" + lens + q, ""};
+  return status::ok();
+}
+
 status build(const tool_spec& t, const args& a, const std::string& agent, http_call* out) {
   const std::string& n = t.name;
   std::string items = "/v1/agents/" + enc(agent) + "/items";
   if (n == "create_thread") *out = {"POST", items, body_of(t, a, {})};
   else if (n == "resolve_thread") {
-    if (a.has("thread_id") == a.has("text")) return bad("thread_id", "give exactly one of thread_id and text");
+    if (a.has("thread_id") == a.has("text_match")) return bad("thread_id", "give exactly one of thread_id and text_match");
     *out = {"POST", items + "/resolve", body_of(t, a, {})};
   } else if (n == "list_threads") {
-    *out = {"GET", items + query_of(a, {"stages=stage", "project_state", "limit", "cursor"}), ""};
+    *out = {"GET",
+            items + query_of(a, {"status", "include_resolved", "project", "stages=stage", "project_state", "limit",
+                                 "cursor"}),
+            ""};
   } else if (n == "cleanup_threads") *out = {"POST", items + "/sweep", body_of(t, a, {})};
-  else if (n == "promote_suggestion" || n == "dismiss_suggestion")
-    *out = {"POST", "/v1/suggestions/" + enc(a.get("suggestion_id")) + (n[0] == 'p' ? "/promote" : "/dismiss"), "{}"};
-  else if (n == "graph_traverse") {
-    std::string lens = a.get("lens");
-    std::string q;
-    if (lens == "connected" || lens == "provenance") {
-      if (!a.has("node")) return bad("node", "required for the " + lens + " lens");
-      q = query_of(a, lens == "connected" ? std::vector<std::string>{"node", "limit"}
-                                          : std::vector<std::string>{"node", "depth", "limit"});
-    } else if (lens == "produced_by") {
-      args with_agent = a;
-      if (!a.has("agent")) with_agent.text["agent"] = agent;
-      q = query_of(with_agent, {"agent", "limit"});
-    }
-    *out = {"GET", "/v1/graph/" + lens + q, ""};
-  } else if (n == "session_start") *out = {"POST", "/v1/agents/" + enc(agent) + "/sessions", body_of(t, a, {})};
+  else if (n == "promote_suggestion")
+    *out = {"POST", "/v1/suggestions/" + enc(a.get("suggestion_id")) + "/promote", body_of(t, a, {"suggestion_id"})};
+  else if (n == "dismiss_suggestion")
+    *out = {"POST", "/v1/suggestions/" + enc(a.get("suggestion_id")) + "/dismiss", "{}"};
+  else if (n == "graph_traverse") return build_graph(a, agent, out);
+  else if (n == "session_start") *out = {"POST", "/v1/agents/" + enc(agent) + "/sessions", body_of(t, a, {})};
   else if (n == "session_close")
     *out = {"POST", "/v1/agents/" + enc(agent) + "/sessions/" + enc(a.get("session_id")) + "/close",
-            body_of(t, a, {"session_id"})};
+            body_of(t, a, {"session_id", "close_type"})};
   else if (n == "send_entry")
     *out = {"POST", "/v1/threads/" + enc(a.get("thread_id")) + "/entries", body_of(t, a, {"thread_id"})};
   else if (n == "read_thread")
@@ -340,12 +434,18 @@ std::string tools_list_json() {
   return out;
 }
 
-status tool_request(std::string_view name, std::string_view args_json, const std::string& agent, http_call* out) {
+status tool_request(std::string_view name, std::string_view args_json, const std::string& agent, http_call* out,
+                    const std::string& project) {
   const auto& specs = tool_specs();
   auto t = std::find_if(specs.begin(), specs.end(), [&](const tool_spec& s) { return s.name == name; });
   if (t == specs.end()) return status::not_found("tool " + quote_input(name) + ": not found").with_field("name");
   args a;
   SKEIN_TRY(read_args(*t, args_json, &a));
+  // The session's project where none is given (promote_suggestion and
+  // session_close default to the suggestion's and the session's own).
+  bool takes = std::any_of(t->params.begin(), t->params.end(), [](const param_spec& p) { return p.name == "project"; });
+  if (takes && !project.empty() && !a.has("project") && name != "promote_suggestion" && name != "session_close")
+    a.text["project"] = project;
   return build(*t, a, agent, out);
 }
 

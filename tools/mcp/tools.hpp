@@ -2,6 +2,8 @@
 // (tools/API.md). A tool's parameters are declared once (tool_spec): its input
 // schema is rendered from them and its arguments checked against them, so a
 // bad argument is an error naming the field before any request is made.
+// The work-item tools speak their seed's (gitmem's) contract: its parameter
+// names and meanings, skein's own names kept as aliases of them.
 // Plain functions and constant tables: thread-safe.
 #pragma once
 
@@ -14,7 +16,9 @@
 
 namespace skein::mcp {
 
-enum class param_type : uint8_t { string, integer, boolean, strings };
+// threads: the seed's open_threads, an array of texts or of thread objects
+// ({text | note, status}), passed on as given (the route reads them).
+enum class param_type : uint8_t { string, integer, boolean, strings, threads };
 
 struct param_spec {
   std::string name;
@@ -25,6 +29,9 @@ struct param_spec {
   int64_t max = 0;
   std::vector<std::string> one_of;  // string: the allowed values; empty: any
   std::string description;
+  // Another name of the parameter `alias_of` (skein's name of a seed parameter):
+  // read as that one; giving both is an error naming them.
+  std::string alias_of;
 };
 
 struct tool_spec {
@@ -47,8 +54,11 @@ struct http_call {
 };
 
 // Checks `args_json` (a JSON object, "" for none) against the tool's parameters
-// and builds its request for `agent`. invalid_input naming the field for a bad
-// argument; not_found naming `name` for an unknown tool.
-status tool_request(std::string_view name, std::string_view args_json, const std::string& agent, http_call* out);
+// and builds its request for `agent`. `project`, if not empty, is the project
+// of a tool that takes one and was given none (the session's, as the seed
+// scopes every call by its session's project). invalid_input naming the field
+// for a bad argument; not_found naming `name` for an unknown tool.
+status tool_request(std::string_view name, std::string_view args_json, const std::string& agent, http_call* out,
+                    const std::string& project = "");
 
 }  // namespace skein::mcp

@@ -6,6 +6,7 @@
 
 #include "runtime/model/ids.hpp"
 #include "runtime/model/json_writer.hpp"
+#include "runtime/model/work_graph.hpp"
 #include "tools/server/api.hpp"
 #include "tools/server/work_json.hpp"
 
@@ -66,6 +67,34 @@ status query_bool(const request& req, const std::string& name, bool* out) {
   else if (v == "true") *out = true;
   else return status::invalid_input(name + ": must be true or false").with_field(name);
   return status::ok();
+}
+
+status named(status s, std::string_view field);
+
+// The seed's `project`: absent is its default project ("default"), never "every
+// project" (the runtime's "" for a query).
+status project_of(std::string text, std::string* out) {
+  if (text.empty()) text = std::string{work_default_project};
+  SKEIN_TRY(validate_work_project(text, "project"));
+  *out = std::move(text);
+  return status::ok();
+}
+status body_project(const json::object_reader& r, std::string* out) {
+  std::string text;
+  SKEIN_TRY(named(r.string("project", &text, false), "project"));
+  if (r.has("project") && text.empty()) return status::invalid_input("body.project: empty").with_field("project");
+  return project_of(std::move(text), out);
+}
+
+// One of two names for one field (skein's and the seed's): the one given, or
+// an error naming both when both are.
+status aliased_string(const json::object_reader& r, std::string_view name, std::string_view alias, std::string* out) {
+  if (r.has(name) && r.has(alias))
+    return status::invalid_input("body." + std::string{name} + ", body." + std::string{alias} +
+                                 ": one field under two names; give one")
+        .with_field(std::string{alias});
+  std::string_view given = r.has(alias) ? alias : name;
+  return named(r.string(given, out, false), given);
 }
 
 status body_object(const request& req, const json_limits& limits, json::document* doc, json::object_reader* out) {
@@ -136,6 +165,9 @@ void create_item_route(call& c, const std::string& agent) {
   if (s) s = named(r.string("session_id", &in.session_id, false), "session_id");
   if (s) s = named(r.strings("relates_to", &in.relates_to, false), "relates_to");
   if (s) s = named(r.strings("tags", &in.tags, false), "tags");
+  if (s) s = body_project(r, &in.project);
+  if (s) s = named(r.string("linear_issue", &in.linear_issue, false), "linear_issue");
+  if (s && r.has("linear_issue")) s = validate_id(in.linear_issue, "linear_issue").with_field("linear_issue");
   if (s && in.relates_to.size() > relates_to_max)
     s = status::invalid_input("body.relates_to: at most " + std::to_string(relates_to_max) + " issue ids")
             .with_limit("relates_to_max")
@@ -163,12 +195,34 @@ status parse_stages(const std::string& text, std::vector<work_stage>* out) {
   return status::ok();
 }
 
+// The seed's status and include_resolved as stages: open (the default), resolved,
+// or every stage; `stage` names them itself and excludes both.
+status seed_stages(const request& req, std::vector<work_stage>* out) {
+  std::string st = query(req, "status");
+  bool all = false;
+  SKEIN_TRY(query_bool(req, "include_resolved", &all));
+  if (!req.query.count("status") && !req.query.count("include_resolved")) return status::ok();
+  if (req.query.count("stage"))
+    return status::invalid_input("stage: give stage, or status and include_resolved, not both").with_field("stage");
+  if (all) {
+    *out = {work_stage::emerging, work_stage::active,   work_stage::cooling,
+            work_stage::dormant,  work_stage::archived, work_stage::resolved};
+  } else if (st == "resolved") {
+    *out = {work_stage::resolved};
+  } else if (st != "open" && !st.empty()) {
+    return status::invalid_input("status: must be open or resolved").with_field("status");
+  }
+  return status::ok();
+}
+
 void list_items_route(call& c, const std::string& agent) {
   if (status s = visible_agent(c.rt, c.scope, agent); !s) return c.fail(s);
   work_list_query q;
   q.agent_id = agent;
   q.cursor = query(c.req, "cursor");
   status s = parse_stages(query(c.req, "stage"), &q.stages);
+  if (s) s = seed_stages(c.req, &q.stages);
+  if (s) s = project_of(query(c.req, "project"), &q.project);
   if (s) s = query_bool(c.req, "project_state", &q.project_state);
   if (s) s = query_count(c.req, "limit", work_list_limit_default, work_list_limit_max, "work_list_limit_max", &q.limit);
   if (!s) return c.fail(s);
@@ -179,6 +233,9 @@ void list_items_route(call& c, const std::string& agent) {
   w.begin_object();
   write_entries(w, "items", page.items);
   w.field("next_cursor", page.next_cursor);
+  write_entries(w, "threads", page.items);  // the seed's name
+  w.field_uint("total_open", page.total_open);
+  w.field_uint("total_resolved", page.total_resolved);
   w.end_object();
   c.reply(200, body);
 }
@@ -190,12 +247,16 @@ void resolve_item_route(call& c, const std::string& agent) {
   work_resolve in;
   in.agent_id = agent;
   status s = body_object(c.req, c.limits, &doc, &r);
+  std::string text_field = s && r.has("text_match") ? "text_match" : "text";
   if (s) s = named(r.string("thread_id", &in.thread_id, false), "thread_id");
-  if (s) s = named(r.string("text", &in.text_match, false), "text");
-  if (s) s = named(r.string("note", &in.note, false), "note");
+  if (s) s = aliased_string(r, "text", "text_match", &in.text_match);
+  if (s) s = aliased_string(r, "note", "resolution_note", &in.note);
   if (s) s = named(r.string("session_id", &in.session_id, false), "session_id");
+  // By text the seed's default project is searched; by id no project is
+  // checked unless one is named.
+  if (s && (r.has("project") || in.thread_id.empty())) s = body_project(r, &in.project);
   if (s && in.thread_id.empty() == in.text_match.empty())
-    s = status::invalid_input("body.thread_id: give exactly one of thread_id and text").with_field("thread_id");
+    s = status::invalid_input("body.thread_id: give exactly one of thread_id and text (text_match)").with_field("thread_id");
   if (s && in.note.size() > work_note_bytes_max)
     s = status::invalid_input("body.note: longer than " + std::to_string(work_note_bytes_max) + " bytes")
             .with_limit("work_note_bytes_max")
@@ -209,11 +270,20 @@ void resolve_item_route(call& c, const std::string& agent) {
   if (!s) return c.fail(s);
   work_entry out;
   if (s = c.rt.resolve_item(in, &out); !s) {
-    // The runtime names its own field (text_match); the client sent `text`.
-    if (s.field() == "text_match") s = status{s}.with_field("text");
+    // The runtime names its own field (text_match); the client may have sent `text`.
+    if (s.field() == "text_match") s = status{s}.with_field(text_field);
     return c.fail(s);
   }
-  c.reply(200, work_item_json(out));
+  // The item, as skein answered it, with the seed's {success, resolved_thread} beside.
+  std::string body;
+  json_writer w{&body};
+  w.begin_object();
+  write_item_fields(w, out);
+  w.field_bool("success", true);
+  w.key("resolved_thread");
+  w.raw(work_item_json(out));
+  w.end_object();
+  c.reply(200, body);
 }
 
 void sweep_route(call& c, const std::string& agent) {
@@ -224,15 +294,51 @@ void sweep_route(call& c, const std::string& agent) {
   o.agent_id = agent;
   status s = body_object(c.req, c.limits, &doc, &r);
   if (s) s = named(r.boolean("auto_archive", &o.auto_archive, false), "auto_archive");
+  if (s) s = body_project(r, &o.project);
   if (!s) return c.fail(s);
   work_sweep_result out;
   if (s = c.rt.sweep_items(o, &out); !s) return c.fail(s);
+  // The seed's triage: the project's open items after the sweep, by stage.
+  std::vector<work_entry> open;
+  work_list_query q;
+  q.agent_id = agent;
+  q.project = o.project;
+  q.limit = work_list_limit_max;
+  q.totals = false;
+  do {
+    work_list_page page;
+    if (s = c.rt.list_items(q, &page); !s) return c.fail(s);
+    for (auto& e : page.items) open.push_back(std::move(e));
+    q.cursor = page.next_cursor;
+  } while (!q.cursor.empty());
+  int64_t now = c.rt.now_ms();
+  const work_stage stages[] = {work_stage::emerging, work_stage::active, work_stage::cooling, work_stage::dormant};
   std::string body;
   json_writer w{&body};
   w.begin_object();
   w.field_uint("examined", out.examined);
   write_strings(w, "dormant", out.dormant);
   write_strings(w, "archived", out.archived);
+  w.key("summary");
+  w.begin_object();
+  for (auto st : stages)
+    w.field_uint(to_string(st), static_cast<uint64_t>(std::count_if(open.begin(), open.end(), [&](const work_entry& e) {
+                   return e.vitality.stage == st;
+                 })));
+  w.field_uint("total_open", open.size());
+  w.end_object();
+  w.key("groups");
+  w.begin_object();
+  for (auto st : stages) {
+    w.key(to_string(st));
+    w.begin_array();
+    for (const auto& e : open)
+      if (e.vitality.stage == st) w.raw(item_summary_json(e, now));
+    w.end_array();
+  }
+  w.end_object();
+  w.field_uint("archived_count", out.archived.size());
+  write_strings(w, "archived_ids", out.archived);
   w.end_object();
   c.reply(200, body);
 }
@@ -297,21 +403,50 @@ status visible_suggestion(runtime& rt, const token_scope& scope, const std::stri
   return missing_suggestion(id);
 }
 
+// The suggestion as it is now (the seed's promote answers it beside the item).
+std::string suggestion_now(runtime& rt, const std::string& agent, const std::string& id) {
+  std::vector<work_suggestion> all;
+  if (rt.list_suggestions(agent, true, &all))
+    for (const auto& x : all)
+      if (x.id == id) return suggestion_json(x);
+  return "null";
+}
+
 void suggestion_route(call& c, const std::string& id, const std::string& action) {
   if (c.req.method != "POST") return c.not_allowed();
   if (status s = visible_suggestion(c.rt, c.scope, id); !s) return c.fail(s);
   if (action == "promote") {
+    json::document doc;
+    json::object_reader r;
+    std::string project;  // "": the suggestion's own
+    status s = body_object(c.req, c.limits, &doc, &r);
+    if (s && r.has("project")) s = body_project(r, &project);
+    if (!s) return c.fail(s);
     work_create_result out;
-    status s = c.rt.promote_suggestion(id, &out);
+    s = c.rt.promote_suggestion(id, &out, project);
     if (s.code() == errc::not_found) return c.fail(missing_suggestion(id));
     if (!s) return c.fail(s);
-    return c.reply(200, created_answer(c.rt, out));
+    work_entry e;
+    work_vitality v;
+    if (c.rt.get_item(out.thread.id, &e)) v = e.vitality;
+    std::string body;
+    json_writer w{&body};
+    w.begin_object();
+    write_created_fields(w, out, v);
+    w.key("suggestion");
+    w.raw(suggestion_now(c.rt, out.thread.agent_id, id));
+    w.end_object();
+    return c.reply(200, body);
   }
   work_suggestion out;
   status s = c.rt.dismiss_suggestion(id, &out);
   if (s.code() == errc::not_found) return c.fail(missing_suggestion(id));
   if (!s) return c.fail(s);
-  c.reply(200, suggestion_json(out));
+  // The suggestion, with the seed's {suggestion} beside.
+  std::string one = suggestion_json(out), body = one;
+  body.pop_back();
+  body += R"(,"suggestion":)" + one + "}";
+  c.reply(200, body);
 }
 
 void session_start_route(call& c, const std::string& agent) {
@@ -323,6 +458,7 @@ void session_start_route(call& c, const std::string& agent) {
   status s = body_object(c.req, c.limits, &doc, &r);
   if (s) s = named(r.string("session_id", &in.session_id, false), "session_id");
   if (s) s = named(r.boolean("auto_archive", &in.auto_archive, false), "auto_archive");
+  if (s) s = body_project(r, &in.project);
   if (s && !in.session_id.empty()) s = validate_id(in.session_id, "session_id").with_field("session_id");
   if (!s) return c.fail(s);
   work_session_started out;
@@ -331,12 +467,15 @@ void session_start_route(call& c, const std::string& agent) {
   json_writer w{&body};
   w.begin_object();
   w.field("session_id", out.session_id);
+  w.field("project", out.project);
   write_entries(w, "items", out.items);
   write_entries(w, "project_state", out.project_state);
-  w.key("suggestions");
-  w.begin_array();
-  for (const auto& x : out.suggestions) w.raw(suggestion_json(x));
-  w.end_array();
+  for (std::string_view key : {"suggestions", "suggested_threads"}) {  // skein's name, the seed's
+    w.key(key);
+    w.begin_array();
+    for (const auto& x : out.suggestions) w.raw(suggestion_json(x));
+    w.end_array();
+  }
   w.key("sweep");
   w.begin_object();
   w.field_uint("examined", out.sweep.examined);
@@ -358,6 +497,40 @@ status bounded_texts(const json::object_reader& r, std::string_view field, std::
   return status::ok();
 }
 
+// The seed's open_threads: each a text, or a thread object whose `text` (or
+// `note`) is one; an object whose status is resolved is no open item.
+status seed_threads(const json::object_reader& r, std::vector<std::string>* out) {
+  json::dom::element el;
+  SKEIN_TRY(named(r.element("open_threads", &el), "open_threads"));
+  json::dom::array a;
+  if (el.get_array().get(a) != simdjson::SUCCESS)
+    return status::invalid_input("body.open_threads: must be an array").with_field("open_threads");
+  if (a.size() > session_texts_max)
+    return status::invalid_input("body.open_threads: at most " + std::to_string(session_texts_max) + " texts")
+        .with_limit("session_texts_max")
+        .with_field("open_threads");
+  out->clear();
+  size_t i = 0;
+  for (json::dom::element x : a) {
+    std::string f = "open_threads[" + std::to_string(i++) + "]";
+    std::string_view text;
+    if (x.get_string().get(text) != simdjson::SUCCESS) {
+      json::object_reader o;
+      SKEIN_TRY(json::object_reader::open(x, f, &o));
+      std::string st, t;
+      SKEIN_TRY(named(o.string("status", &st, false), f + ".status"));
+      if (st == "resolved") continue;
+      SKEIN_TRY(named(o.string(o.has("text") ? "text" : "note", &t), f + ".text"));
+      SKEIN_TRY(validate_work_text(t, f + ".text"));
+      out->push_back(std::move(t));
+      continue;
+    }
+    SKEIN_TRY(validate_work_text(text, f));
+    out->emplace_back(text);
+  }
+  return status::ok();
+}
+
 void session_close_route(call& c, const std::string& agent, const std::string& sid) {
   if (status s = visible_agent(c.rt, c.scope, agent); !s) return c.fail(s);
   json::document doc;
@@ -372,8 +545,13 @@ void session_close_route(call& c, const std::string& agent, const std::string& s
     s = status::invalid_input("body.summary: longer than " + std::to_string(work_note_bytes_max) + " bytes")
             .with_limit("work_note_bytes_max")
             .with_field("summary");
-  if (s) s = bounded_texts(r, "open_items", &in.open_items);
+  if (s && r.has("open_items") && r.has("open_threads"))
+    s = status::invalid_input("body.open_items, body.open_threads: one field under two names; give one")
+            .with_field("open_threads");
+  if (s) s = r.has("open_threads") ? seed_threads(r, &in.open_items) : bounded_texts(r, "open_items", &in.open_items);
   if (s) s = bounded_texts(r, "topics", &in.topics);
+  // Absent: the session's own project (from its start).
+  if (s && r.has("project")) s = body_project(r, &in.project);
   if (!s) return c.fail(s);
   work_session_closed out;
   if (s = c.rt.session_close(in, &out); !s) return c.fail(s);
@@ -419,23 +597,17 @@ status required_query(const request& req, const std::string& name, std::string* 
 
 // Stats over what the scope may see: the runtime's own for admin; for a scoped
 // token, counted from its agents' triples.
-status scoped_stats(runtime& rt, const token_scope& scope, work_graph_stats* out) {
-  if (scope.admin) return rt.graph_stats(out);
-  std::set<std::string> nodes;
-  std::map<std::string, uint64_t> by;
-  *out = {};
+status scoped_stats(runtime& rt, const token_scope& scope, const std::string& project, work_graph_stats* out) {
+  if (scope.admin) return rt.graph_stats(out, project);
+  work_graph_filter filter;
+  filter.project = project;
+  work_graph_tally tally;
   for (const auto& agent : scope.agents) {
     std::vector<work_triple> ts;
-    SKEIN_TRY(rt.graph_produced_by(agent, work_list_limit_max, &ts));
-    for (const auto& t : ts) {
-      ++out->triples;
-      nodes.insert(t.subject);
-      nodes.insert(t.object);
-      ++by[t.predicate];
-    }
+    SKEIN_TRY(rt.graph_produced_by(agent, work_list_limit_max, &ts, filter));
+    for (const auto& t : ts) tally.add(t);
   }
-  out->nodes = nodes.size();
-  out->by_predicate.assign(by.begin(), by.end());
+  *out = tally.stats();
   return status::ok();
 }
 
@@ -444,33 +616,29 @@ void graph_route(call& c, const std::string& lens) {
   std::vector<work_triple> out;
   std::string node;
   size_t limit = 0, depth = 0;
+  work_graph_filter filter;
+  filter.predicate = query(c.req, "predicate");
   status s = query_count(c.req, "limit", graph_limit_default, work_list_limit_max, "work_list_limit_max", &limit);
+  if (s) s = project_of(query(c.req, "project"), &filter.project);
   if (!s) return c.fail(s);
-  if (lens == "connected") {
-    if (s = required_query(c.req, "node", &node); s) s = c.rt.graph_connected_to(node, limit, &out);
+  if (lens == "connected" || lens == "connected_to") {  // skein's name, the seed's
+    if (s = required_query(c.req, "node", &node); s) s = c.rt.graph_connected_to(node, limit, &out, filter);
   } else if (lens == "produced_by") {
+    // The agent: `agent`, or the seed's `node` (an id, or agent:id).
     std::string agent = query(c.req, "agent");
+    if (agent.empty()) agent = query(c.req, "node");
+    if (agent.starts_with("agent:")) agent.erase(0, 6);
     if (agent.empty()) s = status::invalid_input("agent: required").with_field("agent");
     if (s) s = visible_agent(c.rt, c.scope, agent);
-    if (s) s = c.rt.graph_produced_by(agent, limit, &out);
+    if (s) s = c.rt.graph_produced_by(agent, limit, &out, filter);
   } else if (lens == "provenance") {
     s = required_query(c.req, "node", &node);
     if (s) s = query_count(c.req, "depth", graph_depth_default, work_graph_depth_max, "work_graph_depth_max", &depth);
-    if (s) s = c.rt.graph_provenance(node, depth, limit, &out);
+    if (s) s = c.rt.graph_provenance(node, depth, limit, &out, filter);
   } else if (lens == "stats") {
     work_graph_stats st;
-    if (s = scoped_stats(c.rt, c.scope, &st); !s) return c.fail(s);
-    std::string body;
-    json_writer w{&body};
-    w.begin_object();
-    w.field_uint("triples", st.triples);
-    w.field_uint("nodes", st.nodes);
-    w.key("by_predicate");
-    w.begin_object();
-    for (const auto& [p, n] : st.by_predicate) w.field_uint(p, n);
-    w.end_object();
-    w.end_object();
-    return c.reply(200, body);
+    if (s = scoped_stats(c.rt, c.scope, filter.project, &st); !s) return c.fail(s);
+    return c.reply(200, graph_stats_json(st));
   } else {
     return c.fail(status::not_found("no route " + quote_input(c.req.path)));
   }
