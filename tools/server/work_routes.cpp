@@ -103,10 +103,10 @@ status body_object(const request& req, const json_limits& limits, json::document
   return json::object_reader::open(doc->root(), "body", out);
 }
 
-// A reader's error names the field it was reading (the reader names it in the
-// message only).
+// An error about a body field names the field as the route's caller knows it
+// (an alias, an element of a list), over what the reader named.
 status named(status s, std::string_view field) {
-  if (s || !s.field().empty()) return s;
+  if (s) return s;
   return std::move(s).with_field(std::string{field});
 }
 
