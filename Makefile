@@ -78,11 +78,11 @@ bench: configure bench-deps
 # left out: clang 14 cannot emit its prologue data for some Asio code ("Cannot
 # represent a difference across sections"). assert() stays on (no NDEBUG): the
 # invariants the code asserts are checked on every test. The actor and runtime
-# tests also run under TSan (g++, CAF's own internals suppressed in
-# tests/tsan.supp, each entry saying why).
+# tests also run under TSan (below).
 # -g1 (line tables, no locals): full stack traces at a fraction of -g's compile
 # and link time and binary size (each of the ~300 processes the CLI test starts
-# maps the binary). TSan keeps -g: its suppressions name inlined std:: frames.
+# maps the binary). TSan keeps -g: it builds two test executables, not the
+# suite, and full debug information gives its reports their richest stacks.
 # -no-pie for the sanitized executables: a PIE binary of that size (~190 MB of
 # data, mostly sanitizer metadata) spent most of each start in the dynamic loader
 # applying relative relocations, page by page — about 2.5x the start of the same
@@ -108,13 +108,24 @@ test-asan: san-configure
 	@scripts/check-registered.sh $(SAN_DIR)
 	@cd $(SAN_DIR) && $(SAN_ENV) SKEIN_UNDER_SANITIZER=asan ctest --output-on-failure -j $(JOBS) -E '^bench: '
 
-CAF_TSAN := $(CURDIR)/build-caf-tsan/inst
+# TSan: the actor and runtime tests, built with g++ (TSAN_CXX) in build-tsan and
+# linked against CAF built with TSan too (scripts/caf-tsan.sh: Debian's
+# libcaf_core.so is not instrumented, and TSan would take every message handoff
+# for a race). tests/tsan.supp says what it silences (RocksDB, CAF's teardown)
+# and why. That CAF build takes ~10 minutes on 2 cores, so it is cached outside
+# the clone (CI starts from a fresh one on the same machine, as root):
+# CAF_TSAN_CACHE, under which the script keys each build by CAF's version and
+# the compiler's, so that a build made by another compiler is never linked. Not
+# writable (not root)? Give another, e.g. make test-tsan
+# CAF_TSAN_CACHE=$HOME/.cache/skein/caf-tsan. `make clean` leaves the cache.
+TSAN_CXX ?= g++
+CAF_TSAN_CACHE ?= /var/cache/skein/caf-tsan-0.17.6
 test-tsan: setup
-	@JOBS=$(JOBS) scripts/caf-tsan.sh build-caf-tsan
-	@$(TSAN_ENV) cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DCMAKE_CXX_FLAGS="-fsanitize=thread -fno-omit-frame-pointer -g" -DCAF_INCLUDE_DIR=$(CAF_TSAN)/include \
-	  -DCAF_CORE_LIBRARY=$(CAF_TSAN)/lib/libcaf_core.so -DCAF_IO_LIBRARY=$(CAF_TSAN)/lib/libcaf_io.so \
-	  -DCAF_OPENSSL_LIBRARY=$(CAF_TSAN)/lib/libcaf_openssl.so >/dev/null
+	@caf=$$(JOBS=$(JOBS) CXX=$(TSAN_CXX) scripts/caf-tsan.sh $(CAF_TSAN_CACHE)) && \
+	  $(TSAN_ENV) cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=$(TSAN_CXX) \
+	  -DCMAKE_CXX_FLAGS="-fsanitize=thread -fno-omit-frame-pointer -g" -DCAF_INCLUDE_DIR=$$caf/include \
+	  -DCAF_CORE_LIBRARY=$$caf/lib/libcaf_core.so -DCAF_IO_LIBRARY=$$caf/lib/libcaf_io.so \
+	  -DCAF_OPENSSL_LIBRARY=$$caf/lib/libcaf_openssl.so >/dev/null
 	@$(TSAN_ENV) cmake --build build-tsan -j $(JOBS) --target actors_test runtime_test
 	@scripts/check-registered.sh build-tsan $(subst |, ,$(TSAN_TESTS))
 	@cd build-tsan && $(TSAN_ENV) SKEIN_UNDER_SANITIZER=tsan ctest --output-on-failure -j $(JOBS) -R '^($(TSAN_TESTS)):'
