@@ -1368,10 +1368,17 @@ http::admission api::admit(const http::request& head) {
 }
 
 bool api::runs_inline(const http::request& req) {
-  // The hot path only: POST /v1/threads/{id}/entries {"wait":true}, its thread
+  auto seg = segments(req.path);
+  // An event stream of a thread served here: its subscription goes to the
+  // thread's own actor, and its frames are written on the connection's strand.
+  if (req.method == "GET" && seg.size() == 4 && seg[0] == "v1" && seg[1] == "threads" && seg[3] == "stream") {
+    auto scope = tokens_.authenticate(req.header("authorization"));
+    std::shared_ptr<runtime> rt;
+    return scope && !lease(req, *scope, &rt) && rt->serves_here(seg[2]);
+  }
+  // The hot path: POST /v1/threads/{id}/entries {"wait":true}, its thread
   // admitted (seen) already. Anything else runs on a handler thread.
   if (req.method != "POST" || req.admitted_thread.empty()) return false;
-  auto seg = segments(req.path);
   if (seg.size() != 4 || seg[1] != "threads" || seg[2] != req.admitted_thread || seg[3] != "entries") return false;
   auto scope = tokens_.authenticate(req.header("authorization"));
   std::shared_ptr<runtime> rt;

@@ -280,7 +280,15 @@ class session : public std::enable_shared_from_this<session> {
     }
     holds_in_flight_ = true;
     if (!server_->admit) return admitted(admission{});
-    if (parser_->is_done()) return admit_and_handle();
+    if (parser_->is_done()) {
+      // One that answers without waiting (a stream of a thread served here)
+      // stays on this thread whole, as a request with a body may below.
+      if (server_->runs_inline && server_->runs_inline(req_)) {
+        admission adm = admit_here();
+        if (!adm.defer) return admitted(std::move(adm));
+      }
+      return admit_and_handle();
+    }
     // A request with a body: admission decides before the body is read, here
     // when it need not wait, else on a handler thread (it reads the thread a
     // write goes to, which may be another node's). The session reads nothing
