@@ -304,9 +304,12 @@ class session : public std::enable_shared_from_this<session> {
     });
   }
 
-  admission admit_here() {
+  admission admit_here() { return admit(*server_, req_); }
+
+  // The service's admission of `req`; an exception it throws refuses with 500.
+  static admission admit(server::impl& srv, const request& req) {
     try {
-      return server_->admit(req_);
+      return srv.admit(req);
     } catch (const std::exception&) {
       admission adm;
       adm.refuse = response{500, "application/json", json_error("internal", "admission failed", ""), {}};
@@ -321,12 +324,7 @@ class session : public std::enable_shared_from_this<session> {
     auto [req, ex] = hand_over();
     req->may_wait = true;
     server_->pool.post([srv = server_, req = std::move(req), ex = std::move(ex)] {
-      admission adm;
-      try {
-        adm = srv->admit(*req);
-      } catch (const std::exception&) {
-        adm.refuse = response{500, "application/json", json_error("internal", "admission failed", ""), {}};
-      }
+      admission adm = admit(*srv, *req);
       if (adm.refuse) {
         srv->rejected.fetch_add(1, std::memory_order_relaxed);
         return ex->reply(std::move(*adm.refuse));
