@@ -387,6 +387,10 @@ TEST_CASE("work routes: the seed's names and skein's are one parameter, and both
   r = f.call("POST", "/v1/agents/a/sessions/s2/close", R"({"open_threads":[{"status":"open"}]})");
   CHECK(r.status == 400);
   CHECK(error_field(r.body) == "open_threads[0].text");
+  CHECK_THAT(r.body, Catch::Contains("open_threads[0].text: missing"));  // the message names the field too
+  r = f.call("POST", "/v1/agents/a/sessions/s2/close", R"({"open_threads":["ok",[["nested"]]]})");
+  CHECK(r.status == 400);
+  CHECK(error_field(r.body) == "open_threads[1]");
   // graph lens connected_to is connected; produced_by takes the seed's node.
   auto a = f.call("GET", "/v1/graph/connected?node=session:s1");
   auto b = f.call("GET", "/v1/graph/connected_to?node=session:s1");

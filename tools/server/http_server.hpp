@@ -67,7 +67,7 @@ class server {
   // A service that admits every request with a standard body.
   static status start(const std::string& host, uint16_t port, server_limits limits, handler h,
                       size_t threads, std::unique_ptr<server>* out) {
-    return start(host, port, limits, service{std::move(h), {}}, threads, out);
+    return start(host, port, limits, service{std::move(h), {}, {}}, threads, out);
   }
   ~server();
   server(const server&) = delete;

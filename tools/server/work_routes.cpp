@@ -516,11 +516,12 @@ status seed_threads(const json::object_reader& r, std::vector<std::string>* out)
     std::string_view text;
     if (x.get_string().get(text) != simdjson::SUCCESS) {
       json::object_reader o;
-      SKEIN_TRY(json::object_reader::open(x, f, &o));
+      if (!json::object_reader::open(x, f, &o))
+        return status::invalid_input(f + ": expected a text or an object").with_field(f);
       std::string st, t;
       SKEIN_TRY(named(o.string("status", &st, false), f + ".status"));
       if (st == "resolved") continue;
-      SKEIN_TRY(named(o.string(o.has("text") ? "text" : "note", &t), f + ".text"));
+      SKEIN_TRY(named(o.string(o.has("note") && !o.has("text") ? "note" : "text", &t), f + ".text"));
       SKEIN_TRY(validate_work_text(t, f + ".text"));
       out->push_back(std::move(t));
       continue;
