@@ -60,10 +60,13 @@ ui-test-deps:
 mcp-test-deps:
 	$(call npm_ci,tests/mcp,the MCP SDK conformance test)
 
+# The report: figures and charts in bench/results (not committed), and the page
+# docs/performance.md (committed), whose hand-written notes the run keeps.
 bench: configure bench-deps
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target skein-bench
 	@mkdir -p bench/results
-	$(BUILD_DIR)/bench/skein-bench --json bench/results/report.json --plot bench/results
+	$(BUILD_DIR)/bench/skein-bench --json bench/results/report.json --plot bench/results \
+	  --markdown docs/performance.md
 
 # Sanitizers. ASan + UBSan and the libFuzzer targets share one clang 14 build in
 # build-san: the whole suite runs there (except the benchmark's smoke test, so

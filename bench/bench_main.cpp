@@ -1,6 +1,7 @@
 // skein-bench: runs benchmark workloads against the event log and the journal, end
 // to end through skein::runtime, and through its HTTP server; prints a table per
-// workload, with --json writes every figure to a file, with --plot draws charts.
+// workload, with --json writes every figure to a file, with --plot draws charts,
+// with --markdown writes the report as a page of the manual (report_page.hpp).
 //
 // Exit codes: 0 done, 1 a workload failed (a lost or failed write is a failure,
 // not a figure), 64 bad usage.
@@ -16,12 +17,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
 #include "bench/plot.hpp"
+#include "bench/report_page.hpp"
 #include "bench/workloads.hpp"
 
 namespace skein::bench {
@@ -95,30 +98,45 @@ std::pair<std::string, std::string> probe_disk(const std::string& dir) {
   return {"unknown", "unknown"};
 }
 
-// {"tool", "scale", "machine", "build", "revision", "workloads": {name: result}}; the
-// machine's disk is the one under `dir`, which holds the databases.
-std::string report_json(double scale, const std::string& dir, const std::vector<result>& results) {
-  std::string text, build_type = std::string{SKEIN_BUILD_TYPE}.empty() ? "unknown" : SKEIN_BUILD_TYPE;
-  json_writer w{&text};
+// The machine and the build of this run; the disk is the one under `dir`, which
+// holds the databases.
+run_info probe_run(double scale, const std::string& dir) {
+  run_info run;
+  run.scale = scale;
   auto [disk_device, disk_kind] = probe_disk(dir);
   std::string mem_kb = proc_field("/proc/meminfo", "MemTotal");  // "24684084 kB"
   struct utsname u {};
+  run.cores = std::thread::hardware_concurrency();
+  run.memory_bytes = std::strtoull(mem_kb.c_str(), nullptr, 10) * 1024;  // 0: unknown
+  run.cpu = proc_field("/proc/cpuinfo", "model name");
+  run.disk_device = disk_device;
+  run.disk_kind = disk_kind;
+  run.kernel = ::uname(&u) == 0 ? u.release : "unknown";
+  run.build_type = std::string{SKEIN_BUILD_TYPE}.empty() ? "unknown" : SKEIN_BUILD_TYPE;
+  run.revision = SKEIN_GIT_REVISION;
+  return run;
+}
+
+// {"tool", "scale", "machine", "build", "revision", "workloads": {name: result}}.
+std::string report_json(const run_info& run, const std::vector<result>& results) {
+  std::string text;
+  json_writer w{&text};
   w.begin_object();
   w.field("tool", "skein-bench");
-  w.field_number("scale", scale);
+  w.field_number("scale", run.scale);
   w.key("machine");
   w.begin_object();
-  w.field_uint("cores", std::thread::hardware_concurrency());
-  w.field_uint("memory_bytes", std::strtoull(mem_kb.c_str(), nullptr, 10) * 1024);  // 0: unknown
-  w.field("cpu", proc_field("/proc/cpuinfo", "model name"));
-  w.field("disk_device", disk_device);
-  w.field("disk_kind", disk_kind);
-  w.field("kernel", ::uname(&u) == 0 ? u.release : "unknown");
-  w.field("build_type", build_type);
-  w.field("git_revision", SKEIN_GIT_REVISION);
+  w.field_uint("cores", run.cores);
+  w.field_uint("memory_bytes", run.memory_bytes);
+  w.field("cpu", run.cpu);
+  w.field("disk_device", run.disk_device);
+  w.field("disk_kind", run.disk_kind);
+  w.field("kernel", run.kernel);
+  w.field("build_type", run.build_type);
+  w.field("git_revision", run.revision);
   w.end_object();
-  w.field("build", build_type);
-  w.field("revision", SKEIN_GIT_REVISION);
+  w.field("build", run.build_type);
+  w.field("revision", run.revision);
   w.key("workloads");
   w.begin_object();
   for (const auto& r : results) {
@@ -130,16 +148,27 @@ std::string report_json(double scale, const std::string& dir, const std::vector<
   return text + "\n";
 }
 
+// The page of --markdown at `path`, keeping the notes of the page it replaces.
+status write_page(const std::string& path, const run_info& run, const std::vector<result>& results,
+                  const std::vector<const workload*>& chosen) {
+  std::string old_page;
+  if (std::ifstream in{path}; in) old_page.assign(std::istreambuf_iterator<char>{in}, {});
+  std::vector<std::string> descriptions;
+  for (const workload* w : chosen) descriptions.emplace_back(w->description);
+  return write_file(path, render_page(run, results, descriptions, kept_notes(old_page)) + "\n", "--markdown");
+}
+
 struct command_line {
   std::vector<const workload*> chosen;  // in the order named, each once
   bench_options options;
   std::string json_path;
   std::string plot_dir;
+  std::string markdown_path;
   bool help = false;
 };
 
 void print_usage() {
-  std::printf("usage: skein-bench [workload...] [--scale F] [--dir DIR] [--json FILE] [--plot DIR] [--quiet]\n\n"
+  std::printf("usage: skein-bench [workload...] [--scale F] [--dir DIR] [--json FILE] [--plot DIR] [--markdown FILE] [--quiet]\n\n"
               "Runs the named workloads, or all of them when none is named.\n\nworkloads:\n");
   for (const auto& w : workloads)
     std::printf("  %-10.*s %.*s\n", static_cast<int>(w.name.size()), w.name.data(),
@@ -152,6 +181,8 @@ void print_usage() {
               "  --json FILE  also write every figure and the machine to FILE as JSON\n"
               "  --plot DIR   also draw charts (PNG) into DIR: throughput, latency CDFs, RSS over\n"
               "               time; needs gnuplot\n"
+              "  --markdown FILE  also write the report as a page (docs/performance.md), keeping\n"
+              "               the hand-written notes of the FILE it replaces\n"
               "  --quiet      no progress bar (there is none anyway when stderr is no terminal)\n"
               "  --help       print this and exit\n",
               scale_max);
@@ -165,7 +196,7 @@ std::string parse(int argc, char** argv, command_line* out) {
       out->help = true;
     } else if (arg == "--quiet") {
       out->options.quiet = true;
-    } else if (arg == "--scale" || arg == "--dir" || arg == "--json" || arg == "--plot") {
+    } else if (arg == "--scale" || arg == "--dir" || arg == "--json" || arg == "--plot" || arg == "--markdown") {
       if (i + 1 >= argc) return std::string{arg} + " needs a value";
       const char* value = argv[++i];
       char* end = nullptr;
@@ -174,6 +205,7 @@ std::string parse(int argc, char** argv, command_line* out) {
       if (arg == "--dir") out->options.dir = value;
       else if (arg == "--json") out->json_path = value;
       else if (arg == "--plot") out->plot_dir = value;
+      else if (arg == "--markdown") out->markdown_path = value;
       else if (*end != '\0' || !std::isfinite(scale) || scale <= 0 || scale > scale_max)
         return "--scale '" + std::string{value} + "': not a number in (0, " +
                std::to_string(static_cast<int>(scale_max)) + "]";
@@ -228,9 +260,11 @@ status run(const command_line& cl) {
     print_result(r, stdout);
     std::fflush(stdout);
   }
-  if (cl.json_path.empty() && cl.plot_dir.empty()) return status::ok();
-  std::string json = report_json(options.scale, options.dir, results);
+  if (cl.json_path.empty() && cl.plot_dir.empty() && cl.markdown_path.empty()) return status::ok();
+  run_info run = probe_run(options.scale, options.dir);
+  std::string json = report_json(run, results);
   if (!cl.json_path.empty()) SKEIN_TRY(write_file(cl.json_path, json, "--json"));
+  if (!cl.markdown_path.empty()) SKEIN_TRY(write_page(cl.markdown_path, run, results, cl.chosen));
   if (cl.plot_dir.empty()) return status::ok();
   std::vector<std::string> written;
   SKEIN_TRY(write_plots(json, cl.plot_dir, options.scale, &written));

@@ -184,6 +184,16 @@ const char* demo_rules = R"({"rules": [
   {"match": "weather", "turn": 2, "reply": "It is 18°C in Lisbon with a light northerly wind.", "deltas": ["It is 18°C ", "in Lisbon."], "latency_ms": 200}],
   "default": {"reply": "I am the skein demo agent. Ask me about the weather.", "latency_ms": 100}})";
 
+// The program as it was started (argv[0], from /proc/self/cmdline: run_serve
+// gets the arguments after "serve"), so that the commands the demo prints run as
+// printed: `build/tools/skein` after `make run`, `skein` when found on PATH.
+std::string invoked_as() {
+  std::ifstream in{"/proc/self/cmdline", std::ios::binary};
+  std::string argv0;
+  if (!in || !std::getline(in, argv0, '\0') || argv0.empty()) return "skein";
+  return argv0;
+}
+
 // Holds one conversation through the server's own HTTP API, as a client would:
 // with `token` when the server has a tokens file (an admin one: it creates an agent).
 void run_demo(uint16_t port, const std::string& token) {
@@ -210,14 +220,21 @@ void run_demo(uint16_t port, const std::string& token) {
   c.call("POST", "/v1/threads/" + m.id + "/entries", R"({"text":"What is the weather in Lisbon?","wait":true})", &r).ignore();
   std::printf("demo: %s\n\n", r.body.c_str());
   std::string base = "http://127.0.0.1:" + std::to_string(port);
+  std::string skein = invoked_as();
+  // With a tokens file every call needs a token: the commands read it from SKEIN_TOKEN.
+  std::string auth = token.empty() ? "" : " -H \"Authorization: Bearer $SKEIN_TOKEN\"";
   std::printf("Go on from here:\n");
-  std::printf("  open %s/ui#thread=%s  (the live thread viewer)\n", base.c_str(), m.id.c_str());
-  std::printf("  curl -s %s/v1/threads/%s/entries\n", base.c_str(), m.id.c_str());
-  std::printf("  curl -N %s/v1/threads/%s/stream\n", base.c_str(), m.id.c_str());
-  std::printf("  curl -s -X POST %s/v1/threads/%s/entries -d '{\"text\":\"hello\",\"wait\":true}'\n", base.c_str(), m.id.c_str());
-  std::printf("  skein --server %s entries create %s \"What is the weather in Lisbon?\" --wait\n", base.c_str(), m.id.c_str());
-  std::printf("  skein --server %s entries read %s\n", base.c_str(), m.id.c_str());
-  std::printf("  skein --server %s thread list --agent demo\n\n", base.c_str());
+  if (!token.empty()) std::printf("  export SKEIN_TOKEN=...  (a token of the tokens file)\n");
+  std::printf("  %s/ui#thread=%s  (the live thread viewer: open it in a browser)\n", base.c_str(), m.id.c_str());
+  std::printf("  curl -s%s %s/v1/threads/%s/entries\n", auth.c_str(), base.c_str(), m.id.c_str());
+  std::printf("  curl -N%s %s/v1/threads/%s/stream  (live: Ctrl-C ends it)\n", auth.c_str(), base.c_str(), m.id.c_str());
+  std::printf("  curl -s%s -X POST %s/v1/threads/%s/entries -d '{\"text\":\"hello\",\"wait\":true}'\n", auth.c_str(),
+              base.c_str(), m.id.c_str());
+  std::printf("  %s --server %s entries create %s \"What is the weather in Lisbon?\" --wait\n", skein.c_str(),
+              base.c_str(), m.id.c_str());
+  std::printf("  %s --server %s entries read %s  (waits for the next run, prints its text as it streams)\n",
+              skein.c_str(), base.c_str(), m.id.c_str());
+  std::printf("  %s --server %s thread list --agent demo\n\n", skein.c_str(), base.c_str());
   std::fflush(stdout);
 }
 
