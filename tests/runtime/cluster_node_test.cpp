@@ -908,3 +908,36 @@ TEST_CASE("cluster: a message outside the edge protocol is answered with an erro
   CHECK(back.members.empty());
   CHECK(back.compaction_seq == 0);
 }
+
+// A port free_port gives is this process's until it exits: another process's
+// probe (a bind without SO_REUSEADDR, as free_port's own) is refused, while a
+// node that listens with reuse, as the cluster link does, binds it. Before, two
+// test processes of a parallel ctest could pick one port, and a node of one of
+// them could not listen.
+TEST_CASE("cluster: a port the tests name for a node stays reserved until the node listens") {
+  uint16_t port = free_port();
+  auto bound = [port](bool reuse, bool listen) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    REQUIRE(fd >= 0);
+    int on = 1;
+    if (reuse) REQUIRE(::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) == 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && (!listen || ::listen(fd, 1) == 0);
+    ::close(fd);
+    return ok;
+  };
+  CHECK_FALSE(bound(false, false));  // another process's probe
+  CHECK(bound(true, true));          // the node's listener
+  // And a node really opens on it.
+  cluster_fixture one{1};
+  test::temp_dir dir;
+  runtime_options o = one.options(0);
+  o.data_dir = dir.str();
+  o.cluster.members = {{"n1", "127.0.0.1", port}};
+  std::unique_ptr<runtime> rt;
+  REQUIRE(runtime::open(o, &rt).is_ok());
+  CHECK(rt->close().is_ok());
+}

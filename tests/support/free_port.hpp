@@ -1,6 +1,13 @@
-// free_port: a TCP port free on loopback now, for a test that must name ports
-// before its servers listen (a cluster file). Another process could take it
-// meanwhile; the server's open then fails loudly, naming the port.
+// free_port: a TCP port on loopback reserved for this process, for a test that
+// must name ports before its servers listen (a cluster file).
+//
+// Reserved, not just free now: the probe socket stays bound for the rest of the
+// process, with SO_REUSEADDR set after its bind. A server that listens with
+// SO_REUSEADDR (CAF's publish with reuse, as the cluster link does; a child
+// process alike) binds beside it, while another process's probe, which binds
+// without it, is refused. Before, the probe was closed at once, and two test
+// processes of a parallel ctest could pick the same port: one node then failed
+// to open ("cannot listen on 127.0.0.1:30662"), about once in a few full runs.
 //
 // Picked at random below the kernel's ephemeral range (read from
 // /proc/sys/net/ipv4/ip_local_port_range; 32768 when unreadable), not by
@@ -37,18 +44,20 @@ inline uint16_t free_port() {
   for (int attempt = 0; attempt < 200; ++attempt) {
     uint16_t port = static_cast<uint16_t>(pick(rng));
     if (given.count(port)) continue;
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     REQUIRE(fd >= 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     a.sin_port = htons(port);
-    bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-    ::close(fd);
-    if (free) {
-      given.insert(port);
-      return port;
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      ::close(fd);
+      continue;
     }
+    int on = 1;
+    REQUIRE(::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) == 0);
+    given.insert(port);  // the socket stays open: the process's reservation
+    return port;
   }
   FAIL("no free loopback port below " << low << " in 200 tries");
   return 0;
