@@ -143,16 +143,19 @@ struct world {
   }
 };
 
-// Never destroyed at exit: the process ends with the runtime's threads running,
-// as a fuzzer stops; closing a CAF system from a static destructor is not safe.
+// Never destroyed by a static destructor: closing a CAF system from one is not
+// safe. libFuzzer ends the process with the runtime's threads running; the
+// replay closes it from main (skein_fuzz_teardown), or a run answered late
+// could call into what exit() is tearing down ("pure virtual method called").
+world* current = nullptr;
+
 world& the_world() {
-  static world* w = nullptr;
-  if (!w || w->served >= requests_per_runtime) {
-    delete w;
-    w = new world;
+  if (!current || current->served >= requests_per_runtime) {
+    delete current;
+    current = new world;
   }
-  ++w->served;
-  return *w;
+  ++current->served;
+  return *current;
 }
 
 enum class who { none, admin, scoped, foreign, garbage };
@@ -242,6 +245,12 @@ void check_response(const http::response& r, const http::request& req, who calle
 }
 
 }  // namespace
+
+// Called by the replay (replay_main.cpp) after the last input.
+extern "C" void skein_fuzz_teardown() {
+  delete current;
+  current = nullptr;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   world& w = the_world();

@@ -12,6 +12,10 @@
 #include <vector>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+// A target that keeps state across inputs (a runtime) may define this to close
+// it before main returns: no thread of its may still run while exit() destroys
+// the process's static objects.
+extern "C" void skein_fuzz_teardown() __attribute__((weak));
 
 namespace {
 
@@ -46,6 +50,7 @@ int main(int argc, char** argv) {
       ++ran;
     }
   }
+  if (skein_fuzz_teardown) skein_fuzz_teardown();
   std::printf("replay: %zu inputs ran\n", ran);
   return 0;
 }
