@@ -13,13 +13,6 @@
 #include "tools/cli/command.hpp"
 #include "tools/tool_util.hpp"
 
-namespace skein::tools {
-int run_demo(int argc, char** argv);
-int run_serve(int argc, char** argv);
-int run_mcp(int argc, char** argv);
-int run_rekey(int argc, char** argv);
-}  // namespace skein::tools
-
 namespace skein::tools::cli {
 namespace {
 
@@ -32,22 +25,14 @@ const char* exit_codes_text =
     "budget is spent (HTTP 402); 9 a quota of the database is reached (HTTP 429\n"
     "quota_exceeded); 64 usage error";
 
-// The subcommands that parse their own arguments (everything after their name).
-struct own_parser {
-  const char* name;
-  const char* summary;
-  int (*run)(int, char**);
-};
-const own_parser own_parsers[] = {
-    {"serve", "the HTTP API and the /ui viewer on an embedded runtime (skein serve --help)", run_serve},
-    {"demo", "one scripted conversation, embedded, no server", run_demo},
-    {"mcp", "an MCP server on stdio for one agent (skein mcp --help)", run_mcp},
-    {"rekey", "rewrites a data directory under a new master key, encrypts or decrypts it", run_rekey},
-};
+// The subcommands that are no HTTP route, in the order --help lists them.
+const subcommand* const own_subcommands[] = {&serve_subcommand(), &demo_subcommand(), &mcp_subcommand(),
+                                             &rekey_subcommand()};
 
 // A command row's parser: its CLI11 app and each argument's option.
 struct row_app {
-  const command* cmd = nullptr;
+  const command* cmd = nullptr;  // else a subcommand's
+  const subcommand* sub = nullptr;
   std::vector<std::pair<const arg*, CLI::Option*>> options;
 };
 
@@ -62,6 +47,7 @@ class formatter : public CLI::Formatter {
   }
 
   std::map<const CLI::App*, const command*> rows;
+  std::map<const CLI::App*, const subcommand*> subs;
   const CLI::App* root = nullptr;
 
   std::string make_usage(const CLI::App* app, std::string name) const override {
@@ -101,6 +87,8 @@ class formatter : public CLI::Formatter {
   std::string make_help(const CLI::App* app, std::string name, CLI::AppFormatMode mode) const override {
     std::string out = make_usage(app, name) + "\n";
     if (!app->get_description().empty()) out += app->get_description() + "\n";
+    if (auto it = subs.find(app); it != subs.end() && !it->second->description.empty())
+      out += "\n" + it->second->description + "\n";
     if (auto it = rows.find(app); it != rows.end()) {
       const command& cmd = *it->second;
       for (size_t i = 0; i < cmd.routes.size(); ++i)
@@ -154,6 +142,7 @@ class formatter : public CLI::Formatter {
   // root's, as it defines them).
   std::string make_footer(const CLI::App* app) const override {
     if (app == root || root == nullptr) return CLI::Formatter::make_footer(app);
+    if (auto it = subs.find(app); it != subs.end()) return it->second->footer.empty() ? "" : it->second->footer + "\n";
     std::string out = std::string{client_group} + ":";
     for (const CLI::Option* o : root->get_options([](const CLI::Option* o) { return o->get_group() == client_group; })) {
       out += " " + o->get_name(false, true) + metavar(o);
@@ -176,10 +165,10 @@ CLI::Validator unsigned_number() {
 }
 
 // Declares one command row's arguments on its app.
-row_app define(CLI::App* app, const command& cmd) {
-  row_app out{&cmd, {}};
+std::vector<std::pair<const arg*, CLI::Option*>> define(CLI::App* app, const std::vector<arg>& args) {
+  std::vector<std::pair<const arg*, CLI::Option*>> out;
   std::map<std::string_view, CLI::App*> groups;
-  for (const arg& a : cmd.args) {
+  for (const arg& a : args) {
     CLI::App* where = app;
     if (!a.one_of.empty()) {
       auto& g = groups[a.one_of];
@@ -201,8 +190,9 @@ row_app define(CLI::App* app, const command& cmd) {
       o->multi_option_policy(a.repeated ? CLI::MultiOptionPolicy::TakeAll : CLI::MultiOptionPolicy::TakeLast);
       if (a.required) o->required();
       if (a.number) o->check(unsigned_number());
+      if (!a.env.empty()) o->envname(std::string{a.env});
     }
-    out.options.emplace_back(&a, o);
+    out.emplace_back(&a, o);
   }
   return out;
 }
@@ -290,16 +280,15 @@ int run(int argc, char** argv) {
   root.set_version_flag("--version", std::string{"skein "} + skein::library_version(),
                         "prints the version of skein (the library's, MAJOR.MINOR.PATCH)");
 
-  std::map<std::string, CLI::App*> own;
-  for (const auto& p : own_parsers) {
-    CLI::App* sub = root.add_subcommand(p.name, p.summary);
-    sub->fallthrough(false);
-    sub->prefix_command();  // everything after the name goes to its own parser, --help too
-    sub->set_help_flag();
-    own[p.name] = sub;
-  }
   std::deque<row_app> row_apps;
   std::map<const CLI::App*, row_app*> by_app;
+  for (const subcommand* sub : own_subcommands) {
+    CLI::App* app = root.add_subcommand(std::string{sub->name}, std::string{sub->summary});
+    app->fallthrough(false);  // the client options are no options of these
+    fmt->subs[app] = sub;
+    row_apps.push_back({nullptr, sub, define(app, sub->args)});
+    by_app[app] = &row_apps.back();
+  }
   for (const noun& n : nouns()) {
     CLI::App* noun_app = root.add_subcommand(std::string{n.name}, std::string{n.summary});
     const auto& cmds = n.commands();
@@ -311,11 +300,12 @@ int run(int argc, char** argv) {
       } else {
         fmt->rows[noun_app] = &cmd;
       }
-      row_apps.push_back(define(app, cmd));
+      row_apps.push_back({&cmd, nullptr, define(app, cmd.args)});
       by_app[app] = &row_apps.back();
     }
     if (!cmds.empty() && !cmds.front().verb.empty()) noun_app->require_subcommand(1);
   }
+  root.footer(exit_codes_text);  // after the subcommands: they would inherit it
   CLI::App* help_word = root.add_subcommand("help", "")->group("");
   CLI::App* version_word = root.add_subcommand("version", "")->group("");
   // Every app's -h,--help among its options (an app made its own before it
@@ -352,21 +342,14 @@ int run(int argc, char** argv) {
     std::cout << fmt->make_help(&root, "skein", CLI::AppFormatMode::Normal);
     return ok;
   }
-  for (const auto& [name, sub] : own) {
-    if (leaf != sub) continue;
-    std::vector<std::string> rest = sub->remaining();
-    std::vector<char*> args;
-    for (auto& s : rest) args.push_back(s.data());
-    args.push_back(nullptr);
-    for (const auto& p : own_parsers)
-      if (name == p.name) return p.run(static_cast<int>(rest.size()), args.data());
-  }
   auto it = by_app.find(leaf);
   if (it == by_app.end()) return usage_error(*fmt, leaf, "a command is required");
   const row_app& ra = *it->second;
-  invocation in{*ra.cmd, {}};
+  given a;
   for (const auto& [spec, o] : ra.options)
-    if (o->count() > 0) in.a.values[std::string{spec->key()}] = o->results();
+    if (o->count() > 0) a.values[std::string{spec->key()}] = o->results();
+  if (ra.sub != nullptr) return ra.sub->run(a);
+  invocation in{*ra.cmd, std::move(a)};
   http::endpoint ep;
   http::parse_server_url(g.server, &ep).ignore();  // checked by its validator
   client c{http::client{ep, g.token}, g.json, {}, ""};

@@ -3,7 +3,8 @@
 // arguments and the function that runs it. The parser, its --help and its
 // usage errors are built from the rows by app.cpp (CLI11); the requests are
 // built from the routes (client::call). Also here: the client a command runs
-// with and the response helpers the nouns share. No CLI11 in this header.
+// with and the response helpers the nouns share. No CLI11 in this header
+// (arguments: args.hpp).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "runtime/model/json_reader.hpp"
+#include "tools/cli/args.hpp"
 #include "tools/client/http_client.hpp"
 
 namespace skein::tools::cli {
@@ -31,77 +33,6 @@ enum exit_code : int {
   budget = 8,        // HTTP 402: the agent's daily budget is spent
   quota = 9,         // HTTP 429 quota_exceeded: a quota of the database is reached
   usage = 64,        // a usage error (the parser's, or a value the command checks)
-};
-
-// One argument of a command: a positional (`name` without dashes) or an option
-// ("--title", "-k"). Built with pos(), opt() and flag(), then the modifiers.
-struct arg {
-  enum class kind : uint8_t { positional, option, flag };
-  kind type = kind::option;
-  std::string_view name;     // "id", "--title", "-k"
-  std::string_view metavar;  // an option's value in help: "T", "N"
-  std::string_view help;
-  bool required = false;
-  bool repeated = false;     // an option: each use adds a value; a positional: takes every word left
-  bool number = false;       // an unsigned decimal integer, checked before any request
-  std::string_view one_of;   // a group of options of which exactly one is given
-
-  constexpr arg req() const { return with([](arg& a) { a.required = true; }); }
-  constexpr arg many() const { return with([](arg& a) { a.repeated = true; }); }
-  constexpr arg num() const { return with([](arg& a) { a.number = true; }); }
-  constexpr arg group(std::string_view g) const { return with([g](arg& a) { a.one_of = g; }); }
-  // The key of its value in `given`: the name without leading dashes.
-  constexpr std::string_view key() const { return name.substr(name.find_first_not_of('-')); }
-
- private:
-  template <class F>
-  constexpr arg with(F f) const {
-    arg a = *this;
-    f(a);
-    return a;
-  }
-};
-
-constexpr arg pos(std::string_view name, std::string_view help) {
-  arg a;
-  a.type = arg::kind::positional;
-  a.name = name;
-  a.help = help;
-  a.required = true;
-  return a;
-}
-constexpr arg opt(std::string_view name, std::string_view metavar, std::string_view help) {
-  arg a;
-  a.name = name;
-  a.metavar = metavar;
-  a.help = help;
-  return a;
-}
-constexpr arg flag(std::string_view name, std::string_view help) {
-  arg a;
-  a.type = arg::kind::flag;
-  a.name = name;
-  a.help = help;
-  return a;
-}
-
-// An HTTP route: "METHOD /path", a {name} in the path standing for one segment.
-struct route {
-  std::string_view method;
-  std::string_view path;
-  static route parse(std::string_view text);  // "POST /v1/threads" -> {"POST", "/v1/threads"}
-};
-
-// What the command line gave, by argument key (arg::key()).
-struct given {
-  std::map<std::string, std::vector<std::string>, std::less<>> values;  // a flag: present, no values
-
-  bool has(std::string_view key) const { return values.find(key) != values.end(); }
-  // The last value given (an option given twice: the later wins), else `fallback`.
-  std::string get(std::string_view key, std::string_view fallback = {}) const;
-  const std::vector<std::string>& all(std::string_view key) const;
-  // A number() argument's value (the parser checked it), else `fallback`.
-  uint64_t number(std::string_view key, uint64_t fallback = 0) const;
 };
 
 struct client;
