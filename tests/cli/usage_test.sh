@@ -92,6 +92,8 @@ check "a bad --server is named" misuse 64 "--server" --server http://h:port thre
 check "a bad SKEIN_SERVER is named" bash -c "SKEIN_SERVER=http://h:port '$SKEIN' thread list 2>&1; [[ \$? -eq 64 ]]"
 check "a bad --namespace is named" misuse 64 "--namespace" --namespace 'No Good' thread list
 check "a bad SKEIN_NAMESPACE is refused" bash -c "SKEIN_NAMESPACE='No Good' '$SKEIN' thread list; [[ \$? -eq 64 ]]"
+check "the client's variables are none of serve's business" \
+  bash -c "SKEIN_SERVER=http://h:port SKEIN_NAMESPACE='No Good' '$SKEIN' serve --help >/dev/null"
 
 # --- the root's options: before the noun or after the verb, or from the environment ---
 check "--server before the noun" misuse 1 "127.0.0.1:1" --server http://127.0.0.1:1 thread list

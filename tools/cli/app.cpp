@@ -26,8 +26,9 @@ const char* exit_codes_text =
     "quota_exceeded); 64 usage error";
 
 // The subcommands that are no HTTP route, in the order --help lists them.
-const subcommand* const own_subcommands[] = {&serve_subcommand(), &demo_subcommand(), &mcp_subcommand(),
-                                             &rekey_subcommand()};
+std::vector<const subcommand*> own_subcommands() {
+  return {&serve_subcommand(), &demo_subcommand(), &mcp_subcommand(), &rekey_subcommand()};
+}
 
 // A command row's parser: its CLI11 app and each argument's option.
 struct row_app {
@@ -247,42 +248,30 @@ int run(int argc, char** argv) {
   fmt->label("Env", "env");
   root.formatter(fmt);
   root.option_defaults()->group("options");
-  root.footer(exit_codes_text);
   // Options of the root (--server, --json, ...) may follow a command's words;
   // past the noun and its verb no word is taken for another command.
   root.fallthrough();
   root.require_subcommand(1);
 
   globals g;
+  // Checked when a client command runs (below): serve, mcp and the others never
+  // read these, nor their variables.
   root.add_option("--server", g.server, "the skein serve (default http://127.0.0.1:7411)")
       ->envname("SKEIN_SERVER")
       ->type_name("URL")
-      ->group(client_group)
-      ->check(CLI::Validator(
-          [](std::string& v) {
-            http::endpoint ep;
-            status s = http::parse_server_url(v, &ep);
-            return s ? std::string{} : s.message();
-          },
-          ""));
+      ->group(client_group);
   root.add_option("--token", g.token, "its bearer token")->envname("SKEIN_TOKEN")->type_name("T")->group(client_group);
   root.add_flag("--json", g.json, "machine-readable output")->group(client_group);
   root.add_option("--namespace", g.ns, "the namespace the server's admin acts in")
       ->envname("SKEIN_NAMESPACE")
       ->type_name("NS")
-      ->group(client_group)
-      ->check(CLI::Validator(
-          [](std::string& v) {
-            status s = validate_namespace(v, "--namespace");
-            return s ? std::string{} : s.message().substr(s.message().rfind("--namespace: ", 0) == 0 ? 13 : 0);
-          },
-          ""));
+      ->group(client_group);
   root.set_version_flag("--version", std::string{"skein "} + skein::library_version(),
                         "prints the version of skein (the library's, MAJOR.MINOR.PATCH)");
 
   std::deque<row_app> row_apps;
   std::map<const CLI::App*, row_app*> by_app;
-  for (const subcommand* sub : own_subcommands) {
+  for (const subcommand* sub : own_subcommands()) {
     CLI::App* app = root.add_subcommand(std::string{sub->name}, std::string{sub->summary});
     app->fallthrough(false);  // the client options are no options of these
     fmt->subs[app] = sub;
@@ -351,7 +340,8 @@ int run(int argc, char** argv) {
   if (ra.sub != nullptr) return ra.sub->run(a);
   invocation in{*ra.cmd, std::move(a)};
   http::endpoint ep;
-  http::parse_server_url(g.server, &ep).ignore();  // checked by its validator
+  if (status s = http::parse_server_url(g.server, &ep); !s) return usage_error(*fmt, leaf, "--server: " + s.message());
+  if (status s = validate_namespace(g.ns, "--namespace"); !g.ns.empty() && !s) return usage_error(*fmt, leaf, s.message());
   client c{http::client{ep, g.token}, g.json, {}, ""};
   if (!g.ns.empty()) c.headers.emplace_back("Skein-Namespace", g.ns);
   return ra.cmd->run(c, in);
