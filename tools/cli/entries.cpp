@@ -146,12 +146,12 @@ int entries_list(client& c, const invocation& in) {
 }
 
 // Renders the current (or next) run's text as it streams; exits when it ends.
-// Routes: 0 the manifest (where the run starts), 1 the stream.
+// Routes: 0 the stream, 1 the manifest (where the run starts).
 int entries_read(client& c, const invocation& in) {
   const std::string id = in.a.get("id");
   http::response r;
   int code = ok;
-  if (!c.call(in, 0, "", "", &r, &code)) return code;
+  if (!c.call(in, 1, "", "", &r, &code)) return code;
   manifest m;
   if (status s = decode_manifest(r.body, &m); !s) return c.unreadable_response(s);
   // From the start of the last run if one is going, so its whole text shows.
@@ -163,9 +163,9 @@ int entries_read(client& c, const invocation& in) {
   bool deleted = false;
   status bad;
   int http_status = 0;
-  c.last_request = std::string{in.method(1)} + " " + in.path(1);
+  c.last_request = std::string{in.method(0)} + " " + in.path(0);
   status s = c.http.stream(
-      in.path(1) + "?from_seq=" + std::to_string(from), c.headers,
+      in.path(0) + "?from_seq=" + std::to_string(from), c.headers,
       [&](const http::sse_event& e) {
         if (e.event == "deleted") {  // the server's last frame: the thread is gone
           deleted = true;
@@ -222,7 +222,7 @@ const std::vector<command>& entries_commands() {
         flag("--follow", "then follow new entries as they come"),
         opt("--group", "chat,model,signal", "only these payload groups")},
        entries_list, "exit 4: the followed thread was deleted"},
-      {"entries", "read", {"GET /v1/threads/{id}", "GET /v1/threads/{id}/stream"},
+      {"entries", "read", {"GET /v1/threads/{id}/stream", "GET /v1/threads/{id}"},
        "prints the run's text as it streams; exits when the run ends", {id}, entries_read,
        "exit 2: the run failed; 1: the stream ended before the run did"},
   };
