@@ -6,6 +6,7 @@
 
 #include "runtime/namespaces.hpp"
 #include "runtime/runtime.hpp"
+#include "tools/cli/args.hpp"
 #include "tools/tool_util.hpp"
 
 namespace skein::tools {
@@ -58,40 +59,18 @@ std::shared_ptr<tool> weather_tool() {
 
 }  // namespace
 
-int run_demo(int argc, char** argv) {
+int run_demo(const cli::given& a) {
   runtime_options options;
-  std::string key_file, key_env;
-  for (int i = 0; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
-      std::printf(
-          "usage: skein demo [--data DIR] [--durability sync|flush|memory] [--key-file P | --key-env NAME]\n"
-          "\n"
-          "Runs one scripted conversation with a tool call through an embedded runtime (no\n"
-          "server) and prints its events as they become durable. Defaults: --data\n"
-          "./skein-data, --durability sync.\n");
-      return 0;
-    }
-    if (!std::strcmp(argv[i], "--data") && i + 1 < argc) {
-      options.data_dir = argv[++i];
-    } else if (!std::strcmp(argv[i], "--durability") && i + 1 < argc) {
-      if (!parse_durability(argv[++i], &options.mode)) {
-        std::fprintf(stderr, "skein demo: --durability must be sync, flush or memory\n");
-        return 64;
-      }
-    } else if (!std::strcmp(argv[i], "--key-file") && i + 1 < argc) {
-      key_file = argv[++i];
-    } else if (!std::strcmp(argv[i], "--key-env") && i + 1 < argc) {
-      key_env = argv[++i];
-    } else {
-      std::fprintf(stderr, "skein demo: unknown option '%s'\n", argv[i]);
-      return 64;
-    }
+  if (a.has("data")) options.data_dir = a.get("data");
+  if (a.has("durability") && !parse_durability(a.get("durability"), &options.mode)) {
+    std::fprintf(stderr, "skein demo: --durability must be sync, flush or memory\n");
+    return 64;
   }
-  if (!key_file.empty() && !key_env.empty()) {
+  if (a.has("key-file") && a.has("key-env")) {
     std::fprintf(stderr, "skein demo: --key-file and --key-env: give one, not both\n");
     return 64;
   }
-  if (status s = load_key_flags(key_file, key_env, &options.encryption); !s) {
+  if (status s = load_key_flags(a.get("key-file"), a.get("key-env"), &options.encryption); !s) {
     std::fprintf(stderr, "skein demo: %s\n", s.to_string().c_str());
     return 1;
   }
@@ -144,4 +123,21 @@ int run_demo(int argc, char** argv) {
   return opened.close().is_ok() ? 0 : 1;
 }
 
+namespace cli {
+
+const subcommand& demo_subcommand() {
+  static const subcommand sub{
+      "demo",
+      "one scripted conversation, embedded, no server",
+      "Runs one scripted conversation with a tool call through an embedded runtime (no\n"
+      "server) and prints its events as they become durable.",
+      {opt("--data", "DIR", "the data directory (default ./skein-data)"),
+       opt("--durability", "sync|flush|memory", "(default sync)"),
+       opt("--key-file", "P", "an encrypted DIR's master key: a file of 64 hex characters"),
+       opt("--key-env", "NAME", "or the environment variable holding them")},
+      run_demo};
+  return sub;
+}
+
+}  // namespace cli
 }  // namespace skein::tools

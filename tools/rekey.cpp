@@ -10,30 +10,14 @@
 
 #include "persistence/encryption.hpp"
 #include "persistence/rekey.hpp"
+#include "tools/cli/args.hpp"
 #include "tools/tool_util.hpp"
 
 namespace skein::tools {
 namespace {
 
-const char* rekey_usage =
-    "usage: skein rekey --data DIR [--key-file P | --key-env NAME] [--new-key-file P | --new-key-env NAME]\n"
-    "\n"
-    "Rekeys every namespace's database of the data directory DIR (or DIR itself when it\n"
-    "is one database): copies it into <database>.rekey under a new random data key\n"
-    "wrapped by the new master key, then swaps it in; a crash at any point leaves the old\n"
-    "database (old key) or the new one (new key), and the next open finishes or rolls\n"
-    "back. A database already under the new key is skipped, so a rekey cut short is\n"
-    "finished by running it again. Stop the server first: a database open elsewhere is\n"
-    "refused.\n"
-    "\n"
-    "  --key-file P, --key-env NAME          the current master key; none: DIR is plain\n"
-    "  --new-key-file P, --new-key-env NAME  the new master key; none: decrypt DIR\n"
-    "A key is 64 hex characters in a file or in the named environment variable, never on\n"
-    "the command line. Progress goes to stderr, the summary to stdout.\n"
-    "exit codes: 0 done; 1 failure; 4 no database at DIR; 6 DIR is in use; 64 usage error\n";
-
 int usage_error(const std::string& what) {
-  std::fprintf(stderr, "skein rekey: %s\n%s", what.c_str(), rekey_usage);
+  std::fprintf(stderr, "skein rekey: %s\n", what.c_str());
   return 64;
 }
 
@@ -47,20 +31,9 @@ int exit_code(const status& s) {
 
 }  // namespace
 
-int run_rekey(int argc, char** argv) {
-  std::string data, key_file, key_env, new_key_file, new_key_env;
-  for (int i = 0; i < argc; ++i) {
-    std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") return std::fputs(rekey_usage, stdout), 0;
-    if (i + 1 >= argc) return usage_error("unexpected argument '" + flag + "'");
-    std::string value = argv[++i];
-    if (flag == "--data") data = value;
-    else if (flag == "--key-file") key_file = value;
-    else if (flag == "--key-env") key_env = value;
-    else if (flag == "--new-key-file") new_key_file = value;
-    else if (flag == "--new-key-env") new_key_env = value;
-    else return usage_error("unknown option '" + flag + "'");
-  }
+int run_rekey(const cli::given& a) {
+  const std::string data = a.get("data"), key_file = a.get("key-file"), key_env = a.get("key-env"),
+                    new_key_file = a.get("new-key-file"), new_key_env = a.get("new-key-env");
   if (data.empty()) return usage_error("--data DIR is required");
   if (!key_file.empty() && !key_env.empty()) return usage_error("--key-file and --key-env: give one, not both");
   if (!new_key_file.empty() && !new_key_env.empty())
@@ -128,4 +101,29 @@ int run_rekey(int argc, char** argv) {
   return 0;
 }
 
+namespace cli {
+
+const subcommand& rekey_subcommand() {
+  static const subcommand sub{
+      "rekey",
+      "rewrites a data directory under a new master key, encrypts or decrypts it",
+      "Rekeys every namespace's database of the data directory DIR (or DIR itself when it\n"
+      "is one database): copies it into <database>.rekey under a new random data key\n"
+      "wrapped by the new master key, then swaps it in; a crash at any point leaves the old\n"
+      "database (old key) or the new one (new key), and the next open finishes or rolls\n"
+      "back. A database already under the new key is skipped, so a rekey cut short is\n"
+      "finished by running it again. Stop the server first: a database open elsewhere is\n"
+      "refused. A key is 64 hex characters in a file or in the named environment variable,\n"
+      "never on the command line. Progress goes to stderr, the summary to stdout.",
+      {opt("--data", "DIR", "the data directory").req(),
+       opt("--key-file", "P", "the current master key; none: DIR is plain"),
+       opt("--key-env", "NAME", "or the environment variable holding it"),
+       opt("--new-key-file", "P", "the new master key; none: decrypt DIR"),
+       opt("--new-key-env", "NAME", "or the environment variable holding it")},
+      run_rekey,
+      "exit codes: 0 done; 1 failure; 4 no database at DIR; 6 DIR is in use; 64 usage error"};
+  return sub;
+}
+
+}  // namespace cli
 }  // namespace skein::tools

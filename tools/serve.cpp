@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "runtime/namespaces.hpp"
+#include "tools/cli/args.hpp"
 #include "tools/client/http_client.hpp"
 #include "tools/server/api.hpp"
 #include "tools/server/http_server.hpp"
@@ -132,12 +133,18 @@ status load_file(serve_config& c, const std::string& path) {
   return status::ok();
 }
 
-status configure(int argc, char** argv, serve_config* out) {
+// The flag of setting `name`: its name with dashes (body_bytes_max: body-bytes-max).
+std::string flag_of(std::string name) {
+  for (auto& ch : name)
+    if (ch == '_') ch = '-';
+  return name;
+}
+
+status configure(const cli::given& a, serve_config* out) {
   serve_config c;
   std::string config_path;
   if (const char* env = std::getenv("SKEIN_CONFIG")) config_path = env;
-  for (int i = 0; i < argc; ++i)
-    if (!std::strcmp(argv[i], "--config") && i + 1 < argc) config_path = argv[i + 1];
+  if (a.has("config")) config_path = a.get("config");
   if (!config_path.empty()) SKEIN_TRY(load_file(c, config_path));
   for (const char* name : setting_names) {
     std::string var = "SKEIN_";
@@ -147,20 +154,9 @@ status configure(int argc, char** argv, serve_config* out) {
       if (!s) return status::invalid_input(var + ": " + s.message());
     }
   }
-  for (int i = 0; i < argc; ++i) {
-    std::string flag = argv[i];
-    if (flag == "--demo") {
-      c.demo = true;
-      continue;
-    }
-    if (flag.rfind("--", 0) != 0 || i + 1 >= argc) return status::invalid_input("unexpected argument '" + flag + "'");
-    std::string key = flag.substr(2);
-    for (auto& ch : key)
-      if (ch == '-') ch = '_';
-    ++i;
-    if (key == "config") continue;
-    SKEIN_TRY(apply(c, key, argv[i]));
-  }
+  for (const char* name : setting_names)
+    if (std::string flag = flag_of(name); a.has(flag)) SKEIN_TRY(apply(c, name, a.get(flag)));
+  c.demo = a.has("demo");
   *out = c;
   return status::ok();
 }
@@ -243,35 +239,32 @@ std::shared_ptr<tool> weather_tool() {
                             [](const tool_invocation&) { return tool_output{"18°C, light wind from the north", false}; });
 }
 
-bool asks_for_help(int argc, char** argv) {
-  for (int i = 0; i < argc; ++i)
-    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) return true;
-  return false;
-}
-
-void print_serve_usage() {
-  std::printf(
-      "usage: skein serve [--NAME VALUE]... [--config FILE] [--demo]\n"
-      "\n"
-      "Serves the HTTP API (tools/API.md) and the thread viewer at /ui on an embedded runtime\n"
-      "until SIGINT or SIGTERM. A cluster node (--node-id, --cluster) reloads its cluster file on\n"
-      "SIGHUP: a changed member list waits for `skein cluster rebalance` to move the threads.\n"
-      "Node links are TLS with --cluster-cert, --cluster-key and --cluster-ca (PEM files), else\n"
-      "plain TCP, which every member must then be on loopback for.\n"
-      "Settings come from the defaults, then the config file (--config or SKEIN_CONFIG,\n"
-      "`name = value` lines), then SKEIN_<NAME> in the environment, then flags; the later wins.\n"
-      "A flag spells the name with dashes: --body-bytes-max 2097152.\n"
-      "\n"
-      "settings (default):\n");
+// The settings and their defaults, for --help.
+std::string settings_text() {
+  std::string out = "settings (default):\n";
   serve_config defaults;
   auto [text, numbers] = fields_of(defaults);
+  char line[160];
   for (const char* name : setting_names) {
     std::string value;
     if (auto it = text.find(name); it != text.end()) value = it->second->empty() ? "none" : *it->second;
     if (auto it = numbers.find(name); it != numbers.end()) value = std::to_string(*it->second);
-    std::printf("  %-26s %s\n", name, value.c_str());
+    std::snprintf(line, sizeof line, "  %-26s %s\n", name, value.c_str());
+    out += line;
   }
-  std::printf("  %-26s %s\n", "demo", "off: --demo creates a scripted demo agent at start");
+  std::snprintf(line, sizeof line, "  %-26s %s", "demo", "off: --demo creates a scripted demo agent at start");
+  return out + line;
+}
+
+// A setting's value in --help.
+const char* metavar_of(const std::string& name) {
+  static const std::map<std::string, const char*> named = {
+      {"listen", "HOST:PORT"}, {"data", "DIR"}, {"durability", "sync|flush|memory"}, {"tokens", "FILE"},
+      {"port_file", "FILE"}, {"work_auto_archive", "true|false"}, {"key_file", "P"}, {"key_env", "NAME"},
+      {"node_id", "ID"}, {"cluster", "FILE"}, {"cluster_cert", "FILE"}, {"cluster_key", "FILE"},
+      {"cluster_ca", "FILE"}};
+  auto it = named.find(name);
+  return it == named.end() ? "N" : it->second;
 }
 
 // The members a cluster file lists (runtime/model/cluster.hpp).
@@ -287,13 +280,9 @@ status read_cluster_file(const std::string& path, std::vector<cluster_member>* o
 
 }  // namespace
 
-int run_serve(int argc, char** argv) {
-  if (asks_for_help(argc, argv)) {
-    print_serve_usage();
-    return 0;
-  }
+int run_serve(const cli::given& a) {
   serve_config c;
-  if (status s = configure(argc, argv, &c); !s) {
+  if (status s = configure(a, &c); !s) {
     std::fprintf(stderr, "skein serve: %s\n", s.message().c_str());
     return 64;
   }
@@ -431,4 +420,42 @@ int run_serve(int argc, char** argv) {
   return 0;
 }
 
+namespace cli {
+
+// A flag for every setting (--body-bytes-max N), --config and --demo.
+const subcommand& serve_subcommand() {
+  static const std::vector<std::string> text = [] {
+    std::vector<std::string> t;
+    for (const char* name : setting_names) {
+      t.push_back("--" + flag_of(name));
+      std::string var = "SKEIN_";
+      for (const char* p = name; *p; ++p) var += static_cast<char>(std::toupper(static_cast<unsigned char>(*p)));
+      t.push_back(std::string{name} + " in the config file, " + var + " in the environment");
+    }
+    return t;
+  }();
+  static const subcommand sub = [] {
+    subcommand s{
+        "serve",
+        "the HTTP API and the /ui viewer on an embedded runtime (default 127.0.0.1:7411, ./skein-data, sync)",
+        "Serves the HTTP API (tools/API.md) and the thread viewer at /ui on an embedded runtime\n"
+        "until SIGINT or SIGTERM. A cluster node (--node-id, --cluster) reloads its cluster file on\n"
+        "SIGHUP: a changed member list waits for `skein cluster rebalance` to move the threads.\n"
+        "Node links are TLS with --cluster-cert, --cluster-key and --cluster-ca (PEM files), else\n"
+        "plain TCP, which every member must then be on loopback for.\n"
+        "Settings come from the defaults, then the config file (--config or SKEIN_CONFIG,\n"
+        "`name = value` lines), then SKEIN_<NAME> in the environment, then flags; the later wins.\n"
+        "A flag spells the name with dashes: --body-bytes-max 2097152.",
+        {opt("--config", "FILE", "the config file (SKEIN_CONFIG)"),
+         flag("--demo", "creates a scripted demo agent at start and holds one conversation")},
+        run_serve,
+        settings_text()};
+    for (size_t i = 0; i < std::size(setting_names); ++i)
+      s.args.push_back(opt(text[2 * i], metavar_of(setting_names[i]), text[2 * i + 1]));
+    return s;
+  }();
+  return sub;
+}
+
+}  // namespace cli
 }  // namespace skein::tools

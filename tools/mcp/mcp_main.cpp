@@ -9,6 +9,7 @@
 
 #include "runtime/namespaces.hpp"
 #include "runtime/runtime.hpp"
+#include "tools/cli/args.hpp"
 #include "tools/mcp/server.hpp"
 #include "tools/tool_util.hpp"
 #include "runtime/model/ids.hpp"
@@ -17,43 +18,15 @@ namespace skein::tools {
 
 namespace {
 
-const char* mcp_usage =
-    "usage: skein mcp --agent ID [--data DIR] [--namespace NS] [--durability sync|flush|memory]\n"
-    "                 [--key-file P | --key-env NAME]\n"
-    "       skein mcp --agent ID --server URL [--token T]\n"
-    "\n"
-    "An MCP server (JSON-RPC 2.0, newline-delimited on stdin/stdout; logs on stderr)\n"
-    "whose tools act for agent ID (or SKEIN_AGENT): create_thread, resolve_thread,\n"
-    "list_threads, cleanup_threads, promote_suggestion, dismiss_suggestion,\n"
-    "graph_traverse, session_start, session_close, send_entry, read_thread.\n"
-    "The work-item tools take their seed's (gitmem's) parameters and answer its\n"
-    "fields (skein's names stay as aliases). Each tool is one route of the HTTP\n"
-    "API (tools/API.md).\n"
-    "\n"
-    "  --data DIR        embed the runtime on DIR (default ./skein-data; sync durability);\n"
-    "                    the agent is created if missing, with the scripted engine and\n"
-    "                    the hashing embedder\n"
-    "  --key-file P      an encrypted DIR's master key: a file of 64 hex characters, or\n"
-    "  --key-env NAME    the name of the environment variable holding them\n"
-    "  --namespace NS    the namespace of DIR to act in (default: default); with --server\n"
-    "                    the token decides\n"
-    "  --server URL      talk to a running skein serve instead; --token T or SKEIN_TOKEN\n"
-    "                    is its bearer token\n"
-    "\n"
-    "Register it with an MCP client (.mcp.json, claude_desktop_config.json):\n"
-    "  {\"mcpServers\":{\"skein\":{\"command\":\"skein\",\"args\":[\"mcp\",\"--agent\",\"me\",\"--data\",\"/path/to/data\"]}}}\n";
-
 struct mcp_config {
   std::string agent, data = "./skein-data", durability = "sync", server, token, key_file, key_env,
       ns{default_namespace};
 };
 
 int usage_error(const std::string& what) {
-  std::fprintf(stderr, "skein mcp: %s\n%s", what.c_str(), mcp_usage);
+  std::fprintf(stderr, "skein mcp: %s\n", what.c_str());
   return 64;
 }
-
-std::string env(const char* name) { return std::getenv(name) != nullptr ? std::getenv(name) : ""; }
 
 // Creates `agent` when it is missing: the embedded mode's default agent.
 status ensure_agent(runtime& rt, const std::string& agent) {
@@ -84,25 +57,16 @@ void serve_stdio(mcp::transport& t, const std::string& agent, std::FILE* out) {
 
 }  // namespace
 
-int run_mcp(int argc, char** argv) {
+int run_mcp(const cli::given& a) {
   mcp_config c;
-  c.agent = env("SKEIN_AGENT");
-  c.token = env("SKEIN_TOKEN");
-  for (int i = 0; i < argc; ++i) {
-    std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") return std::fputs(mcp_usage, stdout), 0;
-    if (i + 1 >= argc) return usage_error("unexpected argument '" + flag + "'");
-    std::string value = argv[++i];
-    if (flag == "--agent") c.agent = value;
-    else if (flag == "--data") c.data = value;
-    else if (flag == "--durability") c.durability = value;
-    else if (flag == "--namespace") c.ns = value;
-    else if (flag == "--server") c.server = value;
-    else if (flag == "--token") c.token = value;
-    else if (flag == "--key-file") c.key_file = value;
-    else if (flag == "--key-env") c.key_env = value;
-    else return usage_error("unknown option '" + flag + "'");
-  }
+  c.agent = a.get("agent");
+  c.token = a.get("token");
+  c.data = a.get("data", c.data);
+  c.durability = a.get("durability", c.durability);
+  c.ns = a.get("namespace", c.ns);
+  c.server = a.get("server");
+  c.key_file = a.get("key-file");
+  c.key_env = a.get("key-env");
   if (c.agent.empty()) return usage_error("--agent (or SKEIN_AGENT) is required");
   if (status s = validate_id(c.agent, "agent"); !s) return usage_error(s.message());
   // stdout carries protocol messages only: whatever else writes to fd 1 goes to stderr.
@@ -139,4 +103,35 @@ int run_mcp(int argc, char** argv) {
   return opened.close().is_ok() ? 0 : 1;
 }
 
+namespace cli {
+
+const subcommand& mcp_subcommand() {
+  static const subcommand sub{
+      "mcp",
+      "an MCP server on stdio for one agent: its work items, sessions, graph and threads as tools",
+      "An MCP server (JSON-RPC 2.0, newline-delimited on stdin/stdout; logs on stderr)\n"
+      "whose tools act for agent ID: create_thread, resolve_thread, list_threads,\n"
+      "cleanup_threads, promote_suggestion, dismiss_suggestion, graph_traverse,\n"
+      "session_start, session_close, send_entry, read_thread. The work-item tools take\n"
+      "their seed's (gitmem's) parameters and answer its fields (skein's names stay as\n"
+      "aliases). Each tool is one route of the HTTP API (tools/API.md), over an embedded\n"
+      "runtime (--data) or a running skein serve (--server).",
+      {opt("--agent", "ID", "the agent the tools act for").from_env("SKEIN_AGENT"),
+       opt("--data", "DIR",
+           "embed the runtime on DIR (default ./skein-data); the agent is created if missing, with the "
+           "scripted engine and the hashing embedder"),
+       opt("--durability", "sync|flush|memory", "(default sync)"),
+       opt("--namespace", "NS", "the namespace of DIR to act in (default: default); with --server the token decides"),
+       opt("--key-file", "P", "an encrypted DIR's master key: a file of 64 hex characters"),
+       opt("--key-env", "NAME", "or the environment variable holding them"),
+       opt("--server", "URL", "talk to a running skein serve instead"),
+       opt("--token", "T", "its bearer token").from_env("SKEIN_TOKEN")},
+      run_mcp,
+      "Register it with an MCP client (.mcp.json, claude_desktop_config.json):\n"
+      "  {\"mcpServers\":{\"skein\":{\"command\":\"skein\",\"args\":[\"mcp\",\"--agent\",\"me\",\"--data\","
+      "\"/path/to/data\"]}}}"};
+  return sub;
+}
+
+}  // namespace cli
 }  // namespace skein::tools

@@ -70,7 +70,7 @@ std::vector<tool_spec> make_specs() {
                           "Threads still open: texts, or thread objects ({text, status}); each becomes a work item "
                           "(deduplicated), a resolved one is skipped.", {}};
   return {
-      {"create_thread",
+      {"create_thread", "POST /v1/agents/{agent}/items",
        "Create an open thread (work item) to track unresolved work across sessions. Includes semantic dedup: if a "
        "similar open thread exists (cosine similarity > 0.85), returns the existing thread instead; check the "
        "'deduplicated' field. 'PROJECT STATE:' first marks project state.",
@@ -79,29 +79,30 @@ std::vector<tool_spec> make_specs() {
         project(), str("session_id", false, id_bytes_max, "The session creating it."),
         list("relates_to", issues_max, "Further external issue ids the item relates to."),
         list("tags", 64, "Tags of the thread.")}},
-      {"resolve_thread",
+      {"resolve_thread", "POST /v1/agents/{agent}/items/resolve",
        "Mark an open thread as resolved. Use thread_id for exact match or text_match for a case-insensitive match "
        "that must hit exactly one open thread.",
        {str("thread_id", false, id_bytes_max, "Thread ID for exact resolution."), text_match, resolution_note,
         alias("text", text_match), alias("note", resolution_note), project(),
         str("session_id", false, id_bytes_max, "The resolving session.")}},
-      {"list_threads",
+      {"list_threads", "GET /v1/agents/{agent}/items",
        "List threads (work items), highest vitality first: unresolved work that carries over between sessions.",
        {one_of(str("status", false, 16, "Filter by status (default: open)."), {"open", "resolved"}),
         flag("include_resolved", "Include resolved (and archived) threads (default: false)."), project(), stages,
         flag("project_state", "List the PROJECT STATE: items only."),
         integer("limit", 1, list_limit_max, "Items per page (default 100)."),
-        str("cursor", false, 1024, "next_cursor of the previous page.")}},
-      {"cleanup_threads",
+        str("cursor", false, 1024, "next_cursor of the previous page.")},
+       {"status", "include_resolved", "project", "stages=stage", "project_state", "limit", "cursor"}},
+      {"cleanup_threads", "POST /v1/agents/{agent}/items/sweep",
        "Triage open threads by lifecycle health: groups them as emerging/active/cooling/dormant with vitality scores. "
        "auto_archive=true archives threads dormant 30+ days.",
        {project(), flag("auto_archive", "Archive threads dormant for 30 days or more.")}},
-      {"promote_suggestion", "Promote a suggested thread (from session_start's suggested_threads) to an open thread.",
+      {"promote_suggestion", "POST /v1/suggestions/{suggestion_id}/promote", "Promote a suggested thread (from session_start's suggested_threads) to an open thread.",
        {str("suggestion_id", true, id_bytes_max, "The suggestion's id."),
         str("project", false, project_bytes_max, "Project of the new thread (default: the suggestion's).")}},
-      {"dismiss_suggestion", "Dismiss a suggested thread (after 3 dismissals it is suppressed for good).",
+      {"dismiss_suggestion", "POST /v1/suggestions/{suggestion_id}/dismiss", "Dismiss a suggested thread (after 3 dismissals it is suppressed for good).",
        {str("suggestion_id", true, id_bytes_max, "The suggestion's id.")}},
-      {"graph_traverse",
+      {"graph_traverse", "GET /v1/graph/{lens}",
        "Traverse the knowledge graph of work items: everything connected to a node, what an agent produced, the "
        "provenance of a node, or aggregate stats. Nodes: agent:<id>, thread:<id>, session:<id>, issue:<id>.",
        {lens, str("node", false, text_bytes_max, "Starting node; required for all lenses but stats (produced_by: an agent)."),
@@ -111,12 +112,12 @@ std::vector<tool_spec> make_specs() {
         integer("depth", 1, graph_depth_max, "Max chain depth for provenance (default 2)."), project(),
         integer("limit", 1, list_limit_max, "Max triples to return (default 100)."),
         str("agent", false, id_bytes_max, "The agent of produced_by, instead of node (default: this server's agent).")}},
-      {"session_start",
+      {"session_start", "POST /v1/agents/{agent}/sessions",
        "Start a session: returns the open items, project state and pending suggestions (suggested_threads) the "
        "agent carries in the project.",
        {str("session_id", false, id_bytes_max, "The session id (default: minted)."), project(),
         flag("auto_archive", "Archive long-dormant items first (default true).")}},
-      {"session_close",
+      {"session_close", "POST /v1/agents/{agent}/sessions/{session_id}/close",
        "Close a session: its open threads become work items (deduplicated); its texts feed suggestions.",
        {str("session_id", true, id_bytes_max, "Session ID from session_start."),
         one_of(str("close_type", false, 16, "Type of close (skein checks no closing ceremony: every type closes alike)."),
@@ -124,14 +125,17 @@ std::vector<tool_spec> make_specs() {
         open_threads, alias("open_items", list("open_threads", texts_max, "")),
         str("summary", false, note_bytes_max, "What the session did."),
         list("topics", texts_max, "Further topics of the session."),
-        str("project", false, project_bytes_max, "Project of the session (default: its own, from session_start).")}},
-      {"send_entry", "Send a user message to a thread; with wait, answer with the run's result.",
+        str("project", false, project_bytes_max, "Project of the session (default: its own, from session_start).")},
+       {},
+       {"close_type"}},
+      {"send_entry", "POST /v1/threads/{thread_id}/entries", "Send a user message to a thread; with wait, answer with the run's result.",
        {str("thread_id", true, id_bytes_max, "The thread."), str("text", true, entry_bytes_max, "The message."),
         flag("wait", "Wait for the run to end.")}},
-      {"read_thread", "Read a thread's conversation from a seq on.",
+      {"read_thread", "GET /v1/threads/{thread_id}/entries", "Read a thread's conversation from a seq on.",
        {str("thread_id", true, id_bytes_max, "The thread."),
         integer("from_seq", 1, INT64_MAX, "The first seq to read (default 1)."),
-        integer("limit", 1, list_limit_max, "Events at most (default 100).")}},
+        integer("limit", 1, list_limit_max, "Events at most (default 100).")},
+       {"from_seq", "limit"}},
   };
 }
 
@@ -359,52 +363,66 @@ std::string query_of(const args& a, const std::vector<std::string>& names) {
   return q;
 }
 
-status build_graph(const args& a, const std::string& agent, http_call* out) {
-  std::string lens = a.get("lens");
+// The route's method and path, each {name} filled: {agent} with `agent`, any
+// other with the parameter's value (named in *in_path).
+void fill_route(const tool_spec& t, const args& a, const std::string& agent, std::string* method, std::string* path,
+                std::set<std::string>* in_path) {
+  size_t space = t.route.find(' ');
+  *method = t.route.substr(0, space);
+  const std::string p = t.route.substr(space + 1);
+  path->clear();
+  for (size_t at = 0; at < p.size();) {
+    size_t open = p.find('{', at);
+    if (open == std::string::npos) {
+      *path += p.substr(at);
+      break;
+    }
+    size_t close = p.find('}', open);
+    *path += p.substr(at, open - at);
+    std::string name = p.substr(open + 1, close - open - 1);
+    *path += enc(name == "agent" ? agent : a.get(name));
+    in_path->insert(name);
+    at = close + 1;
+  }
+}
+
+// graph_traverse: the lens picks the path and which parameters its query takes.
+status build_graph(const tool_spec& t, const args& a, const std::string& agent, http_call* out) {
+  args in = a;
+  std::string& lens = in.text["lens"];
   if (lens == "connected") lens = "connected_to";
-  std::string q;
+  std::vector<std::string> query;
   if (lens == "connected_to" || lens == "provenance") {
     if (!a.has("node")) return bad("node", "required for the " + lens + " lens");
-    q = query_of(a, lens == "connected_to" ? std::vector<std::string>{"node", "predicate", "project", "limit"}
-                                           : std::vector<std::string>{"node", "depth", "predicate", "project", "limit"});
+    query = lens == "connected_to" ? std::vector<std::string>{"node", "predicate", "project", "limit"}
+                                   : std::vector<std::string>{"node", "depth", "predicate", "project", "limit"};
   } else if (lens == "produced_by") {
-    args with_agent = a;
-    if (!a.has("agent") && !a.has("node")) with_agent.text["agent"] = agent;
-    q = query_of(with_agent, {"agent", "node", "predicate", "project", "limit"});
+    if (!a.has("agent") && !a.has("node")) in.text["agent"] = agent;
+    query = {"agent", "node", "predicate", "project", "limit"};
   } else {
-    q = query_of(a, {"project"});
+    query = {"project"};
   }
-  *out = {"GET", "/v1/graph/" + lens + q, ""};
+  std::set<std::string> in_path;
+  fill_route(t, in, agent, &out->method, &out->target, &in_path);
+  out->target += query_of(in, query);
+  out->body.clear();
   return status::ok();
 }
 
+// The request of tool `t` from its route: a GET's query, another method's body.
 status build(const tool_spec& t, const args& a, const std::string& agent, http_call* out) {
-  const std::string& n = t.name;
-  std::string items = "/v1/agents/" + enc(agent) + "/items";
-  if (n == "create_thread") *out = {"POST", items, body_of(t, a, {})};
-  else if (n == "resolve_thread") {
-    if (a.has("thread_id") == a.has("text_match")) return bad("thread_id", "give exactly one of thread_id and text_match");
-    *out = {"POST", items + "/resolve", body_of(t, a, {})};
-  } else if (n == "list_threads") {
-    *out = {"GET",
-            items + query_of(a, {"status", "include_resolved", "project", "stages=stage", "project_state", "limit",
-                                 "cursor"}),
-            ""};
-  } else if (n == "cleanup_threads") *out = {"POST", items + "/sweep", body_of(t, a, {})};
-  else if (n == "promote_suggestion")
-    *out = {"POST", "/v1/suggestions/" + enc(a.get("suggestion_id")) + "/promote", body_of(t, a, {"suggestion_id"})};
-  else if (n == "dismiss_suggestion")
-    *out = {"POST", "/v1/suggestions/" + enc(a.get("suggestion_id")) + "/dismiss", "{}"};
-  else if (n == "graph_traverse") return build_graph(a, agent, out);
-  else if (n == "session_start") *out = {"POST", "/v1/agents/" + enc(agent) + "/sessions", body_of(t, a, {})};
-  else if (n == "session_close")
-    *out = {"POST", "/v1/agents/" + enc(agent) + "/sessions/" + enc(a.get("session_id")) + "/close",
-            body_of(t, a, {"session_id", "close_type"})};
-  else if (n == "send_entry")
-    *out = {"POST", "/v1/threads/" + enc(a.get("thread_id")) + "/entries", body_of(t, a, {"thread_id"})};
-  else if (n == "read_thread")
-    *out = {"GET", "/v1/threads/" + enc(a.get("thread_id")) + "/entries" + query_of(a, {"from_seq", "limit"}), ""};
-  else return status::not_found("tool " + quote_input(n) + ": not found").with_field("name");
+  if (t.name == "resolve_thread" && a.has("thread_id") == a.has("text_match"))
+    return bad("thread_id", "give exactly one of thread_id and text_match");
+  if (t.name == "graph_traverse") return build_graph(t, a, agent, out);
+  std::set<std::string> skip;
+  fill_route(t, a, agent, &out->method, &out->target, &skip);
+  if (out->method == "GET") {
+    out->target += query_of(a, t.query);
+    out->body.clear();
+    return status::ok();
+  }
+  skip.insert(t.unsent.begin(), t.unsent.end());
+  out->body = body_of(t, a, skip);
   return status::ok();
 }
 

@@ -1,7 +1,8 @@
 // tools: the MCP tools of `skein mcp`, each one HTTP route of the skein API
-// (tools/API.md). A tool's parameters are declared once (tool_spec): its input
-// schema is rendered from them and its arguments checked against them, so a
-// bad argument is an error naming the field before any request is made.
+// (tools/API.md). A tool is declared once (tool_spec): its route, from which
+// its request is built, and its parameters, from which its input schema is
+// rendered and against which its arguments are checked, so a bad argument is
+// an error naming the field before any request is made.
 // The work-item tools speak their seed's (gitmem's) contract: its parameter
 // names and meanings, skein's own names kept as aliases of them.
 // Plain functions and constant tables: thread-safe.
@@ -36,8 +37,14 @@ struct param_spec {
 
 struct tool_spec {
   std::string name;
+  // The route it calls, "METHOD /path": {agent} is the session's agent, {p}
+  // the value of parameter p. A GET sends `query` as its query, any other
+  // method the parameters but those in the path and `unsent` as its body.
+  std::string route;
   std::string description;
   std::vector<param_spec> params;
+  std::vector<std::string> query = {};   // "stages=stage": parameter stages sent as stage
+  std::vector<std::string> unsent = {};  // checked, not sent
 };
 
 inline constexpr int64_t item_bytes_max = 4096;  // each string of a `strings` parameter
