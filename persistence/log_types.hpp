@@ -262,7 +262,7 @@ struct log_counters {
 };
 
 // One stored key of a thread as it is in its column family: what a cluster
-// node hands to another when the thread changes owner (runtime/cluster_handoff.cpp).
+// node hands to another when the thread changes owner (runtime/cluster/cluster_handoff.cpp).
 struct log_row {
   uint8_t family = 0;  // the column family, by its number (event_log_internal.hpp)
   std::string key;

@@ -21,16 +21,16 @@
 #include "runtime/host_sink.hpp"
 #include "runtime/runtime_impl.hpp"
 #include "runtime/model/hashing_embedder.hpp"
-#include "runtime/work_service.hpp"
+#include "runtime/work/work_service.hpp"
 #include "runtime/model/conversation.hpp"
 #include "runtime/model/ids.hpp"
 #include "runtime/model/json_reader.hpp"
 #include "actors/timers.hpp"
-#include "runtime/openai_embedder.hpp"
-#include "runtime/openai_engine.hpp"
+#include "runtime/engines/openai_embedder.hpp"
+#include "runtime/engines/openai_engine.hpp"
 #include "runtime/model/text.hpp"
-#include "runtime/process_engine.hpp"
-#include "runtime/scripted_engine.hpp"
+#include "runtime/engines/process_engine.hpp"
+#include "runtime/engines/scripted_engine.hpp"
 
 namespace skein {
 

@@ -20,12 +20,12 @@
 #include "actors/error.hpp"
 #include "actors/messages.hpp"
 #include "actors/timers.hpp"
-#include "runtime/cluster_link.hpp"
-#include "runtime/cluster_tls.hpp"
+#include "runtime/cluster/cluster_link.hpp"
+#include "runtime/cluster/cluster_tls.hpp"
 #include "runtime/host_sink.hpp"
 #include "runtime/memory_service.hpp"
 #include "runtime/runtime.hpp"
-#include "runtime/work_service.hpp"
+#include "runtime/work/work_service.hpp"
 
 namespace skein {
 

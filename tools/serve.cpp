@@ -12,7 +12,7 @@
 #include <pthread.h>
 #include <sstream>
 
-#include "runtime/namespaces.hpp"
+#include "runtime/namespaces/namespaces.hpp"
 #include "tools/client/http_client.hpp"
 #include "tools/server/api.hpp"
 #include "tools/server/http_server.hpp"

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "runtime/namespaces.hpp"
+#include "runtime/namespaces/namespaces.hpp"
 #include "runtime/runtime.hpp"
 #include "tools/mcp/server.hpp"
 #include "tools/tool_util.hpp"

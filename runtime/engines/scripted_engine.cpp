@@ -1,4 +1,4 @@
-#include "runtime/scripted_engine.hpp"
+#include "runtime/engines/scripted_engine.hpp"
 
 #include <atomic>
 #include <optional>
