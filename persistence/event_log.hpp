@@ -142,7 +142,7 @@ class event_log {
 
   // The thread's manifest: its stored row, with last_seq from the log's last
   // event key and, for a row behind the log, updated_at_ms (and a running
-  // thread's heartbeat) from that event (event_log.cpp). Row and log end are
+  // thread's heartbeat) from that event (event_log_tick.cpp). Row and log end are
   // read from one snapshot. Listings and the other manifest reads report the same.
   status read_manifest(std::string_view thread_id, manifest* out) const;
   // Events with seq >= from_seq, in seq order, at most `limit` (0: no limit).

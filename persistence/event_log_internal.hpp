@@ -1,5 +1,6 @@
-// Internals shared by the event log's translation units (event_log.cpp: open and
-// the write side; event_log_read.cpp: the read side). Not part of the API.
+// Internals shared by the event log's translation units (event_log.cpp: open;
+// event_log_tick.cpp, event_log_commit.cpp, event_log_erase.cpp: the write side;
+// event_log_read.cpp: the read side; and the others). Not part of the API.
 #pragma once
 
 #include <memory>
@@ -64,7 +65,7 @@ status thread_triple_keys(rocksdb::Iterator* graph, std::string_view id, std::se
 std::string prefix_end(std::string prefix);
 
 // The manifest a read reports for a stored threads row and its log's end
-// (the derivation at the top of event_log.cpp): last_seq from the log always;
+// (the derivation at the top of event_log_tick.cpp): last_seq from the log always;
 // updated_at_ms and heartbeat_at_ms too when the row is behind the log.
 void derive_manifest(const log_end& end, manifest* row);
 
