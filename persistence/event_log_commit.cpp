@@ -12,17 +12,29 @@
 #include "runtime/model/ids.hpp"
 
 namespace skein {
-namespace {
 
 using namespace detail;
 
-// Days since the epoch of the UTC day holding ms (floor: before 1970 too).
-int64_t day_of(int64_t ms) {
-  constexpr int64_t ms_per_day = 86400000;
-  return ms >= 0 ? ms / ms_per_day : (ms - (ms_per_day - 1)) / ms_per_day;
+void event_log::group_tally::add(const tick& t, bool row_written) {
+  if (row_written) ++rows;
+  events += t.events.size();
+  if (t.create) ++creates;
+  for (const auto& e : t.events) ++days[day_of(e.ts_ms)];
 }
 
-}  // namespace
+status event_log::write_group(rocksdb::WriteBatch* batch, size_t ticks, const group_tally& tally,
+                              std::unordered_map<std::string, projection>* pending) {
+  const uint64_t threads = threads_.load(std::memory_order_relaxed) + tally.creates;
+  if (status s = write_counted(batch, ticks, threads, tally.days); !s) {
+    counters_.failed.fetch_add(ticks, std::memory_order_relaxed);
+    return s;
+  }
+  for (auto& [id, p] : *pending) remember(id, std::move(p));
+  counters_.commits.fetch_add(ticks, std::memory_order_relaxed);
+  counters_.events.fetch_add(tally.events, std::memory_order_relaxed);
+  counters_.manifests.fetch_add(tally.rows, std::memory_order_relaxed);
+  return status::ok();
+}
 
 status event_log::write(rocksdb::WriteBatch* batch, size_t ticks) {
   auto s = impl_->db->Write(impl_->write_options, batch);
@@ -90,10 +102,7 @@ void event_log::commit_group(std::span<tick* const> ticks, std::span<status> res
   std::unordered_map<std::string, std::string> claims;  // claim keys put by this group
   std::vector<size_t> accepted;
   accepted.reserve(ticks.size());
-  uint64_t events = 0;
-  uint64_t creates = 0;                // creating ticks accepted (threads_max)
-  uint64_t rows = 0;                   // threads rows written (the others are left behind)
-  std::map<int64_t, uint64_t> days;    // events accepted per UTC day (events_per_day_max)
+  group_tally tally;
 
   for (size_t i = 0; i < ticks.size(); ++i) {
     tick& t = *ticks[i];
@@ -143,7 +152,7 @@ void event_log::commit_group(std::span<tick* const> ticks, std::span<status> res
     if (t.create) claims_before = claims;
     status s = prepare(t, prev, &batch, &next, &claims);
     // Quotas after the tick is known valid: an invalid one gets its own error.
-    if (s && t.create) s = check_create(t, creates, days);
+    if (s && t.create) s = check_create(t, tally.creates, tally.days);
     if (!s) {
       if (t.create) claims = std::move(claims_before);
       batch.RollbackToSavePoint().PermitUncheckedError();
@@ -152,12 +161,9 @@ void event_log::commit_group(std::span<tick* const> ticks, std::span<status> res
       continue;
     }
     batch.PopSavePoint().PermitUncheckedError();
-    if (prev == nullptr || next.row != prev->row) ++rows;
+    tally.add(t, prev == nullptr || next.row != prev->row);
     pending[t.thread_id] = std::move(next);
     accepted.push_back(i);
-    events += t.events.size();
-    if (t.create) ++creates;
-    for (const auto& e : t.events) ++days[day_of(e.ts_ms)];
   }
   // Effect writes after the ticks: a thread created or advanced by this group is
   // known to them through `pending`.
@@ -175,22 +181,9 @@ void event_log::commit_group(std::span<tick* const> ticks, std::span<status> res
     effects_accepted.push_back(i);
   }
   if (accepted.empty() && effects_accepted.empty()) return;
-  const uint64_t threads = threads_.load(std::memory_order_relaxed) + creates;
-  std::map<int64_t, uint64_t> next_days;
-  put_quota_rows(threads, days, &batch, &next_days);
-
-  status s = write(&batch, accepted.size());
+  status s = write_group(&batch, accepted.size(), tally, &pending);
   for (size_t i : accepted) results[i] = s;
   for (size_t i : effects_accepted) effect_results[i] = s;
-  if (!s) {
-    counters_.failed.fetch_add(accepted.size(), std::memory_order_relaxed);
-    return;
-  }
-  adopt_quota_rows(threads, std::move(next_days));
-  for (auto& [id, p] : pending) remember(id, std::move(p));
-  counters_.commits.fetch_add(accepted.size(), std::memory_order_relaxed);
-  counters_.events.fetch_add(events, std::memory_order_relaxed);
-  counters_.manifests.fetch_add(rows, std::memory_order_relaxed);
 }
 
 status event_log::commit_effect(effect_write& w) {
@@ -221,10 +214,7 @@ status event_log::commit_all(std::span<tick* const> ticks) {
   rocksdb::WriteBatch batch;
   std::unordered_map<std::string, projection> pending;  // threads touched by this call
   std::unordered_map<std::string, std::string> claims;  // claim keys put by this call
-  uint64_t events = 0;
-  uint64_t creates = 0;              // creating ticks so far (threads_max)
-  uint64_t rows = 0;                 // threads rows written
-  std::map<int64_t, uint64_t> days;  // their events per UTC day
+  group_tally tally;
   for (size_t i = 0; i < ticks.size(); ++i) {
     tick& t = *ticks[i];
     const projection* prev = nullptr;
@@ -243,7 +233,7 @@ status event_log::commit_all(std::span<tick* const> ticks) {
     }
     projection next;
     if (s) s = prepare(t, prev, &batch, &next, &claims);
-    if (s && t.create) s = check_create(t, creates, days);
+    if (s && t.create) s = check_create(t, tally.creates, tally.days);
     if (!s) {
       // One refusal refuses them all: the batch is dropped unwritten.
       counters_.rejected.fetch_add(ticks.size(), std::memory_order_relaxed);
@@ -252,27 +242,11 @@ status event_log::commit_all(std::span<tick* const> ticks) {
           .with_limit(s.limit())
           .with_field(s.field());
     }
-    if (prev == nullptr || next.row != prev->row) ++rows;
+    tally.add(t, prev == nullptr || next.row != prev->row);
     pending[t.thread_id] = std::move(next);
-    events += t.events.size();
-    if (t.create) ++creates;
-    for (const auto& e : t.events) ++days[day_of(e.ts_ms)];
   }
   if (ticks.empty()) return status::ok();
-  const uint64_t threads = threads_.load(std::memory_order_relaxed) + creates;
-  std::map<int64_t, uint64_t> next_days;
-  put_quota_rows(threads, days, &batch, &next_days);
-  status s = write(&batch, ticks.size());
-  if (!s) {
-    counters_.failed.fetch_add(ticks.size(), std::memory_order_relaxed);
-    return s;
-  }
-  adopt_quota_rows(threads, std::move(next_days));
-  for (auto& [id, p] : pending) remember(id, std::move(p));
-  counters_.commits.fetch_add(ticks.size(), std::memory_order_relaxed);
-  counters_.events.fetch_add(events, std::memory_order_relaxed);
-  counters_.manifests.fetch_add(rows, std::memory_order_relaxed);
-  return status::ok();
+  return write_group(&batch, ticks.size(), tally, &pending);
 }
 
 }  // namespace skein

@@ -73,10 +73,7 @@ status event_log::erase_thread(std::string_view thread_id, bool keep_claims) {
 }
 
 status event_log::write_whole_thread(rocksdb::WriteBatch* batch, uint64_t threads, const std::string& thread_id) {
-  std::map<int64_t, uint64_t> days;
-  put_quota_rows(threads, {}, batch, &days);
-  SKEIN_TRY(write(batch, 0));
-  adopt_quota_rows(threads, std::move(days));
+  SKEIN_TRY(write_counted(batch, 0, threads, {}));
   cache_.erase(thread_id);
   return status::ok();
 }

@@ -39,6 +39,13 @@ inline cf_id cf_of(side_cf c) {
 }
 
 status from_rocks(const rocksdb::Status& s, std::string_view what);
+
+// Days since the epoch of the UTC day holding ms (floor: before 1970 too): the
+// day an event counts against events_per_day_max in.
+inline int64_t day_of(int64_t ms) {
+  constexpr int64_t ms_per_day = 86400000;
+  return ms >= 0 ? ms / ms_per_day : (ms - (ms_per_day - 1)) / ms_per_day;
+}
 // A key with its non-printable bytes as \xNN, for error messages.
 std::string printable_key(std::string_view key);
 
