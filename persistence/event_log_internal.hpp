@@ -76,6 +76,28 @@ std::string prefix_end(std::string prefix);
 // updated_at_ms and heartbeat_at_ms too when the row is behind the log.
 void derive_manifest(const log_end& end, manifest* row);
 
+// An iterator over one thread's keys in `family` (events, embeddings, inbox:
+// the keys under keys::event_prefix), bounded above so that it never leaves
+// them. Holds the bound it reads: neither copied nor moved.
+class thread_iterator {
+ public:
+  thread_iterator(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* family, std::string_view thread_id)
+      : upper_(keys::event_prefix_end(thread_id)), upper_slice_(upper_) {
+    rocksdb::ReadOptions ro;
+    ro.iterate_upper_bound = &upper_slice_;
+    it_.reset(db->NewIterator(ro, family));
+  }
+  thread_iterator(const thread_iterator&) = delete;
+  thread_iterator& operator=(const thread_iterator&) = delete;
+  rocksdb::Iterator* operator->() const { return it_.get(); }
+  rocksdb::Iterator* get() const { return it_.get(); }
+
+ private:
+  std::string upper_;
+  rocksdb::Slice upper_slice_;  // over upper_
+  std::unique_ptr<rocksdb::Iterator> it_;
+};
+
 // Releases a snapshot when it goes out of scope.
 class snapshot_guard {
  public:
