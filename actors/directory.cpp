@@ -321,7 +321,7 @@ class directory_impl : public directory_actor::base {
               [erase_log](caf::error&) mutable { erase_log(); });
   }
 
-  // A cluster handoff's freeze (runtime/cluster_handoff.cpp): like retire,
+  // A cluster handoff's freeze (runtime/cluster/cluster_handoff.cpp): like retire,
   // the thread decides atomically with its runs whether it is idle; then its
   // actor stops and nothing activates it again until it is erased or unfrozen.
   caf::result<bool> freeze(const std::string& id, bool on) {

@@ -2,11 +2,11 @@
 //
 // The interfaces, one per header: thread_protocol.hpp (thread actors),
 // agent_protocol.hpp, directory.hpp, journal.hpp; the cluster edge's in
-// runtime/cluster_link.hpp.
+// runtime/cluster/cluster_link.hpp.
 // The model values (events, manifests, run inputs and results, thread options,
 // agents) have `inspect` overloads (actors/wire.hpp) and cross nodes; the rest
 // below are local to one node (CAF_ALLOW_UNSAFE_MESSAGE_TYPE) and stay on the
-// local side of the node edge (runtime/cluster_link.hpp).
+// local side of the node edge (runtime/cluster/cluster_link.hpp).
 #pragma once
 
 #include <caf/allowed_unsafe_message_type.hpp>

@@ -30,7 +30,7 @@
 //
 // Local to one node: compact_request and work_op carry callbacks or shared
 // state, and a thread actor is never published. What crosses nodes is the
-// cluster edge's interface (runtime/edge_protocol.hpp).
+// cluster edge's interface (runtime/cluster/edge_protocol.hpp).
 #pragma once
 
 #include <caf/replies_to.hpp>

@@ -6,7 +6,7 @@
 
 #include "bench/log_builder.hpp"
 #include "bench/workloads.hpp"
-#include "runtime/namespaces.hpp"
+#include "runtime/namespaces/namespaces.hpp"
 
 namespace skein::bench {
 namespace {

@@ -1,5 +1,6 @@
 # skein as a library others install: `cmake --install` puts libskein (one shared
-# library carrying the model, persistence, actors and runtime layers), the public
+# library carrying the model, persistence, actors and runtime layers, runtime's
+# rooms included), the public
 # headers, a CMake package (find_package(skein) -> skein::runtime) and a
 # pkg-config file under the prefix.
 #
@@ -24,7 +25,7 @@ target_include_directories(skein_runtime PUBLIC "${SKEIN_GENERATED_DIR}")
 # test checks that none of them includes a dependency's header).
 set(SKEIN_PUBLIC_HEADERS
   runtime/runtime.hpp
-  runtime/namespaces.hpp
+  runtime/namespaces/namespaces.hpp
   runtime/model/ids.hpp
   runtime/memory_service.hpp
   persistence/encryption.hpp
@@ -59,12 +60,13 @@ set_target_properties(skein_shared PROPERTIES
   SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}
   LINKER_LANGUAGE CXX
   LINK_DEPENDS "${SKEIN_GENERATED_DIR}/skein.map")
-# Every object of the four layers goes in (a host may reach any of them through
+# Every object of the four layers and of runtime/'s rooms goes in (a host may reach any of them through
 # the engines, tools and embedders it registers); linking the archives as well
 # brings their own dependencies (CAF, RocksDB, simdjson, OpenSSL, date) along.
-target_sources(skein_shared PRIVATE $<TARGET_OBJECTS:skein_runtime> $<TARGET_OBJECTS:skein_actors>
-  $<TARGET_OBJECTS:skein_persistence> $<TARGET_OBJECTS:skein_model>)
-target_link_libraries(skein_shared PRIVATE skein_runtime)
+target_sources(skein_shared PRIVATE $<TARGET_OBJECTS:skein_namespaces> $<TARGET_OBJECTS:skein_runtime>
+  $<TARGET_OBJECTS:skein_cluster> $<TARGET_OBJECTS:skein_work> $<TARGET_OBJECTS:skein_engines>
+  $<TARGET_OBJECTS:skein_actors> $<TARGET_OBJECTS:skein_persistence> $<TARGET_OBJECTS:skein_model>)
+target_link_libraries(skein_shared PRIVATE skein_namespaces)
 target_link_options(skein_shared PRIVATE "LINKER:--version-script=${SKEIN_GENERATED_DIR}/skein.map")
 # Every symbol resolved at link time — except in clang's sanitizer build, where
 # the sanitizer runtime is linked into executables only and a shared library

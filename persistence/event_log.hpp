@@ -142,7 +142,7 @@ class event_log {
 
   // The thread's manifest: its stored row, with last_seq from the log's last
   // event key and, for a row behind the log, updated_at_ms (and a running
-  // thread's heartbeat) from that event (event_log.cpp). Row and log end are
+  // thread's heartbeat) from that event (event_log_tick.cpp). Row and log end are
   // read from one snapshot. Listings and the other manifest reads report the same.
   status read_manifest(std::string_view thread_id, manifest* out) const;
   // Events with seq >= from_seq, in seq order, at most `limit` (0: no limit).
@@ -330,6 +330,25 @@ class event_log {
                       rocksdb::WriteBatch* batch, std::map<int64_t, uint64_t>* next_days) const;
   // Once the batch is written: the counts it recorded become the log's.
   void adopt_quota_rows(uint64_t threads, std::map<int64_t, uint64_t> next_days);
+  // Writes `batch` (`ticks` of them) with the quota rows of a thread count of
+  // `threads` and `days`' events; once written, those counts become the log's.
+  status write_counted(rocksdb::WriteBatch* batch, size_t ticks, uint64_t threads,
+                       const std::map<int64_t, uint64_t>& days);
+  // What the ticks a group accepted add once it is written: threads created and
+  // events per UTC day (the quota rows), events and threads rows (the counters).
+  struct group_tally {
+    uint64_t events = 0;
+    uint64_t creates = 0;              // creating ticks accepted (threads_max)
+    uint64_t rows = 0;                 // threads rows written (the others are left behind)
+    std::map<int64_t, uint64_t> days;  // events accepted per UTC day (events_per_day_max)
+    // Counts tick `t`, accepted; `row_written`: it writes its threads row.
+    void add(const tick& t, bool row_written);
+  };
+  // Writes a group's batch of `ticks` accepted ticks with their quota rows; once
+  // written, the projections of `pending` are remembered and the counters
+  // advance. On a failure, the ticks count as failed.
+  status write_group(rocksdb::WriteBatch* batch, size_t ticks, const group_tally& tally,
+                     std::unordered_map<std::string, projection>* pending);
   // Writes a batch that stores or removes one whole thread (erase, adopt): the
   // thread count becomes `threads`, and its cached projection is forgotten.
   status write_whole_thread(rocksdb::WriteBatch* batch, uint64_t threads, const std::string& thread_id);

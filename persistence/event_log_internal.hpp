@@ -1,5 +1,6 @@
-// Internals shared by the event log's translation units (event_log.cpp: open and
-// the write side; event_log_read.cpp: the read side). Not part of the API.
+// Internals shared by the event log's translation units (event_log.cpp: open;
+// event_log_tick.cpp, event_log_commit.cpp, event_log_erase.cpp: the write side;
+// event_log_read.cpp: the read side; and the others). Not part of the API.
 #pragma once
 
 #include <memory>
@@ -38,6 +39,13 @@ inline cf_id cf_of(side_cf c) {
 }
 
 status from_rocks(const rocksdb::Status& s, std::string_view what);
+
+// Days since the epoch of the UTC day holding ms (floor: before 1970 too): the
+// day an event counts against events_per_day_max in.
+inline int64_t day_of(int64_t ms) {
+  constexpr int64_t ms_per_day = 86400000;
+  return ms >= 0 ? ms / ms_per_day : (ms - (ms_per_day - 1)) / ms_per_day;
+}
 // A key with its non-printable bytes as \xNN, for error messages.
 std::string printable_key(std::string_view key);
 
@@ -64,9 +72,31 @@ status thread_triple_keys(rocksdb::Iterator* graph, std::string_view id, std::se
 std::string prefix_end(std::string prefix);
 
 // The manifest a read reports for a stored threads row and its log's end
-// (the derivation at the top of event_log.cpp): last_seq from the log always;
+// (the derivation at the top of event_log_tick.cpp): last_seq from the log always;
 // updated_at_ms and heartbeat_at_ms too when the row is behind the log.
 void derive_manifest(const log_end& end, manifest* row);
+
+// An iterator over one thread's keys in `family` (events, embeddings, inbox:
+// the keys under keys::event_prefix), bounded above so that it never leaves
+// them. Holds the bound it reads: neither copied nor moved.
+class thread_iterator {
+ public:
+  thread_iterator(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* family, std::string_view thread_id)
+      : upper_(keys::event_prefix_end(thread_id)), upper_slice_(upper_) {
+    rocksdb::ReadOptions ro;
+    ro.iterate_upper_bound = &upper_slice_;
+    it_.reset(db->NewIterator(ro, family));
+  }
+  thread_iterator(const thread_iterator&) = delete;
+  thread_iterator& operator=(const thread_iterator&) = delete;
+  rocksdb::Iterator* operator->() const { return it_.get(); }
+  rocksdb::Iterator* get() const { return it_.get(); }
+
+ private:
+  std::string upper_;
+  rocksdb::Slice upper_slice_;  // over upper_
+  std::unique_ptr<rocksdb::Iterator> it_;
+};
 
 // Releases a snapshot when it goes out of scope.
 class snapshot_guard {

@@ -34,8 +34,6 @@ constexpr int64_t days_kept = 2;  // the newest day and the one before
 constexpr const char* threads_key = "threads";
 constexpr std::string_view day_prefix = "events/";
 
-int64_t day_of(int64_t ms) { return ms >= 0 ? ms / ms_per_day : (ms - (ms_per_day - 1)) / ms_per_day; }
-
 std::string day_key(int64_t day) { return std::string{day_prefix} + utc_day(day * ms_per_day); }
 
 // The day of a "events/YYYY-MM-DD" key; false if it is none.
@@ -193,6 +191,15 @@ void event_log::put_quota_rows(uint64_t threads, const std::map<int64_t, uint64_
     batch->Delete(impl_->cf(cf_meta), day_key(it->first));
     it = next_days->erase(it);
   }
+}
+
+status event_log::write_counted(rocksdb::WriteBatch* batch, size_t ticks, uint64_t threads,
+                                const std::map<int64_t, uint64_t>& days) {
+  std::map<int64_t, uint64_t> next_days;
+  put_quota_rows(threads, days, batch, &next_days);
+  SKEIN_TRY(write(batch, ticks));
+  adopt_quota_rows(threads, std::move(next_days));
+  return status::ok();
 }
 
 void event_log::adopt_quota_rows(uint64_t threads, std::map<int64_t, uint64_t> next_days) {

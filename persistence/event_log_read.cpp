@@ -195,11 +195,7 @@ status event_log::read_events_lenient(std::string_view thread_id, uint64_t from_
     unreadable->push_back({std::string{thread_id}, std::move(key), why.message(), seq});
     return status::ok();
   };
-  std::string upper = keys::event_prefix_end(thread_id);
-  rocksdb::Slice upper_slice{upper};
-  rocksdb::ReadOptions ro;
-  ro.iterate_upper_bound = &upper_slice;
-  std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(ro, impl_->cf(cf_events))};
+  thread_iterator it{impl_->db.get(), impl_->cf(cf_events), thread_id};
   const uint64_t first = std::max<uint64_t>(from_seq, 1);
   // A long read sizes the vector once: seqs are dense, so the last key bounds the
   // count, and 10,000 events are not moved through a dozen regrowths. Capped, so a
@@ -234,11 +230,7 @@ status event_log::read_events_raw(std::string_view thread_id, uint64_t from_seq,
                                   std::vector<raw_event>* out) const {
   SKEIN_TRY(validate_id(thread_id, "thread id"));
   out->clear();
-  std::string upper = keys::event_prefix_end(thread_id);
-  rocksdb::Slice upper_slice{upper};
-  rocksdb::ReadOptions ro;
-  ro.iterate_upper_bound = &upper_slice;
-  std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(ro, impl_->cf(cf_events))};
+  thread_iterator it{impl_->db.get(), impl_->cf(cf_events), thread_id};
   for (it->Seek(keys::event_key(thread_id, std::max<uint64_t>(from_seq, 1)));
        it->Valid() && (limit == 0 || out->size() < limit); it->Next()) {
     std::string_view key = it->key().ToStringView(), thread;
@@ -532,11 +524,7 @@ log_counters event_log::counters() const {
 status event_log::read_inbox(std::string_view thread_id, std::vector<inbox_item>* out) const {
   SKEIN_TRY(validate_id(thread_id, "thread id"));
   out->clear();
-  std::string upper = keys::event_prefix_end(thread_id);
-  rocksdb::Slice upper_slice{upper};
-  rocksdb::ReadOptions ro;
-  ro.iterate_upper_bound = &upper_slice;
-  std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(ro, impl_->cf(cf_inbox))};
+  thread_iterator it{impl_->db.get(), impl_->cf(cf_inbox), thread_id};
   for (it->Seek(keys::event_prefix(thread_id)); it->Valid(); it->Next()) {
     std::string_view key = it->key().ToStringView(), thread;
     inbox_item item;

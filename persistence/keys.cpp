@@ -2,7 +2,7 @@
 //
 //   threads    key := thread-id                                  value := manifest JSON
 //                                                                (since schema 5 possibly behind
-//                                                                its log: event_log.cpp)
+//                                                                its log: event_log_tick.cpp)
 //   events     key := thread-id 0x00 be64(seq)                   value := event JSON
 //   index      key := "a/" agent-id "/" thread-id                value := ""
 //                   | "p/" parent-id "/" thread-id
@@ -48,7 +48,7 @@
 // (validate_id), so "t1" 0x00 sorts before "t10" and a thread's events are one
 // contiguous range [thread 0x00, thread 0x01) that no other thread shares.
 // Manifest and event JSON grammars are in runtime/model/json_codec.cpp, the agent
-// grammar in runtime/model/agent.hpp, the usage grammar in persistence/event_log.cpp.
+// grammar in runtime/model/agent.hpp, the usage grammar in persistence/event_log_tick.cpp.
 #include "persistence/keys.hpp"
 
 #include <cassert>

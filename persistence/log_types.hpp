@@ -29,7 +29,7 @@ class master_key;
 // 2: usage rows keyed by thread and seq (keys.cpp). 3: the work, graph, sessions
 // and suggestions column families (work items). 4: the quota rows of the meta
 // column family (the thread count, events per UTC day), kept with every write.
-// 5: threads rows may be behind their log (event_log.cpp): a read takes last_seq
+// 5: threads rows may be behind their log (event_log_tick.cpp): a read takes last_seq
 // from the log. Opening a version-1 database migrates it to 2; opening a version-2
 // one creates the new (empty) families and records 3; opening an older one than 4
 // counts its threads once and records 4; a version-4 one needs nothing (no row
@@ -233,7 +233,7 @@ struct usage_report {
   uint64_t unreadable = 0;           // rows skipped because they do not decode
 };
 
-// One decoded usage row (the grammar at the top of event_log.cpp).
+// One decoded usage row (the grammar at the top of event_log_tick.cpp).
 struct usage_row {
   int64_t ts_ms = 0;
   std::string thread_id;
@@ -262,7 +262,7 @@ struct log_counters {
 };
 
 // One stored key of a thread as it is in its column family: what a cluster
-// node hands to another when the thread changes owner (runtime/cluster_handoff.cpp).
+// node hands to another when the thread changes owner (runtime/cluster/cluster_handoff.cpp).
 struct log_row {
   uint8_t family = 0;  // the column family, by its number (event_log_internal.hpp)
   std::string key;

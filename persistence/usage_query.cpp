@@ -1,4 +1,4 @@
-// Usage queries over the usage column family (value grammar: event_log.cpp).
+// Usage queries over the usage column family (value grammar: event_log_tick.cpp).
 // Reads only; the rows are written with each run's closing tick.
 //
 // Cost, by filter: a thread filter is one prefix scan of that thread's rows; an

@@ -1,5 +1,8 @@
 // runtime::impl: what a runtime holds, shared by the files that implement
-// skein::runtime (runtime.cpp, runtime_cluster.cpp, runtime_schedules.cpp, runtime_health.cpp).
+// skein::runtime (runtime.cpp, runtime_threads.cpp, runtime_runs.cpp,
+// runtime_reads.cpp, runtime_upkeep.cpp, runtime_cluster.cpp,
+// runtime_schedules.cpp, runtime_health.cpp, runtime_work.cpp, and the
+// cluster room's cluster_handoff.cpp and cluster_rebalance.cpp).
 // Internal: includes CAF.
 #pragma once
 
@@ -20,14 +23,18 @@
 #include "actors/error.hpp"
 #include "actors/messages.hpp"
 #include "actors/timers.hpp"
-#include "runtime/cluster_link.hpp"
-#include "runtime/cluster_tls.hpp"
+#include "runtime/cluster/cluster_link.hpp"
+#include "runtime/cluster/cluster_tls.hpp"
 #include "runtime/host_sink.hpp"
 #include "runtime/memory_service.hpp"
 #include "runtime/runtime.hpp"
-#include "runtime/work_service.hpp"
+#include "runtime/work/work_service.hpp"
 
 namespace skein {
+
+// A client actor: delivers runtime::send's inputs to the thread actors here
+// (runtime_runs.cpp). open() spawns a few; send() takes them in turn.
+caf::behavior client_actor(caf::event_based_actor* self, directory_actor directory);
 
 // The target of a request quit before it answered (a thread actor that
 // passivated between its resolve and the request): worth one more resolve.

@@ -17,7 +17,7 @@
 #include "runtime/model/ids.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/runtime_impl.hpp"
-#include "runtime/work_service.hpp"
+#include "runtime/work/work_service.hpp"
 
 namespace skein {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string>
 
-#include "runtime/namespaces.hpp"
+#include "runtime/namespaces/namespaces.hpp"
 #include "runtime/runtime.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/tool_util.hpp"

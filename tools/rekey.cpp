@@ -57,7 +57,7 @@ int run_rekey(const cli::given& a) {
       std::fprintf(stderr, "skein rekey: %s\n", std::string{to_string(p.at)}.c_str());
     }
   };
-  // A data directory of namespaces (runtime/namespaces.hpp): each database under
+  // A data directory of namespaces (runtime/namespaces/namespaces.hpp): each database under
   // namespaces/ (names hold no '.'; <name>.rekey... are a rekey's own). Else DIR
   // is one database.
   namespace fs = std::filesystem;

@@ -12,7 +12,7 @@
 #include <pthread.h>
 #include <sstream>
 
-#include "runtime/namespaces.hpp"
+#include "runtime/namespaces/namespaces.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/client/http_client.hpp"
 #include "tools/server/api.hpp"
@@ -348,7 +348,7 @@ int run_serve(const cli::given& a) {
                     ro.cluster.tls.enabled() ? "TLS, peers verified against the cluster CA"
                                              : "plain TCP, for tests on one machine: loopback only");
   } else {
-    // On disk, a namespace set (runtime/namespaces.hpp): one database per
+    // On disk, a namespace set (runtime/namespaces/namespaces.hpp): one database per
     // namespace under the data directory. In memory there is one namespace.
     if (status s = open_embedded(ro, std::string(default_namespace), &opened); !s) return fail("skein serve", s, 1);
   }

@@ -82,7 +82,7 @@ struct cluster_options {
 };
 
 // Checks options: node_id names a member; TLS files all given or none (not
-// read here: runtime/cluster_tls.hpp); without TLS every member's host is a
+// read here: runtime/cluster/cluster_tls.hpp); without TLS every member's host is a
 // loopback address.
 status check_cluster(const cluster_options& options);
 

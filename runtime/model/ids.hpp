@@ -19,7 +19,7 @@ inline constexpr size_t id_bytes_max = 128;
 // `field` names the input in the error ("thread id", "agent_id", ...).
 status validate_id(std::string_view id, std::string_view field);
 
-// A namespace name (runtime/namespaces.hpp): 1..namespace_name_bytes_max
+// A namespace name (runtime/namespaces/namespaces.hpp): 1..namespace_name_bytes_max
 // characters of [a-z0-9_-], starting with a letter or a digit — also a directory name.
 inline constexpr size_t namespace_name_bytes_max = 64;
 inline constexpr std::string_view default_namespace = "default";

@@ -3,7 +3,7 @@
 // Stored in the same atomic batch as the events of a tick that changes it; a
 // tick that only appends may leave the stored row behind, and the event log
 // reads `last_seq` (and then updated_at) from the log itself
-// (persistence/event_log.cpp), so `last_seq` as read always equals the seq of
+// (persistence/event_log_tick.cpp), so `last_seq` as read always equals the seq of
 // the log's last event. A plain value type.
 #pragma once
 

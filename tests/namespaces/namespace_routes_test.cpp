@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "runtime/namespaces.hpp"
+#include "runtime/namespaces/namespaces.hpp"
 #include "tests/support/server_fixture.hpp"
 
 using namespace skein;

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <thread>
 
-#include "runtime/namespaces.hpp"
+#include "runtime/namespaces/namespaces.hpp"
 #include "tests/support/raw_db.hpp"
 #include "tests/support/runtime_fixture.hpp"
 #include "tests/support/temp_dir.hpp"

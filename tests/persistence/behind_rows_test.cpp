@@ -1,4 +1,4 @@
-// Threads rows behind their log (event_log.cpp): a tick that only appends leaves
+// Threads rows behind their log (event_log_tick.cpp): a tick that only appends leaves
 // the stored row as it is, and every read derives last_seq, updated_at and a
 // running thread's heartbeat from the log's last event.
 #include <catch2/catch.hpp>

@@ -33,6 +33,7 @@
 #include <thread>
 
 #include "persistence/event_log.hpp"
+#include "tests/reliability/kill_harness.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/server_fixture.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -49,16 +50,6 @@ constexpr size_t clients = 4;
 constexpr auto kill_after_min = 50ms, kill_after_max = 500ms;
 constexpr auto drain_limit = 60s;
 constexpr auto progress_limit = 120s;  // for a round's first thread_count runs
-
-size_t kills_wanted() {
-  const char* v = std::getenv("SKEIN_EFFECTS_KILLS");
-  return v != nullptr && std::atoi(v) > 0 ? static_cast<size_t>(std::atoi(v)) : default_kills;
-}
-
-uint64_t seed_wanted() {
-  const char* v = std::getenv("SKEIN_SEED");
-  return v != nullptr ? std::strtoull(v, nullptr, 10) : std::random_device{}();
-}
 
 // Runs on the threads until the round ends (`killed`); a call that fails
 // before then (a timeout of a server slowed by a sanitizer or a loaded machine)
@@ -105,34 +96,19 @@ bool scrape(uint16_t port, std::string* out) {
 }  // namespace
 
 TEST_CASE("effects kill loop: titles, embeddings and compactions exactly once across SIGKILLs of skein serve") {
-  const size_t kills = kills_wanted();
-  const uint64_t seed = seed_wanted();
-  std::printf("effects kill loop: %zu SIGKILLs, seed %llu (SKEIN_SEED replays the kill moments)\n", kills,
-              static_cast<unsigned long long>(seed));
+  const kill_plan plan = plan_kills("effects kill loop", "SKEIN_EFFECTS_KILLS", default_kills);
+  const size_t kills = plan.kills;
+  const uint64_t seed = plan.seed;
   std::mt19937_64 rng{seed};
   temp_dir dir;
   std::string data = dir.str("data");
-  std::vector<std::string> threads;
-  {
-    serve_process srv{SKEIN_BINARY, data};
-    http::client c{{"127.0.0.1", srv.port()}};
-    http::response r;
-    REQUIRE(c.call("POST", "/v1/agents",
-                   R"({"id":"a","engine_config":{"default":{"reply":"noted, the garden it is","latency_ms":2},)"
-                   R"("title":{"reply":"Garden notes number {n}","latency_ms":3}},)"
-                   // A few runs pass the threshold: automatic compactions happen all along.
-                   R"("compaction":{"auto_tokens":150,"keep_turns":1}})",
-                   &r)
-                .is_ok());
-    INFO(r.body);
-    REQUIRE(r.status == 201);
-    for (size_t i = 0; i < thread_count; ++i) {
-      REQUIRE(c.call("POST", "/v1/threads", R"({"agent_id":"a"})", &r).is_ok());
-      REQUIRE(r.status == 201);
-      threads.push_back(field(r.body, "id"));
-    }
-    srv.stop(SIGTERM);
-  }
+  const std::vector<std::string> threads = make_agent_threads(
+      SKEIN_BINARY, data,
+      R"({"id":"a","engine_config":{"default":{"reply":"noted, the garden it is","latency_ms":2},)"
+      R"("title":{"reply":"Garden notes number {n}","latency_ms":3}},)"
+      // A few runs pass the threshold: automatic compactions happen all along.
+      R"("compaction":{"auto_tokens":150,"keep_turns":1}})",
+      thread_count);
   int64_t discarded = 0, failed = 0;
   size_t scrapes = 0;
   for (size_t round = 0; round < kills; ++round) {
@@ -154,12 +130,9 @@ TEST_CASE("effects kill loop: titles, embeddings and compactions exactly once ac
     while (wait_progress && runs.load() < thread_count && std::chrono::steady_clock::now() < progress_deadline)
       std::this_thread::sleep_for(5ms);
     const size_t runs_before_window = runs.load();
-    // Under a sanitizer (make test-asan sets SKEIN_UNDER_SANITIZER) the server
-    // serves several times slower: the window stretches so that the effects of
-    // those runs still get under way between kills.
-    const int64_t slowdown = std::getenv("SKEIN_UNDER_SANITIZER") != nullptr ? 8 : 1;
-    auto span = std::chrono::duration_cast<std::chrono::milliseconds>(kill_after_max - kill_after_min).count();
-    std::this_thread::sleep_for((kill_after_min + std::chrono::milliseconds(rng() % span)) * slowdown);  // a random moment
+    // Under a sanitizer the window stretches so that the effects of those runs
+    // still get under way between kills.
+    sleep_until_kill(rng, kill_after_min, kill_after_max, 8);
     std::string m;
     if (scrape(srv.port(), &m)) {
       ++scrapes;

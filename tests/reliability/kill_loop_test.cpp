@@ -25,6 +25,7 @@
 #include <set>
 #include <thread>
 
+#include "tests/reliability/kill_harness.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/runtime_fixture.hpp"
 #include "tests/support/server_fixture.hpp"
@@ -42,16 +43,6 @@ constexpr size_t waiting_clients = 2, submitting_clients = 2;
 constexpr auto kill_after_min = 50ms, kill_after_max = 400ms;  // of load before each kill
 constexpr auto accepted_runs_limit = 60s;  // after the last restart, for the 202 inputs to run
 constexpr auto idle_limit = 5s;            // ... unless the logs stop growing for this long
-
-size_t kills_wanted() {
-  const char* v = std::getenv("SKEIN_KILL_LOOP");
-  return v != nullptr && std::atoi(v) > 0 ? static_cast<size_t>(std::atoi(v)) : default_kills;
-}
-
-uint64_t seed_wanted() {
-  const char* v = std::getenv("SKEIN_SEED");
-  return v != nullptr ? std::strtoull(v, nullptr, 10) : std::random_device{}();
-}
 
 struct ledger {
   std::mutex mu;  // guards everything below
@@ -116,30 +107,16 @@ double ms(std::chrono::microseconds us) { return us.count() / 1000.0; }
 }  // namespace
 
 TEST_CASE("kill loop: SIGKILLs of skein serve under load lose no acknowledged entry and split no run") {
-  const size_t kills = kills_wanted();
-  const uint64_t seed = seed_wanted();
-  std::printf("kill loop: %zu SIGKILLs, seed %llu (SKEIN_SEED replays the kill moments)\n", kills,
-              static_cast<unsigned long long>(seed));
+  const kill_plan plan = plan_kills("kill loop", "SKEIN_KILL_LOOP", default_kills);
+  const size_t kills = plan.kills;
+  const uint64_t seed = plan.seed;
   std::mt19937_64 rng{seed};
   temp_dir dir;
   std::string data = dir.str("data");
-  std::vector<std::string> threads;
   std::vector<std::chrono::microseconds> startups;
   ledger book;
-  {
-    serve_process srv{SKEIN_BINARY, data};
-    http::client c{{"127.0.0.1", srv.port()}};
-    http::response r;
-    REQUIRE(c.call("POST", "/v1/agents", R"({"id":"a","engine_config":{"default":{"reply":"ok","latency_ms":2}}})", &r)
-                .is_ok());
-    REQUIRE(r.status == 201);
-    for (size_t i = 0; i < thread_count; ++i) {
-      REQUIRE(c.call("POST", "/v1/threads", R"({"agent_id":"a"})", &r).is_ok());
-      REQUIRE(r.status == 201);
-      threads.push_back(field(r.body, "id"));
-    }
-    srv.stop(SIGTERM);
-  }
+  const std::vector<std::string> threads = make_agent_threads(
+      SKEIN_BINARY, data, R"({"id":"a","engine_config":{"default":{"reply":"ok","latency_ms":2}}})", thread_count);
   for (size_t round = 0; round < kills; ++round) {
     INFO("round " << round << ", seed " << seed);
     serve_process srv{SKEIN_BINARY, data};
@@ -147,11 +124,9 @@ TEST_CASE("kill loop: SIGKILLs of skein serve under load lose no acknowledged en
     std::vector<std::thread> clients;
     for (size_t c = 0; c < waiting_clients + submitting_clients; ++c)
       clients.emplace_back(load, srv.port(), c, c < waiting_clients, round, std::cref(threads), &book);
-    // Under a sanitizer (make test-asan sets SKEIN_UNDER_SANITIZER) every request
-    // is several times slower: the window stretches so that runs still complete.
-    const int64_t slowdown = std::getenv("SKEIN_UNDER_SANITIZER") != nullptr ? 5 : 1;
-    auto span = std::chrono::duration_cast<std::chrono::milliseconds>(kill_after_max - kill_after_min).count();
-    std::this_thread::sleep_for((kill_after_min + std::chrono::milliseconds(rng() % span)) * slowdown);  // a random moment
+    // Under a sanitizer every request is several times slower: the window
+    // stretches so that runs still complete.
+    sleep_until_kill(rng, kill_after_min, kill_after_max, 5);
     srv.kill();
     for (auto& c : clients) c.join();
   }

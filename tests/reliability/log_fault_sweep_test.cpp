@@ -222,43 +222,15 @@ struct sweep_env {
   }
 
   void run_one(fault_fs::kind k, uint64_t n, fault_fs::fault f, sweep_tally* tally) {
-    std::string db = dir.str("run" + std::to_string(run_counter++));
-    std::filesystem::copy(template_db, db, std::filesystem::copy_options::recursive);
-    fs->arm(k, n, f);
-    watchdog guard{std::string{"log sweep, "} + kind_name(k) + " fault at n=" + std::to_string(n), session_limit};
-    auto attempts = faulted_session(db, tally);
-    if (k == fault_fs::kind::power_loss) fs->drop_unsynced();
-    fs->disarm();
-    verify(db, attempts, tally);
-    ++tally->runs;
-    std::error_code ec;
-    std::filesystem::remove_all(db, ec);
+    sweep_run(*this, "log sweep", k, n, f, session_limit, tally);
   }
 
   // Operations of each kind one clean session performs.
-  std::map<fault_fs::kind, uint64_t> count_clean() {
-    std::string db = dir.str("count");
-    std::filesystem::copy(template_db, db, std::filesystem::copy_options::recursive);
-    fs->arm(fault_fs::kind::append, fault_fs::never, fault_fs::fault::once);
-    sweep_tally t;
-    faulted_session(db, &t);
-    std::map<fault_fs::kind, uint64_t> out;
-    for (auto k : {fault_fs::kind::append, fault_fs::kind::sync, fault_fs::kind::read, fault_fs::kind::rename,
-                   fault_fs::kind::power_loss})
-      out[k] = fs->count(k);
-    fs->disarm();
-    std::error_code ec;
-    std::filesystem::remove_all(db, ec);
-    return out;
-  }
+  std::map<fault_fs::kind, uint64_t> count_clean() { return count_clean_session(*this); }
 };
 
 void print_tally(const char* what, const sweep_tally& t, double seconds) {
-  std::printf("log fault sweep, %s: %llu runs in %.1f s: %llu open refused, %llu with failed writes, "
-              "%llu unaffected; %llu acknowledged ticks checked\n",
-              what, static_cast<unsigned long long>(t.runs), seconds, static_cast<unsigned long long>(t.open_refused),
-              static_cast<unsigned long long>(t.writes_failed), static_cast<unsigned long long>(t.unaffected),
-              static_cast<unsigned long long>(t.acked));
+  print_sweep_tally("log fault sweep", what, "writes", "ticks", t, seconds);
 }
 
 }  // namespace

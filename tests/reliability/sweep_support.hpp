@@ -1,5 +1,5 @@
-// Shared by the fault sweeps: how many faults to inject and a summary of what
-// happened under them.
+// Shared by the fault sweeps: how many faults to inject, one faulted run and
+// the count of a clean one, and a summary of what happened under them.
 //
 // SKEIN_FAULT_SWEEP=full sweeps every n of every operation kind; otherwise a
 // sweep takes at most `quick_points` values of n per kind, spread evenly over
@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -96,5 +98,61 @@ class watchdog {
   bool done_ = false;
   std::thread thread_;
 };
+
+// The sweeps' environments (`Env`) hold `dir` (a temp_dir), `template_db` (the
+// database every run starts from, copied), `fs` (the fault_fs under RocksDB)
+// and `run_counter`, and say what a session is: `faulted_session(db, tally)`
+// returns what it had acknowledged, `verify(db, acknowledged, tally)` checks
+// that against the database reopened without faults.
+
+// One run of a sweep (`what`: "log sweep", "runtime sweep"), under a watchdog
+// of `limit`: a fresh copy of the template, the fault armed for the session on
+// it, the unsynced writes dropped after a power loss, then verified and removed.
+template <class Env>
+void sweep_run(Env& env, const char* what, fault_fs::kind k, uint64_t n, fault_fs::fault f,
+               std::chrono::seconds limit, sweep_tally* tally) {
+  watchdog guard{std::string{what} + ", " + kind_name(k) + " fault at n=" + std::to_string(n), limit};
+  std::string db = env.dir.str("run" + std::to_string(env.run_counter++));
+  std::filesystem::copy(env.template_db, db, std::filesystem::copy_options::recursive);
+  env.fs->arm(k, n, f);
+  auto acknowledged = env.faulted_session(db, tally);
+  if (k == fault_fs::kind::power_loss) env.fs->drop_unsynced();
+  env.fs->disarm();
+  env.verify(db, acknowledged, tally);
+  ++tally->runs;
+  std::error_code ec;
+  std::filesystem::remove_all(db, ec);
+}
+
+// The operations of each kind one clean session performs, on a copy of the template.
+template <class Env>
+std::map<fault_fs::kind, uint64_t> count_clean_session(Env& env) {
+  std::string db = env.dir.str("count");
+  std::filesystem::copy(env.template_db, db, std::filesystem::copy_options::recursive);
+  env.fs->arm(fault_fs::kind::append, fault_fs::never, fault_fs::fault::once);
+  sweep_tally t;
+  env.faulted_session(db, &t);
+  std::map<fault_fs::kind, uint64_t> out;
+  for (auto k : {fault_fs::kind::append, fault_fs::kind::sync, fault_fs::kind::read, fault_fs::kind::rename,
+                 fault_fs::kind::power_loss})
+    out[k] = env.fs->count(k);
+  env.fs->disarm();
+  std::error_code ec;
+  std::filesystem::remove_all(db, ec);
+  return out;
+}
+
+// The summary line of one sweep (`sweep`: "log fault sweep"; `what`: the fault
+// kind swept; `failures`: what a faulted session's failures are, "writes";
+// `acknowledged`: what was checked after reopening, "ticks").
+inline void print_sweep_tally(const char* sweep, const char* what, const char* failures, const char* acknowledged,
+                              const sweep_tally& t, double seconds) {
+  std::printf("%s, %s: %llu runs in %.1f s: %llu open refused, %llu with failed %s, "
+              "%llu unaffected; %llu acknowledged %s checked\n",
+              sweep, what, static_cast<unsigned long long>(t.runs), seconds,
+              static_cast<unsigned long long>(t.open_refused), static_cast<unsigned long long>(t.writes_failed),
+              failures, static_cast<unsigned long long>(t.unaffected), static_cast<unsigned long long>(t.acked),
+              acknowledged);
+}
 
 }  // namespace skein::test

@@ -20,7 +20,7 @@
 #include <set>
 #include <unistd.h>
 
-#include "runtime/cluster_link.hpp"
+#include "runtime/cluster/cluster_link.hpp"
 #include "runtime/runtime.hpp"
 #include "tests/runtime/cluster_fixture.hpp"
 #include "tests/support/free_port.hpp"
@@ -451,7 +451,7 @@ TEST_CASE("cluster: options are checked before anything opens") {
   CHECK(s.message().find(std::to_string(port)) != std::string::npos);
 }
 
-// Every message form of the edge protocol (runtime/cluster_link.hpp) crosses
+// Every message form of the edge protocol (runtime/cluster/cluster_link.hpp) crosses
 // as bytes and back unchanged, with the types registered as a node registers them.
 
 namespace {

@@ -1,4 +1,4 @@
-// The edge's typed interface (runtime/edge_protocol.hpp): each node publishes
+// The edge's typed interface (runtime/cluster/edge_protocol.hpp): each node publishes
 // its edge with it, every type it names is registered for the wire, and a node
 // whose edge speaks another interface (another skein version, or anything else
 // listening on a member's port) gets no link: calls for its threads answer
@@ -14,7 +14,7 @@
 #include <atomic>
 
 #include "actors/error.hpp"
-#include "runtime/cluster_link.hpp"
+#include "runtime/cluster/cluster_link.hpp"
 #include "tests/runtime/cluster_fixture.hpp"
 
 using namespace skein;

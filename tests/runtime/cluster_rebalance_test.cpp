@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "persistence/event_log.hpp"
-#include "runtime/cluster_link.hpp"
+#include "runtime/cluster/cluster_link.hpp"
 #include "runtime/runtime.hpp"
 #include "tests/runtime/cluster_fixture.hpp"
 #include "tests/support/temp_dir.hpp"

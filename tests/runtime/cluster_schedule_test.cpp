@@ -14,7 +14,7 @@
 
 #include "actors/error.hpp"
 
-#include "runtime/cluster_link.hpp"
+#include "runtime/cluster/cluster_link.hpp"
 #include "tests/runtime/cluster_fixture.hpp"
 #include "tests/support/runtime_fixture.hpp"
 

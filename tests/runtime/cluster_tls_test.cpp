@@ -1,4 +1,4 @@
-// TLS between nodes (runtime/cluster_tls.hpp, cluster_link): three runtimes
+// TLS between nodes (runtime/cluster/cluster_tls.hpp, cluster_link): three runtimes
 // whose certificates one cluster CA signed serve each other's threads over
 // CAF's OpenSSL module, links dialed from both ends of a pair; a peer with
 // another CA's certificate, or none, gets no link and writes nothing; a node
@@ -20,8 +20,8 @@
 #include <set>
 
 #include "actors/error.hpp"
-#include "runtime/cluster_link.hpp"
-#include "runtime/cluster_tls.hpp"
+#include "runtime/cluster/cluster_link.hpp"
+#include "runtime/cluster/cluster_tls.hpp"
 #include "tests/runtime/cluster_fixture.hpp"
 #include "tests/support/runtime_fixture.hpp"
 #include "tests/support/tls_cert.hpp"

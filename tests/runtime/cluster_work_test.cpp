@@ -15,7 +15,7 @@
 
 #include "actors/error.hpp"
 #include "persistence/work_rows.hpp"
-#include "runtime/cluster_link.hpp"
+#include "runtime/cluster/cluster_link.hpp"
 #include "tests/runtime/cluster_fixture.hpp"
 
 using namespace skein;

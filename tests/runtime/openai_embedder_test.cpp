@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "runtime/model/engine.hpp"
-#include "runtime/openai_embedder.hpp"
+#include "runtime/engines/openai_embedder.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/tls_cert.hpp"
 

@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runtime/process_engine.hpp"
+#include "runtime/engines/process_engine.hpp"
 #include "tests/support/runtime_fixture.hpp"
 
 using namespace skein;

@@ -12,7 +12,7 @@
 #include "actors/core.hpp"
 #include "actors/error.hpp"
 #include "persistence/event_log.hpp"
-#include "runtime/scripted_engine.hpp"
+#include "runtime/engines/scripted_engine.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace skein::test {

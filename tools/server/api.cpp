@@ -10,7 +10,7 @@
 #include "runtime/model/json_reader.hpp"
 #include "runtime/model/json_writer.hpp"
 #include "runtime/model/text.hpp"
-#include "runtime/namespaces.hpp"
+#include "runtime/namespaces/namespaces.hpp"
 #include "tools/io/import_export.hpp"
 #include "tools/server/namespace_json.hpp"
 #include "tools/server/ui.hpp"

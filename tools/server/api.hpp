@@ -32,7 +32,7 @@ class api {
   // server's own figures for /metrics (may be empty).
   api(runtime& rt, token_store tokens, api_options options,
       std::function<http::server_counters()> counters = {});
-  // Many namespaces (runtime/namespaces.hpp): a request acts in its token's
+  // Many namespaces (runtime/namespaces/namespaces.hpp): a request acts in its token's
   // namespace, or, for the server's admin, in the one its Skein-Namespace header
   // names (default: "default"); /v1/namespaces manages them. Borrowed.
   api(namespace_set& namespaces, token_store tokens, api_options options,

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "runtime/model/json_codec.hpp"
-#include "runtime/namespaces.hpp"
+#include "runtime/namespaces/namespaces.hpp"
 
 namespace skein::server {
 

@@ -1,4 +1,4 @@
-#include "runtime/namespaces.hpp"
+#include "runtime/namespaces/namespaces.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>

@@ -9,7 +9,7 @@
 #include <map>
 
 #include "actors/scheduler.hpp"
-#include "runtime/cluster_link.hpp"
+#include "runtime/cluster/cluster_link.hpp"
 #include "runtime/model/ids.hpp"
 
 namespace skein {

@@ -36,7 +36,7 @@
 
 #include "runtime/model/engine.hpp"
 #include "runtime/model/json_reader.hpp"
-#include "runtime/process_engine.hpp"
+#include "runtime/engines/process_engine.hpp"
 
 namespace skein::process_protocol {
 

@@ -1,4 +1,4 @@
-#include "runtime/openai_embedder.hpp"
+#include "runtime/engines/openai_embedder.hpp"
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -18,7 +18,7 @@
 #include "runtime/model/embedding.hpp"
 #include "runtime/model/json_reader.hpp"
 #include "runtime/model/json_writer.hpp"
-#include "runtime/openai_http.hpp"
+#include "runtime/engines/openai_http.hpp"
 
 namespace skein {
 namespace {

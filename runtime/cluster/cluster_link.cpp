@@ -1,4 +1,4 @@
-#include "runtime/cluster_link.hpp"
+#include "runtime/cluster/cluster_link.hpp"
 
 #include <caf/actor_pool.hpp>
 #include <caf/scoped_actor.hpp>

@@ -1,4 +1,4 @@
-#include "runtime/scripted_engine.hpp"
+#include "runtime/engines/scripted_engine.hpp"
 
 #include <atomic>
 #include <optional>
@@ -146,12 +146,7 @@ class scripted_engine final : public engine {
     else reply.step.text = default_summary(req.conversation);
     reply.step.usage.input_tokens = 1;
     reply.step.usage.output_tokens = reply.step.text.size() / 4 + 1;
-    uint64_t latency = rule != nullptr && rule->latency_ms ? *rule->latency_ms : latency_ms_;
-    auto deliver = [cancelled, on_done = cb.on_done, reply]() {
-      if (!cancelled->load()) on_done(reply);
-    };
-    if (latency == 0) deliver();
-    else timers_.after(std::chrono::milliseconds(latency), deliver);
+    deliver_after(rule, cancelled, cb.on_done, std::move(reply));
     return handle;
   }
 
@@ -269,13 +264,20 @@ class scripted_engine final : public engine {
           break;
         }
     }
+    deliver_after(rule, cancelled, cb.on_done, std::move(reply));
+    return handle;
+  }
+
+  // A one-piece reply (a summary, a title): `on_done` hears it after the rule's
+  // latency (else the engine's), at once for none, never once `cancelled`.
+  void deliver_after(const scripted_rule* rule, std::shared_ptr<std::atomic<bool>> cancelled,
+                     std::function<void(engine_reply)> on_done, engine_reply reply) {
     uint64_t latency = rule != nullptr && rule->latency_ms ? *rule->latency_ms : latency_ms_;
-    auto deliver = [cancelled, on_done = cb.on_done, reply]() {
+    auto deliver = [cancelled, on_done = std::move(on_done), reply = std::move(reply)]() {
       if (!cancelled->load()) on_done(reply);
     };
     if (latency == 0) deliver();
     else timers_.after(std::chrono::milliseconds(latency), deliver);
-    return handle;
   }
 
   std::vector<scripted_rule> rules_;

@@ -17,7 +17,7 @@
 // never cross: a remote subscription is a relay of (seq, type, stored JSON)
 // messages to a sink actor on the subscriber's node.
 //
-// Edge interface: runtime/edge_protocol.hpp.
+// Edge interface: runtime/cluster/edge_protocol.hpp.
 #pragma once
 
 #include <caf/actor.hpp>
@@ -35,7 +35,7 @@
 #include "actors/caller.hpp"
 #include "actors/error.hpp"
 #include "actors/messages.hpp"
-#include "runtime/edge_protocol.hpp"
+#include "runtime/cluster/edge_protocol.hpp"
 #include "runtime/memory_service.hpp"
 #include "runtime/model/cluster.hpp"
 #include "runtime/runtime.hpp"

@@ -1,4 +1,4 @@
-#include "runtime/openai_http.hpp"
+#include "runtime/engines/openai_http.hpp"
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>

@@ -14,7 +14,7 @@
 #include <string_view>
 
 #include "runtime/model/engine.hpp"
-#include "runtime/openai_http.hpp"
+#include "runtime/engines/openai_http.hpp"
 
 namespace skein::openai_chat {
 

@@ -1,5 +1,5 @@
 // The cluster edge's interface: what one node may ask another's edge actor
-// (runtime/cluster_link.hpp), and the values that cross with it. Every call
+// (runtime/cluster/cluster_link.hpp), and the values that cross with it. Every call
 // site is checked against edge_actor when compiled; each node publishes its
 // edge with this interface, and a link to a node whose edge speaks another
 // (another skein version) is refused when it is made. Every type here has an

@@ -1,4 +1,4 @@
-#include "runtime/process_protocol.hpp"
+#include "runtime/engines/process_protocol.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>

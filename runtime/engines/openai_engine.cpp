@@ -1,4 +1,4 @@
-#include "runtime/openai_engine.hpp"
+#include "runtime/engines/openai_engine.hpp"
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -21,9 +21,9 @@
 #include "runtime/model/compaction.hpp"
 #include "runtime/model/json_reader.hpp"
 #include "runtime/model/json_writer.hpp"
-#include "runtime/openai_chat.hpp"
-#include "runtime/openai_http.hpp"
-#include "runtime/openai_sse.hpp"
+#include "runtime/engines/openai_chat.hpp"
+#include "runtime/engines/openai_http.hpp"
+#include "runtime/engines/openai_sse.hpp"
 
 namespace skein {
 namespace {

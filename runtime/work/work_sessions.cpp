@@ -16,7 +16,7 @@
 #include "persistence/work_rows.hpp"
 #include "runtime/model/cluster.hpp"
 #include "runtime/model/ids.hpp"
-#include "runtime/work_service.hpp"
+#include "runtime/work/work_service.hpp"
 
 namespace skein {
 namespace {

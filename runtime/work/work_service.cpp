@@ -1,7 +1,7 @@
 // The work service's items: the per-agent index, dedup, creation, transitions,
 // listings and the sweep. Graph lenses, sessions and suggestions are in
 // work_sessions.cpp.
-#include "runtime/work_service.hpp"
+#include "runtime/work/work_service.hpp"
 
 #include <algorithm>
 #include <cassert>

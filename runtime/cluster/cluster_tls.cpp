@@ -1,4 +1,4 @@
-#include "runtime/cluster_tls.hpp"
+#include "runtime/cluster/cluster_tls.hpp"
 
 #include <dlfcn.h>
 #include <openssl/bio.h>

@@ -1,6 +1,6 @@
 // The process engine (process_engine.hpp): the program's supervision and its
 // calls; the config and the wire format are in process_protocol.hpp.
-#include "runtime/process_engine.hpp"
+#include "runtime/engines/process_engine.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -28,7 +28,7 @@
 #include "runtime/model/json_codec.hpp"
 #include "runtime/model/json_reader.hpp"
 #include "runtime/model/json_writer.hpp"
-#include "runtime/process_protocol.hpp"
+#include "runtime/engines/process_protocol.hpp"
 
 extern char** environ;
 

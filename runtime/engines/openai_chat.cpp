@@ -1,4 +1,4 @@
-#include "runtime/openai_chat.hpp"
+#include "runtime/engines/openai_chat.hpp"
 
 #include <cmath>
 #include <limits>
