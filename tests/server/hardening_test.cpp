@@ -16,6 +16,7 @@
 #include <random>
 #include <thread>
 
+#include "tests/support/raw_conn.hpp"
 #include "tests/support/runtime_fixture.hpp"
 #include "tests/support/server_fixture.hpp"
 
@@ -26,63 +27,6 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr const char* ok_rules = R"({"default":{"reply":"ok"}})";
-
-// A bare TCP connection, to send what no well-behaved client would: a head
-// that announces a body which never comes, or a body in pieces.
-class raw_conn {
- public:
-  explicit raw_conn(uint16_t port, std::chrono::milliseconds timeout = 5s) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(fd_ >= 0);
-    timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
-    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  }
-  ~raw_conn() { ::close(fd_); }
-  raw_conn(const raw_conn&) = delete;
-  raw_conn& operator=(const raw_conn&) = delete;
-
-  bool send(const std::string& bytes) {
-    size_t done = 0;
-    while (done < bytes.size()) {
-      ssize_t n = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
-      if (n <= 0) return false;
-      done += static_cast<size_t>(n);
-    }
-    return true;
-  }
-
-  // The status code of the next response (its body in *body), or 0 when none
-  // came before the timeout or the server closed first.
-  int read_response(std::string* body = nullptr) {
-    std::string in;
-    char buf[4096];
-    size_t head_end = std::string::npos;
-    size_t length = 0;
-    for (;;) {
-      if (head_end == std::string::npos) {
-        head_end = in.find("\r\n\r\n");
-        if (head_end != std::string::npos) {
-          auto cl = in.find("Content-Length: ");
-          if (cl != std::string::npos && cl < head_end) length = std::stoul(in.substr(cl + 16));
-        }
-      }
-      if (head_end != std::string::npos && in.size() >= head_end + 4 + length) break;
-      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n <= 0) return 0;
-      in.append(buf, static_cast<size_t>(n));
-    }
-    if (body != nullptr) *body = in.substr(head_end + 4, length);
-    return std::stoi(in.substr(9, 3));
-  }
-
- private:
-  int fd_ = -1;
-};
 
 std::string head(const std::string& method, const std::string& target, const std::string& extra) {
   return method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + extra + "\r\n";

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <thread>
 
+#include "tests/support/raw_conn.hpp"
 #include "tools/server/http_server.hpp"
 
 using namespace skein;
@@ -22,65 +23,9 @@ namespace {
 
 using steady = std::chrono::steady_clock;
 
-// A blocking TCP connection with a receive timeout (the bound on every wait).
-class conn {
- public:
-  explicit conn(uint16_t port, std::chrono::milliseconds timeout = 8s) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(fd_ >= 0);
-    timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
-    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  }
-  ~conn() { ::close(fd_); }
-  conn(const conn&) = delete;
-  conn& operator=(const conn&) = delete;
-
-  bool send(const std::string& bytes) {
-    return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
-  }
-
-  // Everything until the server closes the connection (true), or the receive
-  // timeout passes first (false).
-  bool read_until_closed(std::string* out) {
-    char buf[4096];
-    for (;;) {
-      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n == 0) return true;
-      if (n < 0) return errno == ECONNRESET;
-      out->append(buf, static_cast<size_t>(n));
-    }
-  }
-
-  // Reads until `bytes` holds `count` whole responses (Content-Length bodies).
-  bool read_responses(size_t count, std::vector<std::string>* bodies) {
-    std::string in;
-    char buf[4096];
-    while (bodies->size() < count) {
-      size_t head_end = in.find("\r\n\r\n");
-      if (head_end != std::string::npos) {
-        size_t length = 0;
-        auto cl = in.find("Content-Length: ");
-        if (cl != std::string::npos && cl < head_end) length = std::stoul(in.substr(cl + 16));
-        if (in.size() >= head_end + 4 + length) {
-          bodies->push_back(in.substr(head_end + 4, length));
-          in.erase(0, head_end + 4 + length);
-          continue;
-        }
-      }
-      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n <= 0) return false;
-      in.append(buf, static_cast<size_t>(n));
-    }
-    return in.empty();
-  }
-
- private:
-  int fd_ = -1;
+// The connections of these tests wait up to 8 s for an answer.
+struct conn : test::raw_conn {
+  explicit conn(uint16_t port, std::chrono::milliseconds timeout = 8s) : raw_conn(port, timeout) {}
 };
 
 std::string post(const std::string& target, const std::string& body) {
