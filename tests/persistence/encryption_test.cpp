@@ -18,6 +18,7 @@
 #include "persistence/rekey.hpp"
 #include "runtime/runtime.hpp"
 #include "tests/support/child_process.hpp"
+#include "tests/support/log_fixtures.hpp"
 #include "tests/support/runtime_fixture.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -156,11 +157,7 @@ std::set<std::string> scenario(const temp_dir& dir, std::shared_ptr<const master
     log_options lo;
     lo.path = data;
     lo.encryption = key;
-    std::unique_ptr<event_log> log;
-    auto s = event_log::open(lo, &log);
-    INFO(s.to_string());
-    REQUIRE(s.is_ok());
-    REQUIRE(log->compact_all().is_ok());
+    REQUIRE(test::open_log(lo)->compact_all().is_ok());
   }
   auto found = found_in_files(dir.path(), p.all());
   // Every event reads back, with the same key.
