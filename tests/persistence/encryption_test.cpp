@@ -194,13 +194,30 @@ status open_with(const std::string& data, std::shared_ptr<const master_key> key)
   return s;
 }
 
-// An encrypted (or plain) database with one planted thread; its events.
-std::vector<std::string> make_db(const std::string& data, std::shared_ptr<const master_key> key, const planted& p,
-                                 std::string* thread) {
+// Opening `data` with `key` is refused as invalid input, with each of `phrases`
+// in its message, and changes no file under `root`.
+void check_refused(const fs::path& root, const std::string& data, std::shared_ptr<const master_key> key,
+                   std::initializer_list<const char*> phrases) {
+  auto before = snapshot(root);
+  status s = open_with(data, std::move(key));
+  CHECK(s.code() == errc::invalid_input);
+  for (const char* phrase : phrases) CHECK(s.message().find(phrase) != std::string::npos);
+  CHECK(snapshot(root) == before);
+}
+
+// The database at `data`, opened with `key`; it must open.
+std::unique_ptr<runtime> open_ok(const std::string& data, std::shared_ptr<const master_key> key, const planted& p) {
   std::unique_ptr<runtime> rt;
   auto s = runtime::open(options_for(data, std::move(key), p), &rt);
   INFO(s.to_string());
   REQUIRE(s.is_ok());
+  return rt;
+}
+
+// An encrypted (or plain) database with one planted thread; its events.
+std::vector<std::string> make_db(const std::string& data, std::shared_ptr<const master_key> key, const planted& p,
+                                 std::string* thread) {
+  auto rt = open_ok(data, std::move(key), p);
   *thread = plant(*rt, p);
   auto events = encoded_events(*rt, *thread);
   REQUIRE(rt->close().is_ok());
@@ -209,10 +226,7 @@ std::vector<std::string> make_db(const std::string& data, std::shared_ptr<const 
 
 std::vector<std::string> read_back(const std::string& data, std::shared_ptr<const master_key> key, const planted& p,
                                    const std::string& thread) {
-  std::unique_ptr<runtime> rt;
-  auto s = runtime::open(options_for(data, std::move(key), p), &rt);
-  INFO(s.to_string());
-  REQUIRE(s.is_ok());
+  auto rt = open_ok(data, std::move(key), p);
   auto events = encoded_events(*rt, thread);
   REQUIRE(rt->close().is_ok());
   return events;
@@ -251,26 +265,14 @@ TEST_CASE("encryption: a wrong key, a missing key and a key for a plain database
   SECTION("an encrypted database") {
     std::string data = dir.str("enc");
     auto events = make_db(data, key_a, p, &thread);
-    auto before = snapshot(dir.path());
-    status wrong = open_with(data, key_b);
-    CHECK(wrong.code() == errc::invalid_input);
-    CHECK(wrong.message().find("wrong key") != std::string::npos);
-    CHECK(snapshot(dir.path()) == before);
-    status missing = open_with(data, nullptr);
-    CHECK(missing.code() == errc::invalid_input);
-    CHECK(missing.message().find("encrypted: a key is needed") != std::string::npos);
-    CHECK(missing.message().find("--key-file") != std::string::npos);
-    CHECK(snapshot(dir.path()) == before);
+    check_refused(dir.path(), data, key_b, {"wrong key"});
+    check_refused(dir.path(), data, nullptr, {"encrypted: a key is needed", "--key-file"});
     CHECK(read_back(data, key_a, p, thread) == events);
   }
   SECTION("a plain database") {
     std::string data = dir.str("plain");
     auto events = make_db(data, nullptr, p, &thread);
-    auto before = snapshot(dir.path());
-    status s = open_with(data, key_a);
-    CHECK(s.code() == errc::invalid_input);
-    CHECK(s.message().find("not encrypted: use skein rekey") != std::string::npos);
-    CHECK(snapshot(dir.path()) == before);
+    check_refused(dir.path(), data, key_a, {"not encrypted: use skein rekey"});
     CHECK(read_back(data, nullptr, p, thread) == events);
   }
   SECTION("memory mode") {
