@@ -232,6 +232,15 @@ std::vector<std::string> read_back(const std::string& data, std::shared_ptr<cons
   return events;
 }
 
+// A temp dir with planted strings and two keys in it (a.key, b.key); the
+// fixture of the tests that open one database with either key.
+struct two_keys {
+  temp_dir dir;
+  planted p{fresh_seed()};
+  std::shared_ptr<const master_key> key_a = key_of(dir.path().string(), key_a_hex, "a.key");
+  std::shared_ptr<const master_key> key_b = key_of(dir.path().string(), key_b_hex, "b.key");
+};
+
 }  // namespace
 
 TEST_CASE("encryption: no planted string in any byte of an encrypted data dir, WAL copies included") {
@@ -255,11 +264,7 @@ TEST_CASE("encryption: the same scenario without a key leaves every planted stri
   }
 }
 
-TEST_CASE("encryption: a wrong key, a missing key and a key for a plain database are refused, touching no file") {
-  temp_dir dir;
-  planted p{fresh_seed()};
-  auto key_a = key_of(dir.path().string(), key_a_hex, "a.key");
-  auto key_b = key_of(dir.path().string(), key_b_hex, "b.key");
+TEST_CASE_METHOD(two_keys, "encryption: a wrong key, a missing key and a key for a plain database are refused, touching no file") {
   std::string thread;
 
   SECTION("an encrypted database") {
@@ -323,11 +328,7 @@ TEST_CASE("encryption: a malformed or missing key names its source, never its by
   ::unsetenv("SKEIN_TEST_GOOD_KEY");
 }
 
-TEST_CASE("rekey: old key to new key reads everything back with the new key and refuses the old one") {
-  temp_dir dir;
-  planted p{fresh_seed()};
-  auto key_a = key_of(dir.path().string(), key_a_hex, "a.key");
-  auto key_b = key_of(dir.path().string(), key_b_hex, "b.key");
+TEST_CASE_METHOD(two_keys, "rekey: old key to new key reads everything back with the new key and refuses the old one") {
   std::string data = dir.str("data"), thread;
   auto events = make_db(data, key_a, p, &thread);
   std::string before_key = read_all(fs::path(data) / key_file_name);
@@ -369,11 +370,7 @@ TEST_CASE("rekey: a plain database encrypted, then decrypted") {
   CHECK(read_back(data, nullptr, p, thread) == events);
 }
 
-TEST_CASE("rekey: refused with a wrong old key or while the database is open, the old one intact") {
-  temp_dir dir;
-  planted p{fresh_seed()};
-  auto key_a = key_of(dir.path().string(), key_a_hex, "a.key");
-  auto key_b = key_of(dir.path().string(), key_b_hex, "b.key");
+TEST_CASE_METHOD(two_keys, "rekey: refused with a wrong old key or while the database is open, the old one intact") {
   std::string data = dir.str("data"), thread;
   auto events = make_db(data, key_a, p, &thread);
 
@@ -392,12 +389,8 @@ TEST_CASE("rekey: refused with a wrong old key or while the database is open, th
   CHECK(read_back(data, key_a, p, thread) == events);
 }
 
-TEST_CASE("rekey: a SIGKILL at every step leaves the old database with the old key or the new one with the new key") {
-  temp_dir dir;
-  planted p{fresh_seed()};
+TEST_CASE_METHOD(two_keys, "rekey: a SIGKILL at every step leaves the old database with the old key or the new one with the new key") {
   std::string a_path = (dir.path() / "a.key").string(), b_path = (dir.path() / "b.key").string();
-  auto key_a = key_of(dir.path().string(), key_a_hex, "a.key");
-  auto key_b = key_of(dir.path().string(), key_b_hex, "b.key");
   // The steps before the commit point (the second rename) keep the old database.
   const std::vector<std::pair<std::string, bool>> phases = {
       {"opened", false}, {"key_written", false}, {"copied", false},  {"family_done", false},
