@@ -1,9 +1,6 @@
 // The openai embedder against a local fake server (Beast, 127.0.0.1, an
 // ephemeral port): replies, batching, retries, timeouts, bad replies, the key;
 // and over https, with certificates made for the test (tests/support/tls_cert.hpp).
-#include <boost/asio.hpp>
-#include <boost/asio/ssl.hpp>
-#include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -24,11 +21,7 @@ using namespace skein;
 
 namespace {
 
-namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
-namespace net = boost::asio;
-namespace ssl = boost::asio::ssl;
-using tcp = net::ip::tcp;
 using request = bhttp::request<bhttp::string_body>;
 using response = bhttp::response<bhttp::string_body>;
 using clock_type = std::chrono::steady_clock;

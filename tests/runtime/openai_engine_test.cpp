@@ -3,9 +3,6 @@
 // streamed and whole replies, thinking, tool calls, the request body, usage and
 // cost, retries, limits, malformed chunks, cancellation; and end to end through
 // `runtime` with a real agent whose engine is "openai".
-#include <boost/asio.hpp>
-#include <boost/asio/ssl.hpp>
-#include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -31,11 +28,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
-namespace net = boost::asio;
-namespace ssl = boost::asio::ssl;
-using tcp = net::ip::tcp;
 using request = bhttp::request<bhttp::string_body>;
 using clock_type = std::chrono::steady_clock;
 
