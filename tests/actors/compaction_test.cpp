@@ -9,6 +9,7 @@
 #include "runtime/model/compaction.hpp"
 #include "runtime/model/conversation.hpp"
 #include "tests/support/det_runtime.hpp"
+#include "tests/support/log_fixtures.hpp"
 
 using namespace skein;
 using namespace skein::test;
@@ -348,11 +349,7 @@ TEST_CASE("randomized: the working view read from the compaction on equals the f
   INFO("seed " << seed);
   std::mt19937 rng(seed);
   temp_dir dir;
-  log_options lo;
-  lo.path = dir.str();
-  lo.mode = durability::memory;
-  std::unique_ptr<event_log> log;
-  REQUIRE(event_log::open(lo, &log).is_ok());
+  auto log = open_log(dir.str(), durability::memory);
   for (int round = 0; round < 40; ++round) {
     std::string id = "t" + std::to_string(round);
     std::vector<event> events;
@@ -404,11 +401,7 @@ TEST_CASE("randomized: the working view read from the compaction on equals the f
 
 TEST_CASE("activation reads O(working view) events of a long compacted thread") {
   temp_dir dir;
-  log_options lo;
-  lo.path = dir.str();
-  lo.mode = durability::memory;
-  std::unique_ptr<event_log> log;
-  REQUIRE(event_log::open(lo, &log).is_ok());
+  auto log = open_log(dir.str(), durability::memory);
   std::vector<event> events;
   events.push_back(make_system_prompt("p"));
   for (int i = 0; i < 5000; ++i) events.push_back(make_message(message_role::user, "m" + std::to_string(i)));

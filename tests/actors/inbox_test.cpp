@@ -22,13 +22,19 @@ std::string submit(det_runtime& rt, const thread_actor& thread, const std::strin
   return run_id;
 }
 
+// Agent "a": an input "slow" calls the slow tool, which keeps its thread busy
+// until the test completes the call; anything else is answered "ok".
+agent_config slow_agent() {
+  return scripted_agent(
+      "a", R"({"rules":[{"match":"slow","turn":1,"tool_calls":[{"name":"slow","id":"s1"}]}],"default":{"reply":"ok"}})",
+      {"slow"});
+}
+
 }  // namespace
 
 TEST_CASE("an input submitted to a busy thread waits in the inbox until its run starts") {
   det_runtime rt;
-  rt.add_agent(scripted_agent(
-      "a", R"({"rules":[{"match":"slow","turn":1,"tool_calls":[{"name":"slow","id":"s1"}]}],"default":{"reply":"ok"}})",
-      {"slow"}));
+  rt.add_agent(slow_agent());
   auto t = rt.add_thread("a");
   auto actor = rt.thread(t.id);
 
@@ -67,9 +73,7 @@ TEST_CASE("an input submitted to a busy thread waits in the inbox until its run 
 
 TEST_CASE("a deleted thread leaves no inbox behind") {
   det_runtime rt;
-  rt.add_agent(scripted_agent(
-      "a", R"({"rules":[{"match":"slow","turn":1,"tool_calls":[{"name":"slow","id":"s1"}]}],"default":{"reply":"ok"}})",
-      {"slow"}));
+  rt.add_agent(slow_agent());
   auto t = rt.add_thread("a");
   auto actor = rt.thread(t.id);
   submit(rt, actor, "slow");

@@ -46,6 +46,23 @@ std::string initialized(endpoint& ep, const std::string& version = "2025-11-25")
                                                    R"(","capabilities":{},"clientInfo":{"name":"t","version":"1"}})"));
 }
 
+// A session for agent "a" over a fake transport, and the endpoint that frames it;
+// the fixture of the mcp test cases. `ep` refers to `s`, so it is not copied.
+struct mcp_client {
+  mcp_client() = default;
+  mcp_client(const mcp_client&) = delete;
+  mcp_client& operator=(const mcp_client&) = delete;
+
+  // A tools/call of `name` with `args` (a JSON object), as request 9.
+  std::string call(const std::string& name, const std::string& args) {
+    return ep.handle_line(req("9", "tools/call", R"({"name":")" + name + R"(","arguments":)" + args + "}"));
+  }
+
+  fake_transport t;
+  session s{t, "a"};
+  endpoint ep{[this](const rpc_request& r) { return s.handle(r); }};
+};
+
 }  // namespace
 
 TEST_CASE("jsonrpc: a request is answered with its id echoed exactly, whatever its type") {
@@ -132,10 +149,7 @@ TEST_CASE("jsonrpc: a batch is refused unless allowed, then answered in one arra
   CHECK(ep.handle_line(R"([{"jsonrpc":"2.0","method":"n"}])").empty());
 }
 
-TEST_CASE("mcp: requests before initialize are refused, initialize negotiates the revision") {
-  fake_transport t;
-  session s{t, "a"};
-  endpoint ep{[&](const rpc_request& r) { return s.handle(r); }};
+TEST_CASE_METHOD(mcp_client, "mcp: requests before initialize are refused, initialize negotiates the revision") {
   CHECK(error_code_of(ep.handle_line(req("1", "tools/list"))) == invalid_request);
   CHECK(ep.handle_line(req("2", "ping")) == R"({"jsonrpc":"2.0","id":2,"result":{}})");
   CHECK(error_code_of(ep.handle_line(req("3", "initialize", "{}"))) == invalid_params);
@@ -145,10 +159,7 @@ TEST_CASE("mcp: requests before initialize are refused, initialize negotiates th
   CHECK(t.calls.empty());
 }
 
-TEST_CASE("mcp: tools/list gives every tool an object schema with its required fields") {
-  fake_transport t;
-  session s{t, "a"};
-  endpoint ep{[&](const rpc_request& r) { return s.handle(r); }};
+TEST_CASE_METHOD(mcp_client, "mcp: tools/list gives every tool an object schema with its required fields") {
   initialized(ep);
   std::string out = ep.handle_line(req("1", "tools/list"));
   for (const char* name : {"create_thread", "resolve_thread", "list_threads", "cleanup_threads", "promote_suggestion",
@@ -162,14 +173,8 @@ TEST_CASE("mcp: tools/list gives every tool an object schema with its required f
   CHECK(out.find(R"("required":["thread_id","text"])") != std::string::npos);
 }
 
-TEST_CASE("mcp: a tool call builds its route's request, a bad argument is a tool error naming the field") {
-  fake_transport t;
-  session s{t, "a"};
-  endpoint ep{[&](const rpc_request& r) { return s.handle(r); }};
+TEST_CASE_METHOD(mcp_client, "mcp: a tool call builds its route's request, a bad argument is a tool error naming the field") {
   initialized(ep);
-  auto call = [&](const std::string& name, const std::string& args) {
-    return ep.handle_line(req("9", "tools/call", R"({"name":")" + name + R"(","arguments":)" + args + "}"));
-  };
   std::string out = call("create_thread", R"({"text":"fix the deploy","relates_to":["GH-1"]})");
   CHECK(out.find(R"("isError":false)") != std::string::npos);
   CHECK(out.find(R"("structuredContent":{"ok":true})") != std::string::npos);
@@ -215,24 +220,15 @@ TEST_CASE("mcp: a tool call builds its route's request, a bad argument is a tool
   CHECK(ep.handle_line(req("10", "ping")) == R"({"jsonrpc":"2.0","id":10,"result":{}})");  // still answering
 }
 
-TEST_CASE("mcp: structuredContent only from the 2025-06-18 revision on") {
-  fake_transport t;
-  session s{t, "a"};
-  endpoint ep{[&](const rpc_request& r) { return s.handle(r); }};
+TEST_CASE_METHOD(mcp_client, "mcp: structuredContent only from the 2025-06-18 revision on") {
   initialized(ep, "2025-03-26");
   std::string out = ep.handle_line(req("1", "tools/call", R"({"name":"cleanup_threads"})"));
   CHECK(out.find("structuredContent") == std::string::npos);
   CHECK(out.find(R"("text":"{\"ok\":true}")") != std::string::npos);
 }
 
-TEST_CASE("mcp: the seed's parameters build the routes' requests, and skein's names are aliases of them") {
-  fake_transport t;
-  session s{t, "a"};
-  endpoint ep{[&](const rpc_request& r) { return s.handle(r); }};
+TEST_CASE_METHOD(mcp_client, "mcp: the seed's parameters build the routes' requests, and skein's names are aliases of them") {
   initialized(ep);
-  auto call = [&](const std::string& name, const std::string& args) {
-    return ep.handle_line(req("9", "tools/call", R"({"name":")" + name + R"(","arguments":)" + args + "}"));
-  };
   auto ok = [](const std::string& o) { return o.find(R"("isError":false)") != std::string::npos; };
   CHECK(ok(call("resolve_thread", R"({"text_match":"deploy pipeline","resolution_note":"rolled back"})")));
   CHECK(t.calls.back().target == "/v1/agents/a/items/resolve");
@@ -274,14 +270,8 @@ TEST_CASE("mcp: the seed's parameters build the routes' requests, and skein's na
   CHECK(t.calls.size() == made);
 }
 
-TEST_CASE("mcp: session_start's project is the project of the calls after it that name none, as the seed's") {
-  fake_transport t;
-  session s{t, "a"};
-  endpoint ep{[&](const rpc_request& r) { return s.handle(r); }};
+TEST_CASE_METHOD(mcp_client, "mcp: session_start's project is the project of the calls after it that name none, as the seed's") {
   initialized(ep);
-  auto call = [&](const std::string& name, const std::string& args) {
-    return ep.handle_line(req("9", "tools/call", R"({"name":")" + name + R"(","arguments":)" + args + "}"));
-  };
   call("list_threads", "{}");
   CHECK(t.calls.back().target == "/v1/agents/a/items");  // none started: the route's default
   t.answer = {201, "application/json", R"({"session_id":"s1","project":"web"})", {}};

@@ -6,13 +6,7 @@
 set -u
 skein=$1
 here=$(cd "$(dirname "$0")" && pwd)
-skip() {
-  echo "skipped: $*"
-  exit 77
-}
-command -v node >/dev/null || skip "no node: apt-get install nodejs npm, then run \`make mcp-test-deps\`"
-node -e 'process.exit(+process.versions.node.split(".")[0] >= 18 ? 0 : 1)' ||
-  skip "node $(node --version) is older than 18 (the MCP SDK needs 18)"
-[[ -f $here/node_modules/@modelcontextprotocol/sdk/package.json ]] ||
-  skip "no tests/mcp/node_modules: run \`make mcp-test-deps\`"
+source "$here/../support/node_test.sh"
+need_node mcp-test-deps "the MCP SDK"
+need_package "$here" tests/mcp @modelcontextprotocol/sdk mcp-test-deps
 exec node "$here/client_test.mjs" "$skein"

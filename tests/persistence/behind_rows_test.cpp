@@ -20,17 +20,6 @@ namespace {
 // A second well past 0, so that ms within it are easy to read.
 constexpr int64_t second_ms = 1'700'000'000'000;
 
-std::unique_ptr<event_log> open_log(const std::string& path) {
-  log_options o;
-  o.path = path;
-  o.mode = durability::sync;
-  std::unique_ptr<event_log> log;
-  auto s = event_log::open(o, &log);
-  INFO(s.to_string());
-  REQUIRE(s.is_ok());
-  return log;
-}
-
 // One-event ticks as a thread actor commits them: updated_at is the event's ts.
 struct thread_writer {
   std::string id;

@@ -13,15 +13,6 @@ using namespace skein::test;
 
 namespace {
 
-std::unique_ptr<event_log> open_claims_log(const std::string& path) {
-  log_options o;
-  o.path = path;
-  o.mode = durability::flush;
-  std::unique_ptr<event_log> log;
-  REQUIRE(event_log::open(o, &log).is_ok());
-  return log;
-}
-
 tick task_tick(const std::string& thread, const std::string& task) {
   tick t = make_tick(thread, 1, 1);
   t.manifest.task_id = task;
@@ -41,7 +32,7 @@ tick dm_tick(const std::string& thread, const std::string& agent) {
 
 TEST_CASE("claims: the second claim of a task or a DM is refused, also within one group") {
   temp_dir dir;
-  auto log = open_claims_log(dir.str());
+  auto log = open_log(dir.str(), durability::flush);
   tick a = task_tick("t1", "task-1"), b = task_tick("t2", "task-1"), c = dm_tick("t3", "agent"),
        d = dm_tick("t4", "agent"), e = task_tick("t5", "task-2");
   tick* group[] = {&a, &b, &c, &d, &e};
@@ -69,7 +60,7 @@ TEST_CASE("claims: the second claim of a task or a DM is refused, also within on
 
 TEST_CASE("claims: erasing the thread frees the claim, a claim naming no thread is taken over") {
   temp_dir dir;
-  auto log = open_claims_log(dir.str());
+  auto log = open_log(dir.str(), durability::flush);
   tick a = task_tick("t1", "task-1");
   REQUIRE(log->commit(a).is_ok());
   REQUIRE(log->erase_thread("t1").is_ok());
@@ -86,7 +77,7 @@ TEST_CASE("claims: erasing the thread frees the claim, a claim naming no thread 
 
 TEST_CASE("claims: a thread with a task written without a claim (an older database) still reads and erases") {
   temp_dir dir;
-  auto log = open_claims_log(dir.str());
+  auto log = open_log(dir.str(), durability::flush);
   // What an older writer left: the manifest names the task, no claim key exists.
   tick old = make_tick("t0", 1, 1);
   REQUIRE(log->commit(old).is_ok());

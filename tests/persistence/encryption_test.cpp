@@ -18,6 +18,7 @@
 #include "persistence/rekey.hpp"
 #include "runtime/runtime.hpp"
 #include "tests/support/child_process.hpp"
+#include "tests/support/log_fixtures.hpp"
 #include "tests/support/runtime_fixture.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -156,11 +157,7 @@ std::set<std::string> scenario(const temp_dir& dir, std::shared_ptr<const master
     log_options lo;
     lo.path = data;
     lo.encryption = key;
-    std::unique_ptr<event_log> log;
-    auto s = event_log::open(lo, &log);
-    INFO(s.to_string());
-    REQUIRE(s.is_ok());
-    REQUIRE(log->compact_all().is_ok());
+    REQUIRE(test::open_log(lo)->compact_all().is_ok());
   }
   auto found = found_in_files(dir.path(), p.all());
   // Every event reads back, with the same key.
@@ -197,13 +194,30 @@ status open_with(const std::string& data, std::shared_ptr<const master_key> key)
   return s;
 }
 
-// An encrypted (or plain) database with one planted thread; its events.
-std::vector<std::string> make_db(const std::string& data, std::shared_ptr<const master_key> key, const planted& p,
-                                 std::string* thread) {
+// Opening `data` with `key` is refused as invalid input, with each of `phrases`
+// in its message, and changes no file under `root`.
+void check_refused(const fs::path& root, const std::string& data, std::shared_ptr<const master_key> key,
+                   std::initializer_list<const char*> phrases) {
+  auto before = snapshot(root);
+  status s = open_with(data, std::move(key));
+  CHECK(s.code() == errc::invalid_input);
+  for (const char* phrase : phrases) CHECK(s.message().find(phrase) != std::string::npos);
+  CHECK(snapshot(root) == before);
+}
+
+// The database at `data`, opened with `key`; it must open.
+std::unique_ptr<runtime> open_ok(const std::string& data, std::shared_ptr<const master_key> key, const planted& p) {
   std::unique_ptr<runtime> rt;
   auto s = runtime::open(options_for(data, std::move(key), p), &rt);
   INFO(s.to_string());
   REQUIRE(s.is_ok());
+  return rt;
+}
+
+// An encrypted (or plain) database with one planted thread; its events.
+std::vector<std::string> make_db(const std::string& data, std::shared_ptr<const master_key> key, const planted& p,
+                                 std::string* thread) {
+  auto rt = open_ok(data, std::move(key), p);
   *thread = plant(*rt, p);
   auto events = encoded_events(*rt, *thread);
   REQUIRE(rt->close().is_ok());
@@ -212,14 +226,20 @@ std::vector<std::string> make_db(const std::string& data, std::shared_ptr<const 
 
 std::vector<std::string> read_back(const std::string& data, std::shared_ptr<const master_key> key, const planted& p,
                                    const std::string& thread) {
-  std::unique_ptr<runtime> rt;
-  auto s = runtime::open(options_for(data, std::move(key), p), &rt);
-  INFO(s.to_string());
-  REQUIRE(s.is_ok());
+  auto rt = open_ok(data, std::move(key), p);
   auto events = encoded_events(*rt, thread);
   REQUIRE(rt->close().is_ok());
   return events;
 }
+
+// A temp dir with planted strings and two keys in it (a.key, b.key); the
+// fixture of the tests that open one database with either key.
+struct two_keys {
+  temp_dir dir;
+  planted p{fresh_seed()};
+  std::shared_ptr<const master_key> key_a = key_of(dir.path().string(), key_a_hex, "a.key");
+  std::shared_ptr<const master_key> key_b = key_of(dir.path().string(), key_b_hex, "b.key");
+};
 
 }  // namespace
 
@@ -244,36 +264,20 @@ TEST_CASE("encryption: the same scenario without a key leaves every planted stri
   }
 }
 
-TEST_CASE("encryption: a wrong key, a missing key and a key for a plain database are refused, touching no file") {
-  temp_dir dir;
-  planted p{fresh_seed()};
-  auto key_a = key_of(dir.path().string(), key_a_hex, "a.key");
-  auto key_b = key_of(dir.path().string(), key_b_hex, "b.key");
+TEST_CASE_METHOD(two_keys, "encryption: a wrong key, a missing key and a key for a plain database are refused, touching no file") {
   std::string thread;
 
   SECTION("an encrypted database") {
     std::string data = dir.str("enc");
     auto events = make_db(data, key_a, p, &thread);
-    auto before = snapshot(dir.path());
-    status wrong = open_with(data, key_b);
-    CHECK(wrong.code() == errc::invalid_input);
-    CHECK(wrong.message().find("wrong key") != std::string::npos);
-    CHECK(snapshot(dir.path()) == before);
-    status missing = open_with(data, nullptr);
-    CHECK(missing.code() == errc::invalid_input);
-    CHECK(missing.message().find("encrypted: a key is needed") != std::string::npos);
-    CHECK(missing.message().find("--key-file") != std::string::npos);
-    CHECK(snapshot(dir.path()) == before);
+    check_refused(dir.path(), data, key_b, {"wrong key"});
+    check_refused(dir.path(), data, nullptr, {"encrypted: a key is needed", "--key-file"});
     CHECK(read_back(data, key_a, p, thread) == events);
   }
   SECTION("a plain database") {
     std::string data = dir.str("plain");
     auto events = make_db(data, nullptr, p, &thread);
-    auto before = snapshot(dir.path());
-    status s = open_with(data, key_a);
-    CHECK(s.code() == errc::invalid_input);
-    CHECK(s.message().find("not encrypted: use skein rekey") != std::string::npos);
-    CHECK(snapshot(dir.path()) == before);
+    check_refused(dir.path(), data, key_a, {"not encrypted: use skein rekey"});
     CHECK(read_back(data, nullptr, p, thread) == events);
   }
   SECTION("memory mode") {
@@ -324,11 +328,7 @@ TEST_CASE("encryption: a malformed or missing key names its source, never its by
   ::unsetenv("SKEIN_TEST_GOOD_KEY");
 }
 
-TEST_CASE("rekey: old key to new key reads everything back with the new key and refuses the old one") {
-  temp_dir dir;
-  planted p{fresh_seed()};
-  auto key_a = key_of(dir.path().string(), key_a_hex, "a.key");
-  auto key_b = key_of(dir.path().string(), key_b_hex, "b.key");
+TEST_CASE_METHOD(two_keys, "rekey: old key to new key reads everything back with the new key and refuses the old one") {
   std::string data = dir.str("data"), thread;
   auto events = make_db(data, key_a, p, &thread);
   std::string before_key = read_all(fs::path(data) / key_file_name);
@@ -370,11 +370,7 @@ TEST_CASE("rekey: a plain database encrypted, then decrypted") {
   CHECK(read_back(data, nullptr, p, thread) == events);
 }
 
-TEST_CASE("rekey: refused with a wrong old key or while the database is open, the old one intact") {
-  temp_dir dir;
-  planted p{fresh_seed()};
-  auto key_a = key_of(dir.path().string(), key_a_hex, "a.key");
-  auto key_b = key_of(dir.path().string(), key_b_hex, "b.key");
+TEST_CASE_METHOD(two_keys, "rekey: refused with a wrong old key or while the database is open, the old one intact") {
   std::string data = dir.str("data"), thread;
   auto events = make_db(data, key_a, p, &thread);
 
@@ -393,12 +389,8 @@ TEST_CASE("rekey: refused with a wrong old key or while the database is open, th
   CHECK(read_back(data, key_a, p, thread) == events);
 }
 
-TEST_CASE("rekey: a SIGKILL at every step leaves the old database with the old key or the new one with the new key") {
-  temp_dir dir;
-  planted p{fresh_seed()};
+TEST_CASE_METHOD(two_keys, "rekey: a SIGKILL at every step leaves the old database with the old key or the new one with the new key") {
   std::string a_path = (dir.path() / "a.key").string(), b_path = (dir.path() / "b.key").string();
-  auto key_a = key_of(dir.path().string(), key_a_hex, "a.key");
-  auto key_b = key_of(dir.path().string(), key_b_hex, "b.key");
   // The steps before the commit point (the second rename) keep the old database.
   const std::vector<std::pair<std::string, bool>> phases = {
       {"opened", false}, {"key_written", false}, {"copied", false},  {"family_done", false},

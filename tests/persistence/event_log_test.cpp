@@ -15,17 +15,6 @@ using namespace skein::test;
 
 namespace {
 
-std::unique_ptr<event_log> open_log(const std::string& path, durability mode = durability::sync) {
-  log_options o;
-  o.path = path;
-  o.mode = mode;
-  std::unique_ptr<event_log> log;
-  auto s = event_log::open(o, &log);
-  INFO(s.to_string());
-  REQUIRE(s.is_ok());
-  return log;
-}
-
 std::vector<event> read_all(event_log& log, const std::string& thread) {
   std::vector<event> out;
   auto s = log.read_events(thread, 1, 0, &out);

@@ -21,11 +21,7 @@ std::unique_ptr<event_log> open_quota_log(const std::string& path, log_quota q =
   o.path = path;
   o.mode = durability::flush;
   o.quota = q;
-  std::unique_ptr<event_log> log;
-  auto s = event_log::open(o, &log);
-  INFO(s.to_string());
-  REQUIRE(s.is_ok());
-  return log;
+  return open_log(o);
 }
 
 // A creating tick with `events` messages at ts_ms.

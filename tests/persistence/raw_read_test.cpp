@@ -14,17 +14,6 @@ using namespace skein::test;
 
 namespace {
 
-std::unique_ptr<event_log> open_log(const std::string& path) {
-  log_options o;
-  o.path = path;
-  o.mode = durability::flush;
-  std::unique_ptr<event_log> log;
-  auto s = event_log::open(o, &log);
-  INFO(s.to_string());
-  REQUIRE(s.is_ok());
-  return log;
-}
-
 // Every event kind, with the text a codec gets wrong first: escapes, control
 // characters, unicode, a quote-laden run id, nested arguments, numbers.
 std::vector<event> varied_events() {
@@ -60,7 +49,7 @@ std::vector<event> varied_events() {
 
 TEST_CASE("raw reads equal the decoded events encoded again, for every event kind") {
   temp_dir dir;
-  auto log = open_log(dir.str());
+  auto log = open_log(dir.str(), durability::flush);
   tick t;
   t.thread_id = "t";
   t.create = true;
@@ -103,7 +92,7 @@ TEST_CASE("raw reads equal the decoded events encoded again, for every event kin
 TEST_CASE("a raw read refuses a stored value whose envelope is not its key's") {
   temp_dir dir;
   {
-    auto log = open_log(dir.str());
+    auto log = open_log(dir.str(), durability::flush);
     auto t = make_tick("t", 1, 3);
     REQUIRE(log->commit(t).is_ok());
   }
@@ -115,7 +104,7 @@ TEST_CASE("a raw read refuses a stored value whose envelope is not its key's") {
     raw_db db{dir.str()};
     db.put("events", keys::event_key("t", 2), other);
   }
-  auto log = open_log(dir.str());
+  auto log = open_log(dir.str(), durability::flush);
   std::vector<raw_event> raw;
   auto s = log->read_events_raw("t", 1, 0, &raw);
   CHECK(s.code() == errc::corruption);
@@ -125,7 +114,7 @@ TEST_CASE("a raw read refuses a stored value whose envelope is not its key's") {
     raw_db db{dir.str()};
     db.put("events", keys::event_key("t", 2), "not json");
   }
-  log = open_log(dir.str());
+  log = open_log(dir.str(), durability::flush);
   s = log->read_events_raw("t", 1, 0, &raw);
   CHECK(s.code() == errc::corruption);
   CHECK_THAT(s.message(), Catch::Contains("envelope"));

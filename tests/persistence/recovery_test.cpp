@@ -15,16 +15,6 @@ using namespace skein::test;
 
 namespace {
 
-std::unique_ptr<event_log> open_log(const std::string& path) {
-  log_options o;
-  o.path = path;
-  std::unique_ptr<event_log> log;
-  auto s = event_log::open(o, &log);
-  INFO(s.to_string());
-  REQUIRE(s.is_ok());
-  return log;
-}
-
 // A thread in the middle of a run: input, thread.start, an unanswered tool call.
 tick running_thread(const std::string& id, const std::string& agent = "agent") {
   tick t;

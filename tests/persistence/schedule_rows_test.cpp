@@ -5,20 +5,13 @@
 
 #include "persistence/event_log.hpp"
 #include "persistence/keys.hpp"
+#include "tests/support/log_fixtures.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace skein;
 using namespace skein::test;
 
 namespace {
-
-std::unique_ptr<event_log> open_schedule_log(const std::string& path) {
-  log_options o;
-  o.path = path;
-  std::unique_ptr<event_log> log;
-  REQUIRE(event_log::open(o, &log).is_ok());
-  return log;
-}
 
 schedule hourly(const std::string& id) {
   schedule s;
@@ -34,7 +27,7 @@ schedule hourly(const std::string& id) {
 
 TEST_CASE("schedule rows ride a thread's tick, all or nothing", "[scheduler]") {
   temp_dir dir;
-  auto log = open_schedule_log(dir.str());
+  auto log = open_log(dir.str());
   schedule s = hourly("s1");
   s.history_seq = 1;
   s.fire_count = 1;
@@ -70,7 +63,7 @@ TEST_CASE("schedule rows ride a thread's tick, all or nothing", "[scheduler]") {
 
 TEST_CASE("schedule rows alone, their erasure and their key shapes", "[scheduler]") {
   temp_dir dir;
-  auto log = open_schedule_log(dir.str());
+  auto log = open_log(dir.str());
   tick t;  // no thread: the rows alone
   REQUIRE(schedule_rows_of(hourly("s2"), nullptr, &t.side_rows).is_ok());
   REQUIRE(log->commit(t).is_ok());

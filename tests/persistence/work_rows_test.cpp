@@ -5,6 +5,7 @@
 
 #include "persistence/event_log.hpp"
 #include "persistence/work_rows.hpp"
+#include "tests/support/log_fixtures.hpp"
 #include "tests/support/raw_db.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -12,14 +13,6 @@ using namespace skein;
 using namespace skein::test;
 
 namespace {
-
-std::unique_ptr<event_log> open_work_log(const std::string& path) {
-  log_options o;
-  o.path = path;
-  std::unique_ptr<event_log> log;
-  REQUIRE(event_log::open(o, &log).is_ok());
-  return log;
-}
 
 tick item_tick(const std::string& id, const std::string& agent) {
   tick t;
@@ -127,7 +120,7 @@ TEST_CASE("work rows: project round-trips, and a row written before projects rea
 
 TEST_CASE("an item's rows ride its creation tick and erase_thread leaves none of them", "[work]") {
   temp_dir dir;
-  auto log = open_work_log(dir.str());
+  auto log = open_log(dir.str());
   auto t = item_tick("t1", "a");
   REQUIRE(log->commit(t).is_ok());
   auto other = item_tick("t2", "a");
@@ -154,7 +147,7 @@ TEST_CASE("an item's rows ride its creation tick and erase_thread leaves none of
 
 TEST_CASE("a side row under a foreign key shape is refused with its tick", "[work]") {
   temp_dir dir;
-  auto log = open_work_log(dir.str());
+  auto log = open_log(dir.str());
   auto t = item_tick("t1", "a");
   t.side_rows.push_back({side_row::op::put, "x", "{}", side_cf::graph});
   auto s = log->commit(t);
@@ -166,7 +159,7 @@ TEST_CASE("a side row under a foreign key shape is refused with its tick", "[wor
 TEST_CASE("a version-2 database gains the work families at open (schema 3)", "[work]") {
   temp_dir dir;
   {
-    auto log = open_work_log(dir.str());
+    auto log = open_log(dir.str());
     tick t;
     t.thread_id = "old";
     t.create = true;
@@ -196,7 +189,7 @@ TEST_CASE("a version-2 database gains the work families at open (schema 3)", "[w
     CHECK(std::find(names.begin(), names.end(), "work") == names.end());
   }
   {
-    auto log = open_work_log(dir.str());
+    auto log = open_log(dir.str());
     manifest m;
     REQUIRE(log->read_manifest("old", &m).is_ok());
     CHECK_FALSE(m.work.has_value());

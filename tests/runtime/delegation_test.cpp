@@ -63,6 +63,31 @@ const event* signal_named(const std::vector<event>& log, const std::string& name
   return nullptr;
 }
 
+// A delegation that could not start, as the asking thread saw it.
+struct failed_dispatch {
+  std::string thread_id;    // the asking thread
+  std::string error_text;   // its one tool result, an error
+  std::string signal_json;  // its dispatch.failed signal
+};
+
+// Runs "go" on a new thread of agent "a": the run completes with one tool
+// result, an error, and a dispatch.failed signal.
+failed_dispatch ask_and_fail(runtime_fixture& f) {
+  failed_dispatch d;
+  d.thread_id = f.thread("a").id;
+  auto r = f.run(d.thread_id, "go");
+  CHECK(r.outcome == run_outcome::completed);
+  auto log = f.events(d.thread_id);
+  auto results = of_type(log, event_type::tool_result);
+  REQUIRE(results.size() == 1);
+  CHECK(results[0].is_error);
+  d.error_text = results[0].text;
+  auto failed = signal_named(log, "dispatch.failed");
+  REQUIRE(failed != nullptr);
+  d.signal_json = failed->json;
+  return d;
+}
+
 // The thread's last run's outcome, from its thread.stop ("" if none).
 std::string last_outcome(runtime_fixture& f, const std::string& id) {
   std::vector<event> log;
@@ -403,17 +428,9 @@ TEST_CASE("delegation: a child's failure and a tool timeout come back as error r
 TEST_CASE("delegation: an unknown target agent records dispatch.failed on the asking thread") {
   runtime_fixture f{without_effects()};
   make_agent(f, "a", asker_rules("ghost", "q", "a: "), {"ghost"});
-  auto t = f.thread("a");
-  auto r = f.run(t.id, "go");
-  CHECK(r.outcome == run_outcome::completed);
-  auto log = f.events(t.id);
-  auto results = of_type(log, event_type::tool_result);
-  REQUIRE(results.size() == 1);
-  CHECK(results[0].is_error);
-  CHECK_THAT(results[0].text, Catch::Contains("could not start") && Catch::Contains("ghost"));
-  auto failed = signal_named(log, "dispatch.failed");
-  REQUIRE(failed != nullptr);
-  CHECK_THAT(failed->json, Catch::Contains(R"("target":"ghost")") && Catch::Contains("does not exist"));
+  auto d = ask_and_fail(f);
+  CHECK_THAT(d.error_text, Catch::Contains("could not start") && Catch::Contains("ghost"));
+  CHECK_THAT(d.signal_json, Catch::Contains(R"("target":"ghost")") && Catch::Contains("does not exist"));
 }
 
 TEST_CASE("delegation: a child that takes no question (budget spent) records dispatch.failed") {
@@ -425,18 +442,11 @@ TEST_CASE("delegation: a child that takes no question (budget spent) records dis
   b.budgets.tokens_per_day_max = 10;
   REQUIRE(f.rt->create_agent(b).is_ok());
   f.run(f.thread("b").id, "spend it all");
-  auto t = f.thread("a");
-  auto r = f.run(t.id, "go");
-  CHECK(r.outcome == run_outcome::completed);
-  auto log = f.events(t.id);
-  auto results = of_type(log, event_type::tool_result);
-  REQUIRE(results.size() == 1);
-  CHECK(results[0].is_error);
-  CHECK_THAT(results[0].text, Catch::Contains(t.id + ".1") && Catch::Contains("tokens_per_day_max"));
-  auto failed = signal_named(log, "dispatch.failed");
-  REQUIRE(failed != nullptr);
-  CHECK_THAT(failed->json, Catch::Contains(R"("target":"b")") && Catch::Contains(R"("child_id":")" + t.id + ".1\""));
-  CHECK(check_runs(f.events(t.id + ".1")) == 0);  // the child never ran
+  auto d = ask_and_fail(f);
+  CHECK_THAT(d.error_text, Catch::Contains(d.thread_id + ".1") && Catch::Contains("tokens_per_day_max"));
+  CHECK_THAT(d.signal_json,
+             Catch::Contains(R"("target":"b")") && Catch::Contains(R"("child_id":")" + d.thread_id + ".1\""));
+  CHECK(check_runs(f.events(d.thread_id + ".1")) == 0);  // the child never ran
 }
 
 TEST_CASE("delegation: a child asking its parent's agent does not deadlock") {

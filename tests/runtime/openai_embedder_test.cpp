@@ -1,11 +1,6 @@
 // The openai embedder against a local fake server (Beast, 127.0.0.1, an
 // ephemeral port): replies, batching, retries, timeouts, bad replies, the key;
 // and over https, with certificates made for the test (tests/support/tls_cert.hpp).
-#include <openssl/ssl.h>
-
-#include <boost/asio.hpp>
-#include <boost/asio/ssl.hpp>
-#include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -13,10 +8,12 @@
 #include <cstdlib>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 #include "runtime/model/engine.hpp"
 #include "runtime/engines/openai_embedder.hpp"
+#include "tests/support/fake_http_server.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/tls_cert.hpp"
 
@@ -24,11 +21,7 @@ using namespace skein;
 
 namespace {
 
-namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
-namespace net = boost::asio;
-namespace ssl = boost::asio::ssl;
-using tcp = net::ip::tcp;
 using request = bhttp::request<bhttp::string_body>;
 using response = bhttp::response<bhttp::string_body>;
 using clock_type = std::chrono::steady_clock;
@@ -36,119 +29,32 @@ using clock_type = std::chrono::steady_clock;
 constexpr const char* test_key = "sk-test-SECRET-0123456789";
 constexpr auto wait_max = std::chrono::seconds(20);
 
-// The https side of a fake_server: its certificate chain and key (PEM), and
-// whether it completes handshakes at all (false: it accepts the TCP connection
-// and never reads the ClientHello, holding the socket until the server stops).
-struct tls_setup {
-  std::string cert_pem;
-  std::string key_pem;
-  bool handshake = true;
-};
+using test::tls_setup;
 
-// Serves one connection at a time; the handler's nullopt means "never answer"
-// (the connection is held open until the server stops). With a tls_setup it
-// speaks https.
-class fake_server {
+// The shared fake server (tests/support/fake_http_server.hpp) answering with
+// whole Beast responses; the handler's nullopt means "never answer" (the
+// connection is held open until the server stops).
+class fake_server : public test::fake_http_server {
  public:
   using handler = std::function<std::optional<response>(const request&, int n)>;
 
   explicit fake_server(handler h, std::optional<tls_setup> tls = {})
-      : handler_(std::move(h)), tls_(std::move(tls)), acceptor_(ioc_, {net::ip::make_address("127.0.0.1"), 0}) {
-    if (tls_) {
-      ssl_.emplace(ssl::context::tls_server);
-      ssl_->use_certificate_chain(net::buffer(tls_->cert_pem));
-      ssl_->use_private_key(net::buffer(tls_->key_pem), ssl::context::pem);
-    }
-    thread_ = std::thread([this] { loop(); });
-  }
-  ~fake_server() {
-    stopping_ = true;
-    tcp::socket wake{ioc_};
-    beast::error_code ec;
-    wake.connect({net::ip::make_address("127.0.0.1"), port()}, ec);
-    thread_.join();
-  }
+      : fake_http_server(as_bytes(std::move(h)), std::move(tls)) {}
 
-  uint16_t port() const { return acceptor_.local_endpoint().port(); }
-  std::string url(const std::string& host = "127.0.0.1") const {
-    return (tls_ ? "https://" : "http://") + host + ":" + std::to_string(port());
-  }
-  std::vector<request> seen() {
-    std::lock_guard lock{mu_};
-    return seen_;
-  }
-  // TCP connections accepted, whatever came of them.
-  int accepted() const { return accepted_; }
-  // The SNI host name of each completed handshake ("" when none was sent).
-  std::vector<std::string> server_names() {
-    std::lock_guard lock{mu_};
-    return server_names_;
-  }
+  std::string url(const std::string& host = "127.0.0.1") const { return origin(host); }
 
  private:
-  void loop() {
-    std::vector<std::shared_ptr<void>> held;
-    for (;;) {
-      tcp::socket s{ioc_};
-      beast::error_code ec;
-      acceptor_.accept(s, ec);
-      if (stopping_ || ec) return;
-      ++accepted_;
-      if (!tls_) {
-        auto plain = std::make_shared<tcp::socket>(std::move(s));
-        if (!serve(*plain)) held.push_back(plain);
-        continue;
-      }
-      auto secure = std::make_shared<ssl::stream<tcp::socket>>(std::move(s), *ssl_);
-      if (!tls_->handshake) {
-        held.push_back(secure);
-        continue;
-      }
-      secure->handshake(ssl::stream_base::server, ec);
-      if (ec) continue;  // the client refused our certificate, or went away
-      {
-        const char* name = SSL_get_servername(secure->native_handle(), TLSEXT_NAMETYPE_host_name);
-        std::lock_guard lock{mu_};
-        server_names_.emplace_back(name ? name : "");
-      }
-      if (!serve(*secure)) held.push_back(secure);
-    }
+  static fake_http_server::handler as_bytes(handler h) {
+    return [h = std::move(h)](const request& req, int n) {
+      auto res = h(req, n);
+      if (!res) return test::fake_reply{{}, test::fake_reply::end::hold};
+      res->version(11);
+      res->prepare_payload();
+      std::ostringstream bytes;
+      bytes << *res;
+      return test::fake_reply{{bytes.str()}};
+    };
   }
-
-  // One request and its answer; false: the handler said never answer, hold the stream.
-  template <class stream_type>
-  bool serve(stream_type& s) {
-    beast::error_code ec;
-    beast::flat_buffer buf;
-    request req;
-    bhttp::read(s, buf, req, ec);
-    if (ec) return true;
-    int n;
-    {
-      std::lock_guard lock{mu_};
-      seen_.push_back(req);
-      n = static_cast<int>(seen_.size());
-    }
-    auto res = handler_(req, n);
-    if (!res) return false;
-    res->version(11);
-    res->prepare_payload();
-    bhttp::write(s, *res, ec);
-    beast::get_lowest_layer(s).shutdown(tcp::socket::shutdown_both, ec);
-    return true;
-  }
-
-  handler handler_;
-  std::optional<tls_setup> tls_;
-  std::optional<ssl::context> ssl_;
-  net::io_context ioc_;
-  tcp::acceptor acceptor_;
-  std::atomic<bool> stopping_{false};
-  std::atomic<int> accepted_{0};
-  std::mutex mu_;  // guards seen_ and server_names_
-  std::vector<request> seen_;
-  std::vector<std::string> server_names_;
-  std::thread thread_;
 };
 
 response reply(unsigned code, std::string body) {

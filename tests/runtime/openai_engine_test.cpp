@@ -3,14 +3,6 @@
 // streamed and whole replies, thinking, tool calls, the request body, usage and
 // cost, retries, limits, malformed chunks, cancellation; and end to end through
 // `runtime` with a real agent whose engine is "openai".
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <openssl/ssl.h>
-#include <sys/socket.h>
-
-#include <boost/asio.hpp>
-#include <boost/asio/ssl.hpp>
-#include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -26,6 +18,7 @@
 #include "runtime/model/tool.hpp"
 #include "runtime/engines/openai_engine.hpp"
 #include "runtime/engines/openai_sse.hpp"
+#include "tests/support/fake_http_server.hpp"
 #include "tests/support/runtime_fixture.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/tls_cert.hpp"
@@ -35,11 +28,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
-namespace net = boost::asio;
-namespace ssl = boost::asio::ssl;
-using tcp = net::ip::tcp;
 using request = bhttp::request<bhttp::string_body>;
 using clock_type = std::chrono::steady_clock;
 
@@ -55,122 +44,35 @@ struct script {
   bool hold = false;
 };
 
-struct tls_setup {
-  std::string cert_pem;
-  std::string key_pem;
-};
+using test::tls_setup;
 
-// Serves one connection at a time. Records each request, and counts the held
-// connections the client closed.
-class llm_server {
+// The shared fake server (tests/support/fake_http_server.hpp) writing scripts;
+// a held script's connection is read until the client closes it, and counted.
+class llm_server : public test::fake_http_server {
  public:
   using handler = std::function<script(const request&, int n)>;
 
   explicit llm_server(handler h, std::optional<tls_setup> tls = {})
-      : handler_(std::move(h)), tls_(std::move(tls)), acceptor_(ioc_, {net::ip::make_address("127.0.0.1"), 0}) {
-    if (tls_) {
-      ssl_.emplace(ssl::context::tls_server);
-      ssl_->use_certificate_chain(net::buffer(tls_->cert_pem));
-      ssl_->use_private_key(net::buffer(tls_->key_pem), ssl::context::pem);
-    }
-    thread_ = std::thread([this] { loop(); });
-  }
-  ~llm_server() {
-    stopping_ = true;
-    if (int fd = held_fd_.load(); fd >= 0) ::shutdown(fd, SHUT_RDWR);  // a held connection: end its wait
-    tcp::socket wake{ioc_};
-    beast::error_code ec;
-    wake.connect({net::ip::make_address("127.0.0.1"), port()}, ec);
-    thread_.join();
-  }
+      : fake_http_server(as_reply(std::move(h)), std::move(tls)) {}
 
-  uint16_t port() const { return acceptor_.local_endpoint().port(); }
-  std::string url(const std::string& path = "/v1") const {
-    return (tls_ ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(port()) + path;
-  }
-  std::vector<request> seen() {
-    std::lock_guard lock{mu_};
-    return seen_;
-  }
+  std::string url(const std::string& path = "/v1") const { return origin() + path; }
   // Waits until `n` held connections were closed by the client.
   bool wait_client_closed(int n, std::chrono::seconds limit = wait_max) {
-    std::unique_lock lock{mu_};
-    return cv_.wait_for(lock, limit, [&] { return client_closed_ >= n; });
+    return fake_http_server::wait_client_closed(n, limit);
   }
   // Waits until `n` requests have come in.
   bool wait_requests(size_t n, std::chrono::seconds limit = wait_max) {
-    std::unique_lock lock{mu_};
-    return cv_.wait_for(lock, limit, [&] { return seen_.size() >= n; });
+    return fake_http_server::wait_requests(n, limit);
   }
 
  private:
-  void loop() {
-    for (;;) {
-      tcp::socket s{ioc_};
-      beast::error_code ec;
-      acceptor_.accept(s, ec);
-      if (stopping_ || ec) return;
-      s.set_option(tcp::no_delay(true), ec);  // each piece its own segment, as far as TCP allows
-      if (!tls_) {
-        serve(s, s);
-        continue;
-      }
-      ssl::stream<tcp::socket> secure{std::move(s), *ssl_};
-      secure.handshake(ssl::stream_base::server, ec);
-      if (ec) continue;
-      serve(secure, secure.next_layer());
-    }
+  static fake_http_server::handler as_reply(handler h) {
+    return [h = std::move(h)](const request& req, int n) {
+      script sc = h(req, n);
+      using end = test::fake_reply::end;
+      return test::fake_reply{std::move(sc.pieces), sc.hold ? end::hold_until_client_closes : end::close};
+    };
   }
-
-  template <class stream_type>
-  void serve(stream_type& s, tcp::socket& raw) {
-    beast::error_code ec;
-    beast::flat_buffer buf;
-    request req;
-    bhttp::read(s, buf, req, ec);
-    if (ec) return;
-    int n;
-    {
-      std::lock_guard lock{mu_};
-      seen_.push_back(req);
-      n = static_cast<int>(seen_.size());
-    }
-    cv_.notify_all();
-    script sc = handler_(req, n);
-    for (const auto& piece : sc.pieces) {
-      net::write(s, net::buffer(piece), ec);
-      if (ec) break;
-    }
-    if (sc.hold && !ec) {
-      held_fd_ = raw.native_handle();
-      char byte;
-      for (;;) {  // until the client closes (or the server stops)
-        s.read_some(net::buffer(&byte, 1), ec);
-        if (ec) break;
-      }
-      held_fd_ = -1;
-      if (!stopping_) {
-        std::lock_guard lock{mu_};
-        ++client_closed_;
-      }
-      cv_.notify_all();
-      return;
-    }
-    raw.shutdown(tcp::socket::shutdown_both, ec);
-  }
-
-  handler handler_;
-  std::optional<tls_setup> tls_;
-  std::optional<ssl::context> ssl_;
-  net::io_context ioc_;
-  tcp::acceptor acceptor_;
-  std::atomic<bool> stopping_{false};
-  std::atomic<int> held_fd_{-1};
-  std::mutex mu_;  // guards seen_ and client_closed_
-  std::condition_variable cv_;
-  std::vector<request> seen_;
-  int client_closed_ = 0;
-  std::thread thread_;
 };
 
 // ---- replies, byte for byte ---------------------------------------------------

@@ -279,26 +279,29 @@ void unrelated_sessions(work_fixture& f, size_t n, const std::string& prefix) {
   }
 }
 
+// Agent "a", and two of its sessions on the recurring topic, "old1" and then
+// "old2" a minute later.
+void recurring_pair(work_fixture& f) {
+  f.agent("a");
+  close_in(f, "", "old1", {recurring});
+  f.now->fetch_add(60 * 1000);
+  close_in(f, "", "old2", {recurring});
+}
+
 }  // namespace
 
 TEST_CASE("suggestions compare with the last 20 sessions only (the seed's window)", "[work]") {
   CHECK(work_sessions_compared_max == seed_sessions);
   SECTION("two sessions 21 and 22 back, and one now: no suggestion") {
     work_fixture f;
-    f.agent("a");
-    close_in(f, "", "old1", {recurring});
-    f.now->fetch_add(60 * 1000);
-    close_in(f, "", "old2", {recurring});
+    recurring_pair(f);
     unrelated_sessions(f, seed_sessions, "u");
     f.now->fetch_add(60 * 1000);
     CHECK(close_in(f, "", "now", {recurring}).suggestions.empty());
   }
   SECTION("two sessions 19 and 20 back, and one now: a suggestion") {
     work_fixture f;
-    f.agent("a");
-    close_in(f, "", "old1", {recurring});
-    f.now->fetch_add(60 * 1000);
-    close_in(f, "", "old2", {recurring});
+    recurring_pair(f);
     unrelated_sessions(f, seed_sessions - 2, "u");
     f.now->fetch_add(60 * 1000);
     auto now = close_in(f, "", "now", {recurring});
@@ -311,19 +314,13 @@ TEST_CASE("suggestions compare with the sessions of the last 30 days only (the s
   CHECK(work_sessions_compared_ms == seed_window_ms);
   SECTION("two sessions 45 days back, and one now: no suggestion") {
     work_fixture f;
-    f.agent("a");
-    close_in(f, "", "old1", {recurring});
-    f.now->fetch_add(60 * 1000);
-    close_in(f, "", "old2", {recurring});
+    recurring_pair(f);
     f.now->fetch_add(45 * day_ms);
     CHECK(close_in(f, "", "now", {recurring}).suggestions.empty());
   }
   SECTION("two sessions 29 days back, and one now: a suggestion") {
     work_fixture f;
-    f.agent("a");
-    close_in(f, "", "old1", {recurring});
-    f.now->fetch_add(60 * 1000);
-    close_in(f, "", "old2", {recurring});
+    recurring_pair(f);
     f.now->fetch_add(29 * day_ms);
     REQUIRE(close_in(f, "", "now", {recurring}).suggestions.size() == 1);
   }

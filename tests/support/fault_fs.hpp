@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "persistence/event_log.hpp"
+#include "tests/support/log_fixtures.hpp"
 
 namespace skein::test {
 
@@ -365,16 +366,12 @@ class fault_fs : public rocksdb::FileSystemWrapper {
 
 // An event log in sync mode over `env` (a fault_fs's environment, or the default
 // when null); the test stops if it does not open.
-inline std::unique_ptr<event_log> open_log(const std::string& path, rocksdb::Env* env = nullptr) {
+inline std::unique_ptr<event_log> open_log(const std::string& path, rocksdb::Env* env) {
   log_options o;
   o.path = path;
   o.mode = durability::sync;
   o.env = env;
-  std::unique_ptr<event_log> log;
-  auto s = event_log::open(o, &log);
-  INFO(s.to_string());
-  REQUIRE(s.is_ok());
-  return log;
+  return open_log(o);
 }
 
 }  // namespace skein::test

@@ -1,12 +1,32 @@
-// Builders for ticks and manifests shared by the persistence and actor tests.
+// Builders for ticks and manifests, and the opening of a log, shared by the
+// persistence and actor tests.
 #pragma once
 
+#include <catch2/catch.hpp>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "persistence/event_log.hpp"
 
 namespace skein::test {
+
+// The event log `o` describes, open; the test stops if it does not open.
+inline std::unique_ptr<event_log> open_log(const log_options& o) {
+  std::unique_ptr<event_log> log;
+  auto s = event_log::open(o, &log);
+  INFO(s.to_string());
+  REQUIRE(s.is_ok());
+  return log;
+}
+
+// The event log at `path` in `mode`, open.
+inline std::unique_ptr<event_log> open_log(const std::string& path, durability mode = durability::sync) {
+  log_options o;
+  o.path = path;
+  o.mode = mode;
+  return open_log(o);
+}
 
 inline manifest make_manifest(const std::string& thread, const std::string& agent = "agent",
                               int64_t updated_at_ms = 1000) {

@@ -7,14 +7,9 @@ set -u
 skein=$1
 out=$2
 here=$(cd "$(dirname "$0")" && pwd)
-skip() {
-  echo "skipped: $*"
-  exit 77
-}
-command -v node >/dev/null || skip "no node: apt-get install nodejs npm, then run \`make ui-test-deps\`"
-node -e 'process.exit(+process.versions.node.split(".")[0] >= 18 ? 0 : 1)' ||
-  skip "node $(node --version) is older than 18 (the playwright-core that package.json pins needs 18)"
-[[ -f $here/node_modules/playwright-core/package.json ]] || skip "no tests/ui/node_modules: run \`make ui-test-deps\`"
+source "$here/../support/node_test.sh"
+need_node ui-test-deps "the playwright-core that package.json pins"
+need_package "$here" tests/ui playwright-core ui-test-deps
 chromium=${SKEIN_CHROMIUM:-/usr/bin/chromium}
 [[ -x $chromium ]] || skip "no chromium at $chromium: apt-get install chromium"
 mkdir -p "$out"
