@@ -235,10 +235,7 @@ bool api::runs_inline(const http::request& req) {
   json::document body;
   json::object_reader r;
   bool wait = false;
-  return json::parse(req.body.empty() ? std::string_view{"{}"} : std::string_view{req.body}, options_.limits,
-                     "request body", &body)
-             .is_ok() &&
-         json::object_reader::open(body.root(), "body", &r).is_ok() && r.boolean("wait", &wait, false).is_ok() && wait;
+  return open_body(req, options_.limits, &body, &r).is_ok() && r.boolean("wait", &wait, false).is_ok() && wait;
 }
 
 }  // namespace skein::server

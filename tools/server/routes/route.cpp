@@ -2,6 +2,7 @@
 // handlers share.
 #include "tools/server/routes/route.hpp"
 
+#include <algorithm>
 #include <cassert>
 #include <charconv>
 #include <limits>
@@ -30,13 +31,18 @@ std::string_view to_string(route_scope s) {
   return "unknown";
 }
 
-const std::string& route_call::param(std::string_view name) const {
+const std::string& param_of(const route_params& params, std::string_view name) {
   for (const auto& [key, value] : params)
     if (key == name) return value;
-  // A handler names only the segments of its own row's pattern.
-  assert(false && "route_call::param: the row's pattern has no such segment");
   static const std::string none;
   return none;
+}
+
+const std::string& route_call::param(std::string_view name) const {
+  // A handler names only the segments of its own row's pattern.
+  assert(std::any_of(params.begin(), params.end(), [&](const auto& p) { return p.first == name; }) &&
+         "route_call::param: the row's pattern has no such segment");
+  return param_of(params, name);
 }
 
 std::string route_call::query(std::string_view name) const {
@@ -55,7 +61,11 @@ bool route_call::thread_allowed(const std::string& id, manifest* m) {
 }
 
 status route_call::body(json::document* doc, json::object_reader* out) const {
-  SKEIN_TRY(json::parse(req.body.empty() ? std::string_view{"{}"} : std::string_view{req.body}, limits(),
+  return open_body(req, limits(), doc, out);
+}
+
+status open_body(const http::request& req, const json_limits& limits, json::document* doc, json::object_reader* out) {
+  SKEIN_TRY(json::parse(req.body.empty() ? std::string_view{"{}"} : std::string_view{req.body}, limits,
                         "request body", doc));
   return json::object_reader::open(doc->root(), "body", out);
 }

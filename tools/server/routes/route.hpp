@@ -65,6 +65,8 @@ std::string_view to_string(route_scope s);
 
 // The values of a matched pattern's named segments, percent-decoded.
 using route_params = std::vector<std::pair<std::string_view, std::string>>;
+// The value of segment `name`; "" when the pattern has none.
+const std::string& param_of(const route_params& params, std::string_view name);
 
 struct route_call;
 using route_handler = void (*)(route_call& c);
@@ -120,12 +122,16 @@ struct route_call {
   // Reads the thread and checks the token may see it; answers, and false, if
   // not — the same way whether the thread is missing or another agent's.
   bool thread_allowed(const std::string& id, manifest* m);
-  // The request body as a JSON object ("{}" when empty) within limits():
-  // every body route reads its body here, and names a field at fault through
-  // the reader (object_reader::invalid, ::about) — so each error names it in
-  // status::field as the body has it. *out reads from *doc.
+  // The request body as a JSON object (open_body): every body route reads its
+  // body here, and names a field at fault through the reader
+  // (object_reader::invalid, ::about, ::only), so that each error names it in
+  // status::field as the body has it.
   status body(json::document* doc, json::object_reader* out) const;
 };
+
+// A request's body as a JSON object ("{}" when empty) within `limits`, named
+// "body" in errors. *out reads from *doc.
+status open_body(const http::request& req, const json_limits& limits, json::document* doc, json::object_reader* out);
 
 // Answers shared by the dispatcher and the handlers.
 http::response json_response(int http_status, std::string body);

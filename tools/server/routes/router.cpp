@@ -106,12 +106,7 @@ bool matches(const compiled_route& c, const std::vector<std::string>& segments) 
 
 }  // namespace
 
-const std::string& route_match::param(std::string_view name) const {
-  for (const auto& [key, value] : params)
-    if (key == name) return value;
-  static const std::string none;
-  return none;
-}
+const std::string& route_match::param(std::string_view name) const { return param_of(params, name); }
 
 route_match match_route(const http::request& req) {
   route_match m;
