@@ -8,8 +8,7 @@
 #include <map>
 #include <set>
 
-#include "runtime/namespaces.hpp"
-#include "tests/support/server_fixture.hpp"
+#include "tests/support/namespace_server.hpp"
 #include "tools/server/routes/routes.hpp"
 
 using namespace skein;
@@ -23,58 +22,22 @@ const std::string tokens = root + " admin\n" + ns_admin + " @default admin\n" + 
 constexpr size_t body_max = 4096, import_body_max = 8192;
 constexpr const char* rules = R"({"default":{"reply":"ok"}})";
 
-// skein serve's setup with namespaces, so that every row is live, and small
-// body limits.
-struct table_server {
-  temp_dir dir;
-  std::unique_ptr<namespace_set> set;
-  std::unique_ptr<server::api> api;
-  std::unique_ptr<http::server> srv;
+// Every row live (namespaces too), small body limits.
+struct table_server : namespace_server {
+  table_server() : namespace_server(tokens, limits()) {}
 
-  table_server() {
-    namespace_set_options o;
-    o.data_dir = dir.str("data");
-    o.runtime.mode = durability::flush;
-    REQUIRE(namespace_set::open(std::move(o), &set).is_ok());
-    server::token_store store;
-    REQUIRE(server::token_store::parse(tokens, &store).is_ok());
-    api = std::make_unique<server::api>(*set, store, server::api_options{});
-    http::server_limits limits;
-    limits.body_bytes_max = body_max;
-    limits.import_body_bytes_max = import_body_max;
-    REQUIRE(http::server::start("127.0.0.1", 0, limits, api->service(), 2, &srv).is_ok());
-  }
-  ~table_server() {
-    srv->stop();
-    set->close().ignore();
-  }
-
-  http::response call(const std::string& method, const std::string& target, const std::string& body,
-                      const std::string& token) {
-    http::client c{{"127.0.0.1", srv->port()}, token, std::chrono::seconds(10)};
-    http::response r;
-    auto s = c.call(method, target, body, &r);
-    INFO(method << " " << target << ": " << s.to_string());
-    REQUIRE(s.is_ok());
-    return r;
+  static http::server_limits limits() {
+    http::server_limits l;
+    l.body_bytes_max = body_max;
+    l.import_body_bytes_max = import_body_max;
+    return l;
   }
 
   // The same request twice: through HTTP, and straight to the handler with no
-  // admission (as a caller in process may): each must hold the line itself.
+  // admission: each must hold the line itself.
   std::vector<http::response> both(const std::string& method, const std::string& target, const std::string& body,
                                    const std::string& token) {
-    http::request req;
-    req.method = method;
-    req.target = target;
-    REQUIRE(http::parse_target(target, &req.path, &req.query));
-    if (!token.empty()) req.headers["authorization"] = "Bearer " + token;
-    req.body = body;
-    req.may_wait = true;
-    auto ex = std::make_shared<http::captured_reply>();
-    api->handle(req, ex);
-    http::response direct;
-    REQUIRE(ex->wait_for(std::chrono::seconds(10), &direct));
-    return {call(method, target, body, token), direct};
+    return {call(method, target, body, token), handle(method, target, body, token)};
   }
 };
 
