@@ -5,27 +5,34 @@
 #include <boost/url/params_view.hpp>
 #include <boost/url/parse_path.hpp>
 #include <boost/url/parse_query.hpp>
+#include <boost/url/pct_string_view.hpp>
 #include <boost/url/rfc/pchars.hpp>
 #include <boost/url/rfc/unreserved_chars.hpp>
-#include <boost/url/segments_view.hpp>
 
 namespace skein::http {
 namespace {
 
 namespace urls = boost::urls;
 
-// What a target's path and query may hold as they are (RFC 3986's pchar, '/',
-// the query's '?'), and '%', left for the grammars to check as an escape.
-constexpr urls::grammar::lut_chars path_chars = urls::pchars + urls::grammar::lut_chars("/%");
-constexpr urls::grammar::lut_chars query_chars = urls::pchars + urls::grammar::lut_chars("/?%");
+// What a target's path and query may hold as they are: RFC 3986's pchar, '/',
+// and the query's '?'. A '%' starts an escape, which the grammars check.
+constexpr urls::grammar::lut_chars path_chars = urls::pchars + '/';
+constexpr urls::grammar::lut_chars query_chars = urls::pchars + urls::grammar::lut_chars("/?");
 
-// `part` with every byte outside `allowed` escaped, so that the grammar takes it
-// as the byte it is; `part` itself when there is none (the usual case).
+// `part` with every byte outside `allowed` and '%' escaped, so that the grammar
+// takes it as the byte it is; `part` itself when there is none (the usual case).
 std::string_view escaped(std::string_view part, const urls::grammar::lut_chars& allowed, std::string* storage) {
-  if (urls::grammar::find_if_not(part.data(), part.data() + part.size(), allowed) == part.data() + part.size())
+  const urls::grammar::lut_chars as_is = allowed + '%';
+  if (urls::grammar::find_if_not(part.data(), part.data() + part.size(), as_is) == part.data() + part.size())
     return part;
-  *storage = urls::encode(part, allowed);
-  return *storage;
+  storage->clear();
+  for (size_t at = 0;;) {  // the pieces between escapes, each encoded; the '%'s kept
+    size_t pct = part.find('%', at);
+    *storage += urls::encode(part.substr(at, pct == std::string_view::npos ? pct : pct - at), allowed);
+    if (pct == std::string_view::npos) return *storage;
+    *storage += '%';
+    at = pct + 1;
+  }
 }
 
 // The path part of a target (before its first '?'), parsed.
@@ -57,13 +64,25 @@ bool parse_target(std::string_view target, std::string* path, std::map<std::stri
   return true;
 }
 
+// Each piece between the path's '/'s, decoded. Not segments_view's segments:
+// it keeps a leading "/." as a prefix, no segment, and so would route
+// "/./healthz" as "/healthz" while the request's path says otherwise.
 bool target_segments(std::string_view target, std::vector<std::string>* out) {
   std::string storage;
   auto segments = parsed_path(target, &storage);
   if (!segments) return false;
   out->clear();
-  for (auto segment : urls::segments_view(*segments)) out->emplace_back(segment);
-  return true;
+  std::string_view path = segments->buffer();
+  if (path.empty()) return true;
+  if (path.front() == '/') path.remove_prefix(1);
+  for (size_t at = 0;;) {
+    size_t slash = path.find('/', at);
+    auto segment = urls::make_pct_string_view(path.substr(at, slash == std::string_view::npos ? slash : slash - at));
+    if (!segment) return false;  // parse_path checked every escape already
+    out->push_back(segment->decode());
+    if (slash == std::string_view::npos) return true;
+    at = slash + 1;
+  }
 }
 
 std::string percent_encode(std::string_view s) {

@@ -112,11 +112,13 @@ route_match match_route(const http::request& req) {
   route_match m;
   std::vector<std::string> segments;
   // A request built in process may carry its decoded path alone.
-  if (!http::target_segments(req.target.empty() ? std::string_view{req.path} : std::string_view{req.target},
-                             &segments)) {
+  std::string_view target = req.target.empty() ? std::string_view{req.path} : std::string_view{req.target};
+  if (!http::target_segments(target, &segments)) {
     m.malformed = true;
     return m;
   }
+  // Only an absolute path names a route: "ui" or "http://host/ui" is no "/ui".
+  if (!target.starts_with('/')) return m;
   const compiled_route* best = nullptr;
   bool open = true;
   for (const compiled_route& c : compiled()) {
