@@ -86,7 +86,7 @@ status open_nodes(const bench_options& options, const std::string& name, size_t 
   // Every pair linked before the clients start, one node after another: the
   // runs measure a cluster in its steady state. (Two nodes that dial each other
   // at the same moment get two links, and CAF closes one; a request already on
-  // that one is lost and its call times out — the README's known limits.)
+  // that one is lost and its call times out — docs/cluster.md's known limits.)
   for (auto& node : set->nodes) {
     std::vector<cluster_member_state> members;
     SKEIN_TRY(node->cluster_members(&members));

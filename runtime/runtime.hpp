@@ -400,7 +400,7 @@ class runtime {
   // The cluster's members and their state, asking each reachable one for its
   // counts (one entry, this node, when the runtime is alone).
   status cluster_members(std::vector<cluster_member_state>* out);
-  // A membership change (README, "A cluster of nodes"). reload_cluster() takes
+  // A membership change (docs/cluster.md). reload_cluster() takes
   // a node's new cluster file (serve's SIGHUP): when it differs from the active
   // members it becomes the target, and ownership stays with the active members
   // until a rebalance commits it; the same list again clears the target.

@@ -438,7 +438,7 @@ const subcommand& serve_subcommand() {
     subcommand s{
         "serve",
         "the HTTP API and the /ui viewer on an embedded runtime (default 127.0.0.1:7411, ./skein-data, sync)",
-        "Serves the HTTP API (tools/API.md) and the thread viewer at /ui on an embedded runtime\n"
+        "Serves the HTTP API (docs/api.md) and the thread viewer at /ui on an embedded runtime\n"
         "until SIGINT or SIGTERM. A cluster node (--node-id, --cluster) reloads its cluster file on\n"
         "SIGHUP: a changed member list waits for `skein cluster rebalance` to move the threads.\n"
         "Node links are TLS with --cluster-cert, --cluster-key and --cluster-ca (PEM files), else\n"

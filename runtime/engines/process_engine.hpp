@@ -1,5 +1,5 @@
 // The built-in `process` engine: an external program that speaks JSON lines on
-// its stdin and stdout (README, "The process engine protocol"). One engine object
+// its stdin and stdout (docs/engines.md, "The process engine protocol"). One engine object
 // serves every thread of an agent, so it owns one long-lived child process, and
 // many calls are in flight on it at once, matched by id.
 //

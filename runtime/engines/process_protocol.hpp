@@ -1,7 +1,7 @@
 // process_protocol: the process engine's config and its wire format, apart
 // from the supervision of the program (process_engine.cpp). Wire format,
 // version 1, one JSON
-// object per line in each direction (README, "The process engine protocol"):
+// object per line in each direction (docs/engines.md, "The process engine protocol"):
 //
 //   to the program   := call | cancel
 //   call   := {"type":"call","id":string,"purpose":"run"|"title"|"summary",

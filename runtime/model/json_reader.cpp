@@ -138,6 +138,20 @@ status object_reader::invalid(std::string_view field, const std::string& message
   return status::invalid_input(name(field) + ": " + message).with_field(field_path(field));
 }
 
+status object_reader::about(std::string_view field, status s) const {
+  if (s) return s;
+  return std::move(s).with_field(field_path(field));
+}
+
+status object_reader::only(std::initializer_list<std::string_view> known) const {
+  for (auto member : obj_) {
+    bool listed = false;
+    for (auto k : known) listed = listed || member.key == k;
+    if (!listed) return invalid(member.key.substr(0, 64), "not a field of " + context_);
+  }
+  return status::ok();
+}
+
 status object_reader::missing(std::string_view field, bool required) const {
   if (!required) return status::ok();
   return invalid(field, "missing");

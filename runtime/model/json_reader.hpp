@@ -11,6 +11,7 @@
 // document is freed instead of pooled, so one big import does not pin its memory.
 #pragma once
 
+#include <initializer_list>
 #include <memory>
 #include <simdjson.h>
 #include <string>
@@ -77,6 +78,12 @@ class object_reader {
   // invalid_input "<name>: <message>" naming field_path(field): every error
   // about one field of this object, so that each names its field.
   status invalid(std::string_view field, const std::string& message) const;
+  // `s`, an error about this object's `field` from a check of its value (an
+  // id, a text, a name given twice), naming field_path(field); ok stays ok.
+  status about(std::string_view field, status s) const;
+  // invalid() naming the first member that is not one of `known`: "body.quota.x:
+  // not a field of body.quota" (the name cut to 64 bytes).
+  status only(std::initializer_list<std::string_view> known) const;
   bool has(std::string_view field) const;
 
   // With required == false an absent field leaves *out unchanged.

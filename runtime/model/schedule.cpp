@@ -196,6 +196,41 @@ status encode_schedule(const schedule& s, std::string* out, const json_limits& l
   return status::ok();
 }
 
+status read_schedule_definition(const json::object_reader& r, bool id_required, schedule* out) {
+  schedule s;
+  std::string kind, missed = "skip", role = "user";
+  SKEIN_TRY(r.string("id", &s.id, id_required));
+  SKEIN_TRY(r.string("agent_id", &s.agent_id));
+  SKEIN_TRY(r.string("kind", &kind));
+  auto k = parse_schedule_kind(kind);
+  if (!k) return r.invalid("kind", "must be cron, interval or once");
+  s.kind = *k;
+  SKEIN_TRY(r.string("cron", &s.cron, false));
+  SKEIN_TRY(r.string("time_zone", &s.time_zone, false));
+  SKEIN_TRY(r.uint("interval_ms", &s.interval_ms, false));
+  SKEIN_TRY(r.int64("anchor_ms", &s.anchor_ms, false));
+  SKEIN_TRY(r.int64("at_ms", &s.at_ms, false));
+  json::dom::element el;
+  SKEIN_TRY(r.element("input", &el));
+  json::object_reader in;
+  SKEIN_TRY(json::object_reader::open(el, r.name("input"), &in));
+  SKEIN_TRY(in.string("text", &s.input_text));
+  SKEIN_TRY(in.string("role", &role, false));
+  auto parsed_role = parse_role(role);
+  if (!parsed_role) return in.invalid("role", "must be user, assistant or system");
+  s.input_role = *parsed_role;
+  SKEIN_TRY(r.string("thread_id", &s.thread_id, false));
+  SKEIN_TRY(r.string("title_prefix", &s.title_prefix, false));
+  SKEIN_TRY(r.strings("tags", &s.tags, false));
+  SKEIN_TRY(r.string("missed", &missed, false));
+  auto p = parse_missed_policy(missed);
+  if (!p) return r.invalid("missed", "must be skip or run_once");
+  s.missed = *p;
+  SKEIN_TRY(r.boolean("paused", &s.paused, false));
+  *out = std::move(s);
+  return status::ok();
+}
+
 status decode_schedule(std::string_view text, schedule* out, const json_limits& limits) {
   json::document doc;
   SKEIN_TRY(json::parse(text, limits, "schedule", &doc));
@@ -207,36 +242,7 @@ status decode_schedule(std::string_view text, schedule* out, const json_limits& 
     return status::invalid_input("schedule.v: format version " + std::to_string(version) +
                                  " is newer than this skein understands");
   schedule s;
-  std::string kind, missed, role = "user";
-  SKEIN_TRY(r.string("id", &s.id));
-  SKEIN_TRY(r.string("agent_id", &s.agent_id));
-  SKEIN_TRY(r.string("kind", &kind));
-  auto k = parse_schedule_kind(kind);
-  if (!k) return field_error("kind", "must be cron, interval or once");
-  s.kind = *k;
-  SKEIN_TRY(r.string("cron", &s.cron, false));
-  SKEIN_TRY(r.string("time_zone", &s.time_zone, false));
-  SKEIN_TRY(r.uint("interval_ms", &s.interval_ms, false));
-  SKEIN_TRY(r.int64("anchor_ms", &s.anchor_ms, false));
-  SKEIN_TRY(r.int64("at_ms", &s.at_ms, false));
-  json::dom::element el;
-  SKEIN_TRY(r.element("input", &el));
-  json::object_reader in;
-  SKEIN_TRY(json::object_reader::open(el, "schedule.input", &in));
-  SKEIN_TRY(in.string("text", &s.input_text));
-  SKEIN_TRY(in.string("role", &role, false));
-  auto parsed_role = parse_role(role);
-  if (!parsed_role) return field_error("input.role", "must be user, assistant or system");
-  s.input_role = *parsed_role;
-  SKEIN_TRY(r.string("thread_id", &s.thread_id, false));
-  SKEIN_TRY(r.string("title_prefix", &s.title_prefix, false));
-  SKEIN_TRY(r.strings("tags", &s.tags, false));
-  missed = "skip";
-  SKEIN_TRY(r.string("missed", &missed, false));
-  auto p = parse_missed_policy(missed);
-  if (!p) return field_error("missed", "must be skip or run_once");
-  s.missed = *p;
-  SKEIN_TRY(r.boolean("paused", &s.paused, false));
+  SKEIN_TRY(read_schedule_definition(r, true, &s));
   SKEIN_TRY(r.int64("created_at", &s.created_at_ms, false));
   SKEIN_TRY(r.int64("next_fire_at", &s.next_fire_at_ms, false));
   SKEIN_TRY(r.int64("last_fire_at", &s.last_fire_at_ms, false));

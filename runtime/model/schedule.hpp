@@ -26,6 +26,10 @@
 
 namespace skein {
 
+namespace json {
+class object_reader;
+}
+
 enum class schedule_kind : uint8_t { cron, interval, once };
 enum class missed_policy : uint8_t { skip, run_once };
 enum class firing_outcome : uint8_t { fired, skipped, failed };
@@ -103,6 +107,13 @@ struct schedule_firing {
 status validate_schedule(const schedule& s);
 
 status encode_schedule(const schedule& s, std::string* out, const json_limits& limits = {});
+// The definition fields of a schedule from the object `r` — a stored value's
+// (decode_schedule) or a create request's body: id (required when
+// `id_required`), agent_id, kind, cron, time_zone, interval_ms, anchor_ms,
+// at_ms, input {text, role}, thread_id, title_prefix, tags, missed, paused. An
+// error names its field as `r` names it; the values are not validated
+// (validate_schedule is).
+status read_schedule_definition(const json::object_reader& r, bool id_required, schedule* out);
 status decode_schedule(std::string_view json, schedule* out, const json_limits& limits = {});
 status encode_firing(const schedule_firing& f, std::string* out, const json_limits& limits = {});
 status decode_firing(std::string_view json, schedule_firing* out, const json_limits& limits = {});

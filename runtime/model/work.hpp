@@ -1,4 +1,4 @@
-// work items: threads an agent carries across sessions as open items (README: "Work items and `skein mcp`").
+// work items: threads an agent carries across sessions as open items (docs/architecture.md, "Work items").
 //
 // Any thread may carry work-item fields (manifest.work). Every transition of an
 // item — created, touched, resolved, dormant, revived, archived, related — is a

@@ -64,14 +64,6 @@ status replace_file(const fs::path& path, const std::string& bytes) {
   return fsync_path(path.parent_path());
 }
 
-void write_quota(json_writer& w, const namespace_quota& q) {
-  w.begin_object();
-  w.field_uint("threads_max", q.threads_max);
-  w.field_uint("events_per_day_max", q.events_per_day_max);
-  w.field_uint("storage_bytes_max", q.storage_bytes_max);
-  w.end_object();
-}
-
 std::string encode_registry(const std::map<std::string, namespace_info>& all) {
   std::string out;
   json_writer w{&out};
@@ -84,7 +76,7 @@ std::string encode_registry(const std::map<std::string, namespace_info>& all) {
     w.field("name", name);
     w.field_int("created_at_ms", info.created_at_ms);
     w.key("quota");
-    write_quota(w, info.quota);
+    write_namespace_quota(w, info.quota);
     w.end_object();
   }
   w.end_array();
@@ -120,9 +112,7 @@ status decode_registry(const std::string& text, std::map<std::string, namespace_
     SKEIN_TRY(o.element("quota", &q));
     json::object_reader qr;
     SKEIN_TRY(json::object_reader::open(q, o.name("quota"), &qr));
-    SKEIN_TRY(qr.uint("threads_max", &info.quota.threads_max));
-    SKEIN_TRY(qr.uint("events_per_day_max", &info.quota.events_per_day_max));
-    SKEIN_TRY(qr.uint("storage_bytes_max", &info.quota.storage_bytes_max));
+    SKEIN_TRY(read_namespace_quota(qr, true, &info.quota));
     if (out->count(info.name)) return status::corruption(ctx + ": namespace " + info.name + " listed twice");
     std::string name = info.name;
     out->emplace(std::move(name), std::move(info));
@@ -473,6 +463,20 @@ status embedded_namespace::close() {
   if (set) return set->close();
   if (single) return single->close();
   return status::ok();
+}
+
+void write_namespace_quota(json_writer& w, const namespace_quota& q) {
+  w.begin_object();
+  w.field_uint("threads_max", q.threads_max);
+  w.field_uint("events_per_day_max", q.events_per_day_max);
+  w.field_uint("storage_bytes_max", q.storage_bytes_max);
+  w.end_object();
+}
+
+status read_namespace_quota(const json::object_reader& r, bool required, namespace_quota* out) {
+  SKEIN_TRY(r.uint("threads_max", &out->threads_max, required));
+  SKEIN_TRY(r.uint("events_per_day_max", &out->events_per_day_max, required));
+  return r.uint("storage_bytes_max", &out->storage_bytes_max, required);
 }
 
 }  // namespace skein

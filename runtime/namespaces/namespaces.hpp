@@ -25,12 +25,24 @@
 
 namespace skein {
 
+class json_writer;
+namespace json {
+class object_reader;
+}
+
 inline constexpr size_t namespaces_max = 10000;
 
 // A namespace's quotas are its database's (persistence/event_log.hpp: what each
 // limit counts, 0: unlimited), and so is what they measure.
 using namespace_quota = log_quota;
 using namespace_usage = log_usage;
+
+// A quota as JSON, the registry's and the HTTP API's:
+// {"threads_max":N,"events_per_day_max":N,"storage_bytes_max":N}.
+void write_namespace_quota(json_writer& w, const namespace_quota& q);
+// Its fields from the object `r`; with `required` false one left out keeps its
+// value in *out. An error names its field as `r` names it.
+status read_namespace_quota(const json::object_reader& r, bool required, namespace_quota* out);
 
 struct namespace_info {
   std::string name;

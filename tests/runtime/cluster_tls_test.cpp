@@ -143,7 +143,7 @@ TEST_CASE("cluster tls: nodes of one CA serve each other and a peer of another C
     }
   }
   // A peer with a certificate of the cluster CA gets a link: the CA is the
-  // boundary of trust (README).
+  // boundary of trust (docs/cluster.md).
   {
     caf::actor_system_config cfg;
     cluster_tls t = ca.node("tool");

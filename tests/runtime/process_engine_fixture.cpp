@@ -1,4 +1,4 @@
-// skein-test-engine: a program speaking the process engine protocol (README,
+// skein-test-engine: a program speaking the process engine protocol (docs/engines.md,
 // "The process engine protocol"), for the process engine's tests. One mode from
 // argv decides how it answers:
 //

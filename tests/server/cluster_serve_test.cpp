@@ -257,7 +257,7 @@ TEST_CASE("cluster serve: three processes and one SIGKILL") {
   // n3 is back: it serves its thread through a node whose link to it predates
   // the stop at once, and through n1 once n1's link answers. A link opened to
   // a stopped node can stay unanswered after the node resumes (CAF 0.17's
-  // middleman, seen about 1 run in 10 here under load; README, "What a client
+  // middleman, seen about 1 run in 10 here under load; docs/cluster.md, "What a client
   // sees"): it answers again once either end restarts.
   CHECK(runtime_fixture::eventually([&] { return get(1, slow.thread) == 200; }, 30s));
   CHECK(manifest_of(r.body).last_seq == slow.last_seq);

@@ -1,5 +1,5 @@
 // Every route that takes a JSON body names the field at fault in error.field
-// (API.md, Errors): a required field left out and a field of the wrong type,
+// (docs/api.md, Errors): a required field left out and a field of the wrong type,
 // for each body route. Before, errors raised by the body reader itself
 // ("body.interval_ms: expected an unsigned integer", "body.input: missing")
 // named the field in the message only.

@@ -1,5 +1,5 @@
 // What a thread shows after each outcome at any depth (manifest.hpp,
-// thread_stage; API.md, Status after a run): a root thread is `open` again after
+// thread_stage; docs/api.md, Status after a run): a root thread is `open` again after
 // any run and its stage says how the last run ended; a child keeps the outcome
 // as its status. Diagnose, a read of the thread and the listing answer alike.
 // Before, a cancelled root thread diagnosed as stage `idle`, so the viewer

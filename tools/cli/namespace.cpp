@@ -1,6 +1,6 @@
 // namespace: the `skein namespace` commands (create, list, show, quota,
 // delete), each row with the route it calls. The server's admin manages
-// namespaces (tools/API.md, Namespaces); a namespace's own token may list and
+// namespaces (docs/api.md, Namespaces); a namespace's own token may list and
 // show its own.
 #include <cstdio>
 

@@ -114,7 +114,7 @@ const subcommand& mcp_subcommand() {
       "cleanup_threads, promote_suggestion, dismiss_suggestion, graph_traverse,\n"
       "session_start, session_close, send_entry, read_thread. The work-item tools take\n"
       "their seed's (gitmem's) parameters and answer its fields (skein's names stay as\n"
-      "aliases). Each tool is one route of the HTTP API (tools/API.md), over an embedded\n"
+      "aliases). Each tool is one route of the HTTP API (docs/api.md), over an embedded\n"
       "runtime (--data) or a running skein serve (--server).",
       {opt("--agent", "ID", "the agent the tools act for").from_env("SKEIN_AGENT"),
        opt("--data", "DIR",

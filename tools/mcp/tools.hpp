@@ -1,5 +1,5 @@
 // tools: the MCP tools of `skein mcp`, each one HTTP route of the skein API
-// (tools/API.md). A tool is declared once (tool_spec): its route, from which
+// (docs/api.md). A tool is declared once (tool_spec): its route, from which
 // its request is built, and its parameters, from which its input schema is
 // rendered and against which its arguments are checked, so a bad argument is
 // an error naming the field before any request is made.

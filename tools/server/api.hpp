@@ -1,6 +1,8 @@
 // api: the skein HTTP API (JSON over HTTP/1.1, SSE for live events) on top of
 // an embedded runtime. Routes, auth scopes and error shapes are listed in
-// tools/API.md. Thread-safe: handle() is called from many connections at once.
+// docs/api.md; the route table is tools/server/routes/ (routes.hpp), and each
+// request's one row decides its admission, its handler and whether that runs
+// inline. Thread-safe: handle() is called from many connections at once.
 #pragma once
 
 #include <functional>
@@ -20,6 +22,8 @@ class namespace_set;
 
 namespace skein::server {
 
+struct route_match;
+
 struct api_options {
   json_limits limits{1 << 20, 64};  // request bodies (imports have their own size limit)
   size_t list_limit_max = 1000;
@@ -38,16 +42,18 @@ class api {
   api(namespace_set& namespaces, token_store tokens, api_options options,
       std::function<http::server_counters()> counters = {});
 
-  // From a request's head, before its body is read: auth, route scope and the
-  // body's size class.
+  // From a request's head, before its body is read: auth, the row's scope and
+  // the body's size class; for a write to a thread, whether the token sees it
+  // (`defer` when that thread is another node's and head.may_wait is false).
   http::admission admit(const http::request& head);
   void handle(http::request& req, std::shared_ptr<http::exchange> ex);
   http::handler handler() {
     return [this](http::request& req, std::shared_ptr<http::exchange> ex) { handle(req, std::move(ex)); };
   }
   // Whether handle() answers `req` without waiting (http::inline_check): a
-  // waited entry to a thread this node serves, which the run's completion
-  // answers. Called on an I/O thread; reads nothing but the request.
+  // stream of a thread this node serves, or a waited entry to one, which the
+  // run's completion answers. Called on an I/O thread; reads nothing but the
+  // request and this node's thread placement.
   bool runs_inline(const http::request& req);
   // The handler with its admission: what http::server::start takes.
   http::service service() {
@@ -55,14 +61,18 @@ class api {
             [this](const http::request& req) { return runs_inline(req); }};
   }
 
-  struct context;
-
  private:
   // The runtime a request acts in (a lease: the namespace's runtime stays open
   // while it is held); answers an error response when there is none.
   std::optional<http::response> lease(const http::request& req, const token_scope& scope,
                                       std::shared_ptr<runtime>* out);
-  void namespaces_route(context& c, const std::vector<std::string>& seg);
+  // What admission and handle() both check before a row's handler, in this
+  // order: the target, an open row, the token (401), the namespace header
+  // (403), the method (405 with Allow), the row's path scope (403, or 404 as a
+  // missing agent). *scope is the caller's (none for an open row). nullopt: go on
+  // (also for a path no row has: handle() answers it 404).
+  std::optional<http::response> gate(const http::request& req, const route_match& m,
+                                     std::optional<token_scope>* scope);
 
   runtime* single_ = nullptr;
   namespace_set* namespaces_ = nullptr;

@@ -129,8 +129,17 @@ struct service {
   inline_check runs_inline;  // empty: every handler runs on a handler thread
 };
 
-// Splits and percent-decodes a request target. False when it is malformed.
+// Splits and percent-decodes a request target (Boost.URL's path and query
+// grammars, http.cpp): the path, and the query's parameters ('+' is a space;
+// the last of a repeated name wins; an empty name is dropped). A byte the
+// grammars do not allow in a target (a space, '|', '{', a non-ASCII byte) is
+// taken as itself, as clients send them; a '%' must start a valid escape.
+// False when the target is malformed.
 bool parse_target(std::string_view target, std::string* path, std::map<std::string, std::string>* query);
+// The percent-decoded segments of a target's path, as parse_target reads it:
+// "/v1/threads/a%2Fb" is {"v1", "threads", "a/b"} — an escaped '/' stays in its
+// segment — and "/v1/threads/" ends with an empty one. False when malformed.
+bool target_segments(std::string_view target, std::vector<std::string>* out);
 std::string percent_encode(std::string_view s);
 
 }  // namespace skein::http

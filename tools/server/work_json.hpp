@@ -1,4 +1,4 @@
-// work_json: the JSON answers of the work routes (tools/API.md, "Work items"):
+// work_json: the JSON answers of the work routes (docs/api.md, "Work items"):
 // one encoder per value, used by HTTP and so by `skein mcp`. Each answer holds
 // skein's fields and, beside them, the names the seed (gitmem) answers with, so
 // that a client written for the seed reads it unchanged. Plain functions.

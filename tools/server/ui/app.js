@@ -1,4 +1,4 @@
-// skein's live thread viewer (served at /ui by `skein serve`; routes in tools/API.md).
+// skein's live thread viewer (served at /ui by `skein serve`; routes in docs/api.md).
 //
 // Two rules hold everywhere in this file:
 // - Every text that comes from the server goes into the page as text
@@ -175,7 +175,7 @@ function threads_query(cursor) {
 
 // The badge of a manifest: its status, and its stage when the last run failed
 // or was cancelled (a root thread is open again after any run; the stage says
-// how its last run ended — the rule diagnose applies too, API.md).
+// how its last run ended — the rule diagnose applies too, docs/api.md).
 function status_badge(m) {
   const ended_badly = m.stage === 'failed' || m.stage === 'cancelled';
   const text = ended_badly && m.stage !== m.status ? `${m.status} · ${m.stage}` : m.status;
