@@ -6,8 +6,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "runtime/namespaces/namespaces.hpp"
-#include "tests/support/server_fixture.hpp"
+#include "tests/support/namespace_server.hpp"
 
 using namespace skein;
 using namespace skein::test;
@@ -24,38 +23,9 @@ const std::string tokens = root + " admin\n" + acme_admin + " @acme admin\n" + a
 constexpr const char* rules = R"({"default":{"reply":"noted"}})";
 const std::string secret = "acme-secret-plan";
 
-// skein serve's setup: a namespace set behind the API, on a loopback port.
-struct namespace_server {
-  temp_dir dir;
-  std::unique_ptr<namespace_set> set;
-  std::unique_ptr<server::api> api;
-  std::unique_ptr<http::server> srv;
-
-  namespace_server() {
-    namespace_set_options o;
-    o.data_dir = dir.str("data");
-    o.runtime.mode = durability::flush;
-    REQUIRE(namespace_set::open(std::move(o), &set).is_ok());
-    server::token_store store;
-    REQUIRE(server::token_store::parse(tokens, &store).is_ok());
-    api = std::make_unique<server::api>(*set, store, server::api_options{},
-                                        [this] { return srv ? srv->counters() : http::server_counters{}; });
-    REQUIRE(http::server::start("127.0.0.1", 0, {}, api->service(), 2, &srv).is_ok());
-  }
-  ~namespace_server() {
-    srv->stop();
-    set->close().ignore();
-  }
-
-  http::response call(const std::string& method, const std::string& target, const std::string& body,
-                      const std::string& token, const http::header_list& extra = {}) {
-    http::client c{{"127.0.0.1", srv->port()}, token, std::chrono::seconds(10)};
-    http::response r;
-    auto s = c.call(method, target, body, &r, extra);
-    INFO(method << " " << target << ": " << s.to_string());
-    REQUIRE(s.is_ok());
-    return r;
-  }
+// skein serve's setup (tests/support/namespace_server.hpp) with these tokens.
+struct tenant_server : namespace_server {
+  tenant_server() : namespace_server(tokens) {}
 };
 
 std::string replaced(std::string text, const std::string& from, const std::string& to) {
@@ -73,7 +43,7 @@ std::string id_of(const http::response& r, const char* name = "id") {
 }  // namespace
 
 TEST_CASE("namespaces over HTTP: every route with another namespace's ids answers as with missing ones, for every token") {
-  namespace_server s;
+  tenant_server s;
   REQUIRE(s.call("POST", "/v1/namespaces", R"({"name":"acme"})", root).status == 201);
   REQUIRE(s.call("POST", "/v1/namespaces", R"({"name":"bravo"})", root).status == 201);
   const std::string agent = std::string(R"({"id":"alpha","system_prompt":"t","engine_config":)") + rules + "}";
@@ -206,7 +176,7 @@ TEST_CASE("namespaces over HTTP: every route with another namespace's ids answer
 }
 
 TEST_CASE("namespaces over HTTP: the header, /v1/namespaces, quotas and removal") {
-  namespace_server s;
+  tenant_server s;
   REQUIRE(s.call("POST", "/v1/namespaces", R"({"name":"acme"})", root).status == 201);
   REQUIRE(s.call("POST", "/v1/namespaces", R"({"name":"bravo","quota":{"threads_max":2}})", root).status == 201);
 
