@@ -932,10 +932,11 @@ TEST_CASE("cluster: a port the tests name for a node stays reserved until the no
   CHECK_FALSE(bound(false, false));  // another process's probe
   CHECK(bound(true, true));          // the node's listener
   // And a node really opens on it.
-  cluster_fixture one{1};
   test::temp_dir dir;
-  runtime_options o = one.options(0);
+  runtime_options o;
   o.data_dir = dir.str();
+  o.effects.titles = o.effects.embeddings = o.effects.compaction = false;
+  o.cluster.node_id = "n1";
   o.cluster.members = {{"n1", "127.0.0.1", port}};
   std::unique_ptr<runtime> rt;
   REQUIRE(runtime::open(o, &rt).is_ok());
