@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace skein::test {
@@ -64,6 +65,20 @@ class raw_conn {
       bodies->push_back(std::move(body));
     }
     return in_.empty();
+  }
+
+  // What arrives next, appended to *out; false when the server closed or the
+  // receive timeout passed first.
+  bool read_some(std::string* out) {
+    if (!in_.empty()) {
+      out->append(std::exchange(in_, {}));
+      return true;
+    }
+    char buf[4096];
+    ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+    if (n <= 0) return false;
+    out->append(buf, static_cast<size_t>(n));
+    return true;
   }
 
   // Everything until the server closes the connection (true), or the receive

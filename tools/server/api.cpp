@@ -219,19 +219,18 @@ void api::handle(http::request& req, std::shared_ptr<http::exchange> ex) {
   m.row->handler(c);
 }
 
-// The row says whether its handler may run on the I/O thread: a stream of a
-// thread served here (its subscription goes to the thread's own actor, its
-// frames are written on the connection's strand), and the hot path, a waited
-// entry to a thread served here whose admission saw it. Nothing here waits.
+// The row says whether its handler may run on the I/O thread: only the hot
+// path, a waited entry to a thread served here whose admission saw it (its send
+// answers later, from the run). Nothing here waits; a stream, whose subscribe
+// asks the thread's actor for its backlog, runs on a handler thread.
 bool api::runs_inline(const http::request& req) {
   route_match m = match_route(req);
-  if (!m.row || m.row->scope != route_scope::thread || !(m.row->streams || m.row->waits)) return false;
+  if (!m.row || m.row->scope != route_scope::thread || !m.row->waits) return false;
   const std::string& id = m.param("thread");
-  if (!m.row->streams && req.admitted_thread != id) return false;
+  if (req.admitted_thread != id) return false;
   auto scope = tokens_.authenticate(req.header("authorization"));
   std::shared_ptr<runtime> rt;
   if (!scope || lease(req, *scope, &rt) || !rt->serves_here(id)) return false;
-  if (m.row->streams) return true;
   json::document body;
   json::object_reader r;
   bool wait = false;

@@ -280,15 +280,7 @@ class session : public std::enable_shared_from_this<session> {
     }
     holds_in_flight_ = true;
     if (!server_->admit) return admitted(admission{});
-    if (parser_->is_done()) {
-      // One that answers without waiting (a stream of a thread served here)
-      // stays on this thread whole, as a request with a body may below.
-      if (server_->runs_inline && server_->runs_inline(req_)) {
-        admission adm = admit_here();
-        if (!adm.defer) return admitted(std::move(adm));
-      }
-      return admit_and_handle();
-    }
+    if (parser_->is_done()) return admit_and_handle();
     // A request with a body: admission decides before the body is read, here
     // when it need not wait, else on a handler thread (it reads the thread a
     // write goes to, which may be another node's). The session reads nothing
@@ -522,10 +514,16 @@ class session : public std::enable_shared_from_this<session> {
     arm_keepalive();
   }
 
-  // A stream client sends nothing; a read that ends means it went away.
+  // A stream client sends nothing; a read that ends means it went away. The
+  // watch reads rather than waits for readability: a readiness report can come
+  // late, for the request's own bytes read since (a reactor thread held up
+  // between collecting it and acting on it), and a wait would take it for the
+  // client's departure. Stray bytes are read and dropped, up to a bound.
   void watch_disconnect() {
-    stream_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code) {
-      self->close_stream();
+    stream_.async_read_some(net::buffer(stray_), [self = shared_from_this()](beast::error_code ec, size_t n) {
+      self->stray_bytes_ += n;
+      if (ec || self->stray_bytes_ > stray_bytes_max) return self->close_stream();
+      self->watch_disconnect();
     });
   }
 
@@ -618,6 +616,9 @@ class session : public std::enable_shared_from_this<session> {
   // A refused client may go on sending its body; this much is read and dropped
   // before the socket closes.
   static constexpr size_t linger_bytes_max = 256 << 10;
+
+  // What a stream client may send (nothing is expected) before it is cut off.
+  static constexpr size_t stray_bytes_max = 64 << 10;
   static constexpr std::chrono::milliseconds linger_ms{1000};
   static constexpr std::chrono::seconds write_timeout{30};  // a response, from its first byte to its last
   static constexpr int64_t no_deadline_ns = std::numeric_limits<int64_t>::max();
@@ -640,6 +641,8 @@ class session : public std::enable_shared_from_this<session> {
   bool writing_ = false;
   bool socket_closed_ = false;
 
+  std::array<char, 512> stray_;  // what a stream client sends, dropped (watch_disconnect)
+  size_t stray_bytes_ = 0;
   std::mutex stream_mu_;  // guards the fields below: producers push from any thread
   std::deque<std::string> pending_;
   std::multiset<size_t> pending_sizes_;  // of the frames in pending_, for the largest
