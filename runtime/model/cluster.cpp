@@ -4,33 +4,14 @@
 #include <set>
 
 #include "runtime/model/ids.hpp"
+#include "runtime/model/stable_hash.hpp"
 
 namespace skein {
 namespace {
 
-// FNV-1a then MurmurHash3's 64-bit finalizer: stable across platforms and
-// releases (std::hash is neither), and well mixed in every bit.
-uint64_t fnv1a(std::string_view s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
+uint64_t node_seed(std::string_view node_id) { return stable_hash(node_id); }
 
-uint64_t fmix64(uint64_t k) {
-  k ^= k >> 33;
-  k *= 0xff51afd7ed558ccdull;
-  k ^= k >> 33;
-  k *= 0xc4ceb9fe1a85ec53ull;
-  k ^= k >> 33;
-  return k;
-}
-
-uint64_t node_seed(std::string_view node_id) { return fmix64(fnv1a(node_id)); }
-
-uint64_t weight(uint64_t seed, uint64_t key_hash) { return fmix64(seed ^ key_hash); }
+uint64_t weight(uint64_t seed, uint64_t key_hash) { return mix64(seed ^ key_hash); }
 
 bool valid_host_name(std::string_view h) {
   if (h.empty() || h.size() > 253) return false;
@@ -192,7 +173,7 @@ std::string_view cluster_key(std::string_view thread_id) {
 
 std::string work_home_key(std::string_view agent_id) {
   static constexpr char hex[] = "0123456789abcdef";
-  uint64_t h = fmix64(fnv1a(agent_id));
+  uint64_t h = mix64(fnv1a(agent_id));
   std::string out = "wk_";
   for (int shift = 60; shift >= 0; shift -= 4) out.push_back(hex[(h >> shift) & 0xf]);
   return out;
