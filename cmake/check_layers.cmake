@@ -8,18 +8,21 @@ cmake_minimum_required(VERSION 3.25)
 #                       headers (runtime_impl.hpp), no engines, work or namespaces
 #   runtime/ (façade)   everything below it and the engines, work and cluster rooms
 #   runtime/namespaces  above the façade: one runtime per namespace
+#   runtime/replication the replicated log and coordination store (NATS JetStream):
+#                       the model alone
 # Run as: cmake -DROOT=<repo root> -P check_layers.cmake
 set(allowed_runtime/model "runtime/model")
 set(allowed_persistence "runtime/model;persistence")
 set(allowed_actors "runtime/model;persistence;actors")
 set(allowed_runtime/engines "runtime/model;runtime/engines")
 set(allowed_runtime/work "runtime/model;persistence;actors;runtime/work")
-set(allowed_runtime/cluster "runtime/model;persistence;actors;runtime;runtime/cluster")
+set(allowed_runtime/replication "runtime/model;runtime/replication")
+set(allowed_runtime/cluster "runtime/model;persistence;actors;runtime;runtime/cluster;runtime/replication")
 set(allowed_runtime
-    "runtime/model;persistence;actors;runtime/engines;runtime/work;runtime/cluster;runtime")
+    "runtime/model;persistence;actors;runtime/engines;runtime/work;runtime/cluster;runtime/replication;runtime")
 set(allowed_runtime/namespaces "runtime/model;persistence;actors;runtime;runtime/namespaces")
 # Most specific first: a file (or an include) belongs to the first that matches.
-set(rooms runtime/model runtime/engines runtime/work runtime/cluster runtime/namespaces)
+set(rooms runtime/model runtime/engines runtime/work runtime/cluster runtime/replication runtime/namespaces)
 set(layers ${rooms} persistence actors runtime)
 set(all_layers ${rooms} persistence actors runtime tools bench tests)
 

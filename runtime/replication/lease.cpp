@@ -1,0 +1,63 @@
+// lease.hpp: taking, renewing and releasing a partition's lease by
+// compare-and-set, lapses judged on this keeper's monotonic clock.
+#include "runtime/replication/lease.hpp"
+
+#include <charconv>
+
+namespace skein::replication {
+
+bool lease_keeper::decode(const std::string& value, lease* out) {
+  auto space = value.find(' ');
+  if (space == std::string::npos) return false;
+  uint64_t epoch = 0;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + space, epoch);
+  if (ec != std::errc{} || end != value.data() + space) return false;
+  out->epoch = epoch;
+  out->holder = value.substr(space + 1);
+  return true;
+}
+
+status lease_keeper::try_take(uint32_t partition, clock::time_point now, lease* out) {
+  const std::string k = key(partition);
+  kv_entry e;
+  status s = js_.kv_get(bucket_, k, &e);
+  if (s.code() == errc::not_found) {
+    lease mine{node_, 1, 0};
+    s = js_.kv_create(bucket_, k, encode(mine), &mine.revision);
+    if (s.code() == errc::conflict) return status::ok();  // another node was first
+    SKEIN_TRY(s);
+    *out = mine;
+    seen_[partition] = {mine.revision, now};
+    return status::ok();
+  }
+  SKEIN_TRY(s);
+  lease current;
+  if (!decode(e.value, &current)) return status::corruption("lease " + k + ": \"" + e.value.substr(0, 64) + "\"");
+  current.revision = e.revision;
+  *out = current;
+  auto& sight = seen_[partition];
+  if (sight.revision != e.revision) sight = {e.revision, now};  // renewed (or first seen): the clock starts again
+  bool lapsed = current.holder.empty() || now - sight.since >= ttl_;
+  if (!lapsed || current.holder == node_) return status::ok();
+  lease mine{node_, current.epoch + 1, 0};
+  s = js_.kv_update(bucket_, k, encode(mine), e.revision, &mine.revision);
+  if (s.code() == errc::conflict) return status::ok();  // renewed or taken meanwhile
+  SKEIN_TRY(s);
+  *out = mine;
+  sight = {mine.revision, now};
+  return status::ok();
+}
+
+status lease_keeper::renew(uint32_t partition, lease* held) {
+  lease next = *held;
+  SKEIN_TRY(js_.kv_update(bucket_, key(partition), encode(next), held->revision, &next.revision));
+  *held = next;
+  return status::ok();
+}
+
+status lease_keeper::release(uint32_t partition, const lease& held) {
+  lease free{"", held.epoch, 0};
+  return js_.kv_update(bucket_, key(partition), encode(free), held.revision, nullptr);
+}
+
+}  // namespace skein::replication
