@@ -318,7 +318,7 @@ status jetstream::ensure_bucket(const bucket_config& c) {
   cfg.Bucket = c.name.c_str();
   cfg.Replicas = c.replicas;
   cfg.History = static_cast<uint8_t>(c.history);
-  cfg.TTL = millis(c.ttl);
+  cfg.TTL = millis(c.ttl) * 1000000;  // nanoseconds (the client passes it on as the stream's max age)
   cfg.StorageType = c.memory ? js_MemoryStorage : js_FileStorage;
   natsStatus s = js_CreateKeyValue(&kv, impl_->js, &cfg);
   if (s != NATS_OK) return to_status(s, 0, "bucket " + c.name);

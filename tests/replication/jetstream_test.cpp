@@ -249,3 +249,22 @@ TEST_CASE("jetstream: a three-server cluster at replicas 3 serves with one serve
   CHECK(m.data == "back");
   CHECK(m.seq == last);
 }
+
+TEST_CASE("jetstream: a bucket's ttl drops a key that is not put again, and keeps one that is") {
+  if (!have_nats()) return;
+  nats_cluster nats{1};
+  auto js = nats.connect();
+  REQUIRE(js->ensure_bucket({"short", 1, 1, 400ms}).is_ok());
+  REQUIRE(js->kv_put("short", "gone", "x", nullptr).is_ok());
+  // "kept" is put again every 100 ms; "gone" ages out (bounded wait).
+  kv_entry e;
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  bool dropped = false;
+  while (!dropped && std::chrono::steady_clock::now() < deadline) {
+    REQUIRE(js->kv_put("short", "kept", "y", nullptr).is_ok());
+    dropped = js->kv_get("short", "gone", &e).code() == errc::not_found;
+    std::this_thread::sleep_for(100ms);  // the renewal period under test
+  }
+  CHECK(dropped);
+  CHECK(js->kv_get("short", "kept", &e).is_ok());
+}
