@@ -54,6 +54,14 @@ status to_status(natsStatus s, int jerr, const std::string& what) {
 
 int64_t millis(std::chrono::milliseconds d) { return static_cast<int64_t>(d.count()); }
 
+// A stored message's subject, data and publish id (its sequence is read by the caller).
+void take(natsMsg* msg, stream_message* out) {
+  out->subject = natsMsg_GetSubject(msg);
+  out->data.assign(natsMsg_GetData(msg), static_cast<size_t>(natsMsg_GetDataLength(msg)));
+  const char* id = nullptr;
+  out->msg_id = natsMsgHeader_Get(msg, "Nats-Msg-Id", &id) == NATS_OK && id != nullptr ? id : "";
+}
+
 // Waits, when destroyed, for the subscription's last callback: the client
 // calls on_complete once nothing more will run.
 class follower : public subscription {
@@ -79,8 +87,7 @@ class follower : public subscription {
       m.seq = meta->Sequence.Stream;
       jsMsgMetaData_Destroy(meta);
     }
-    m.subject = natsMsg_GetSubject(msg);
-    m.data.assign(natsMsg_GetData(msg), static_cast<size_t>(natsMsg_GetDataLength(msg)));
+    take(msg, &m);
     natsMsg_Destroy(msg);
     if (m.seq != 0) self->on_message(m);
   }
@@ -260,8 +267,14 @@ status jetstream::health(const std::string& stream, stream_health* out) {
 }
 
 status jetstream::publish(const std::string& subject, std::string_view data, uint64_t expected_last, uint64_t* seq) {
+  return publish(subject, data, expected_last, "", seq, nullptr);
+}
+
+status jetstream::publish(const std::string& subject, std::string_view data, uint64_t expected_last,
+                          const std::string& msg_id, uint64_t* seq, bool* duplicate) {
   jsPubOptions po;
   jsPubOptions_Init(&po);
+  if (!msg_id.empty()) po.MsgId = msg_id.c_str();
   po.MaxWait = millis(impl_->options.request_timeout);
   if (expected_last == 0) po.ExpectNoMessage = true;
   else po.ExpectLastSubjectSeq = expected_last;
@@ -270,6 +283,7 @@ status jetstream::publish(const std::string& subject, std::string_view data, uin
   natsStatus s = js_Publish(&ack, impl_->js, subject.c_str(), data.data(), static_cast<int>(data.size()), &po, &jerr);
   if (s != NATS_OK) return to_status(s, jerr, "publish to " + subject);
   if (seq != nullptr) *seq = ack->Sequence;
+  if (duplicate != nullptr) *duplicate = ack->Duplicate;
   jsPubAck_Destroy(ack);
   return status::ok();
 }
@@ -279,9 +293,8 @@ status jetstream::last_on_subject(const std::string& stream, const std::string& 
   jsErrCode jerr = static_cast<jsErrCode>(0);
   natsStatus s = js_GetLastMsg(&msg, impl_->js, stream.c_str(), subject.c_str(), nullptr, &jerr);
   if (s != NATS_OK) return to_status(s, jerr, "last message of " + subject);
-  out->subject = natsMsg_GetSubject(msg);
+  take(msg, out);
   out->seq = natsMsg_GetSequence(msg);
-  out->data.assign(natsMsg_GetData(msg), static_cast<size_t>(natsMsg_GetDataLength(msg)));
   natsMsg_Destroy(msg);
   return status::ok();
 }

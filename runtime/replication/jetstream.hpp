@@ -63,6 +63,7 @@ struct stream_message {
   std::string subject;
   uint64_t seq = 0;  // the stream sequence
   std::string data;
+  std::string msg_id;  // the id it was published under ("" for none)
 };
 
 // Where a stream's copies stand: its leader, and its other replicas, each
@@ -115,6 +116,13 @@ class jetstream {
   // first. `unavailable` on a timeout: the message may or may not be stored,
   // and a writer must read the subject's last sequence before it goes on.
   status publish(const std::string& subject, std::string_view data, uint64_t expected_last, uint64_t* seq);
+  // publish() under an id: a publish whose id the stream stored within its
+  // duplicate window (2 minutes) stores nothing again and answers the first
+  // one's sequence, *duplicate set; the stream checks this before the
+  // expected sequence. So a publish that timed out is sent again under the
+  // same id and lands once.
+  status publish(const std::string& subject, std::string_view data, uint64_t expected_last, const std::string& msg_id,
+                 uint64_t* seq, bool* duplicate);
 
   // The last message on `subject` in `stream`; `not_found` when it holds none.
   status last_on_subject(const std::string& stream, const std::string& subject, stream_message* out);
