@@ -5,6 +5,7 @@
 #include "runtime/model/ids.hpp"
 #include "runtime/model/json_codec.hpp"
 #include "tools/io/import_export.hpp"
+#include "tests/support/sample_records.hpp"
 
 #ifndef SKEIN_IO_FIXTURES
 #error "SKEIN_IO_FIXTURES must name the fixture directory"
@@ -380,45 +381,9 @@ TEST_CASE("auto-detection picks each format") {
 
 namespace {
 
-manifest roundtrip_manifest() {
-  manifest m;
-  m.id = "th_20250301_roundtrip0001";
-  m.agent_id = "coder";
-  m.parent = parent_kind::thread;
-  m.parent_id = "th_20250301_parent000001";
-  m.session_id = "sess \"quoted\" \\ back";
-  m.task_id = "TASK-1";
-  m.title = "Ünïcödé title — 日本語 🙂\ttab";
-  m.name = "line1\nline2";
-  m.tags = {"alpha", "b-2"};
-  m.pinned_at_ms = t10 + 5;
-  m.environment_id = "env:prod";
-  m.status = thread_status::failed;
-  m.usage = {10, 20, 3, 4};
-  m.cost_usd = 0.125;
-  m.config = R"({"model":"x","nested":{"a":[1,2.5,null,true]}})";
-  m.created_at_ms = t10;
-  m.updated_at_ms = t10 + 99;
-  m.children_count = 2;
-  m.heartbeat_at_ms = t10 + 50;
-  return m;
-}
-
 std::vector<event> roundtrip_events() {
-  std::vector<event> v;
-  v.push_back(make_signal("thread.start", R"({"by":"cli"})"));
-  v.push_back(make_message(message_role::user, "hello \"world\"\n\t\\ \x01 ünïcødé 日本語 🙂 \u2028"));
-  v.push_back(make_message(message_role::assistant, ""));
-  v.push_back(make_message(message_role::system, "be brief"));
-  v.push_back(make_assistant_text("partial </script>"));
-  v.push_back(make_thinking("hmm\r\n"));
-  v.push_back(make_tool_call("c1", "search", R"({"q":"x\"y","n":[1,2.5,true,null],"o":{}})"));
-  v.push_back(make_tool_result("c1", "search", "no hits: \\d+", true));
-  v.push_back(make_system_prompt("You are skein."));
-  v.push_back(make_local_system_message("(compacted)"));
-  v.push_back(make_result({10, 20, 3, 4}, 0.125, 1500, 3, "failed"));
-  v.push_back(make_compaction("trim-tool-results", 1, 9, R"([{"seq":1}])"));
-  v.push_back(make_signal("thread.stop", R"({"outcome":"failed","error":"x"})"));
+  std::vector<event> v = test::one_event_of_each_type();
+  v.insert(v.begin(), make_signal("thread.start", R"({"by":"cli"})"));
   for (size_t i = 0; i < v.size(); ++i) {
     v[i].seq = i + 1;
     v[i].ts_ms = t10 + static_cast<int64_t>(i) * 7;
@@ -430,7 +395,7 @@ std::vector<event> roundtrip_events() {
 }  // namespace
 
 TEST_CASE("export then import gives back the same thread") {
-  manifest m = roundtrip_manifest();
+  manifest m = test::sample_manifest();
   std::vector<event> events = roundtrip_events();
   m.last_seq = events.size();
 
@@ -466,7 +431,8 @@ TEST_CASE("export then import gives back the same thread") {
   CHECK(same(must_import(fx_body, import_format::skein), fx));
 
   // A thread without events exports as the manifest alone.
-  manifest empty = roundtrip_manifest();
+  manifest empty = test::sample_manifest();
+  empty.last_seq = 0;  // the seq of a log without events
   std::string empty_body;
   REQUIRE(export_thread(empty, {}, &empty_body).is_ok());
   import_result er = must_import(empty_body, import_format::skein);
@@ -475,7 +441,7 @@ TEST_CASE("export then import gives back the same thread") {
 }
 
 TEST_CASE("export refuses what import would refuse and leaves out untouched") {
-  manifest m = roundtrip_manifest();
+  manifest m = test::sample_manifest();
   std::vector<event> events = roundtrip_events();
   m.last_seq = events.size();
   const std::string keep = "keep";
