@@ -30,13 +30,9 @@ const event* last_of(const std::vector<event>& log, event_type type) {
 
 TEST_CASE("a run appends input, start, engine reply, result and stop in order") {
   det_runtime rt;
-  rt.add_agent(scripted_agent("a", R"({"default": {"reply": "hello", "usage": {"input_tokens": 7, "output_tokens": 2}, "cost_usd": 0.5}})"));
-  auto t = rt.add_thread("a");
-  rt.send(t.id, "hi");
-  rt.run();
-  auto replies = rt.drain();
-  REQUIRE(replies.size() == 1);
-  const auto& r = as_result(replies[0]);
+  auto t = rt.start_run(
+      scripted_agent("a", R"({"default": {"reply": "hello", "usage": {"input_tokens": 7, "output_tokens": 2}, "cost_usd": 0.5}})"), "hi");
+  run_result r = only_result(rt);
   CHECK(r.outcome == run_outcome::completed);
   CHECK(r.text == "hello");
   CHECK(r.turns == 1);
@@ -122,15 +118,10 @@ TEST_CASE("mid-run policy interrupt cancels the current run, then runs the new i
 
 TEST_CASE("cancel during the engine call stops the run as cancelled") {
   det_runtime rt;
-  rt.add_agent(scripted_agent("a", R"({"latency_ms": 10000})"));
-  auto t = rt.add_thread("a");
-  rt.send(t.id, "hi");
-  rt.run();
+  auto t = rt.start_run(scripted_agent("a", R"({"latency_ms": 10000})"), "hi");
   rt.cancel(t.id);
   rt.run();
-  auto replies = rt.drain();
-  REQUIRE(replies.size() == 1);
-  CHECK(as_result(replies[0]).outcome == run_outcome::cancelled);
+  CHECK(only_result(rt).outcome == run_outcome::cancelled);
   rt.advance(20000ms);  // the engine's late answer changes nothing
   auto log = rt.events(t.id);
   auto* stop = last_of(log, event_type::signal);
@@ -207,16 +198,11 @@ TEST_CASE("a tool that outlives its timeout gets an error result and the run goe
   det_runtime rt;
   auto a = scripted_agent("a", R"({"rules": [{"turn": 1, "tool_calls": [{"name": "slow"}]}, {"turn": 2, "reply": "ok"}]})", {"slow"});
   a.budgets.tool_timeout_ms = 500;
-  rt.add_agent(a);
-  auto t = rt.add_thread("a");
-  rt.send(t.id, "go");
-  rt.run();
+  auto t = rt.start_run(a, "go");
   rt.advance(499ms);
   CHECK(rt.drain().empty());
   rt.advance(1ms);
-  auto replies = rt.drain();
-  REQUIRE(replies.size() == 1);
-  CHECK(as_result(replies[0]).outcome == run_outcome::completed);
+  CHECK(only_result(rt).outcome == run_outcome::completed);
   CHECK(*rt.slow->calls()[0].cancelled);
   auto log = rt.events(t.id);  // last_of points into it: it must outlive `result`
   auto* result = last_of(log, event_type::tool_result);
@@ -229,13 +215,8 @@ TEST_CASE("the tick budget ends a runaway run as failed") {
   det_runtime rt;
   auto a = scripted_agent("a", R"({"default": {"tool_calls": [{"name": "echo"}]}})", {"echo"});
   a.budgets.ticks_max = 3;
-  rt.add_agent(a);
-  auto t = rt.add_thread("a");
-  rt.send(t.id, "loop forever");
-  rt.run();
-  auto replies = rt.drain();
-  REQUIRE(replies.size() == 1);
-  const auto& r = as_result(replies[0]);
+  rt.start_run(a, "loop forever");
+  run_result r = only_result(rt);
   CHECK(r.outcome == run_outcome::failed);
   CHECK(r.turns == 3);
   CHECK_THAT(r.error, Catch::Contains("ticks_max (3)"));
@@ -246,15 +227,11 @@ TEST_CASE("the run time budget ends a long run as failed") {
   det_runtime rt;
   auto a = scripted_agent("a", R"({"default": {"tool_calls": [{"name": "slow"}]}})", {"slow"});
   a.budgets.run_time_ms_max = 2000;
-  rt.add_agent(a);
-  auto t = rt.add_thread("a");
-  rt.send(t.id, "go");
-  rt.run();
+  rt.start_run(a, "go");
   rt.advance(2000ms);
-  auto replies = rt.drain();
-  REQUIRE(replies.size() == 1);
-  CHECK(as_result(replies[0]).outcome == run_outcome::failed);
-  CHECK_THAT(as_result(replies[0]).error, Catch::Contains("run_time_ms_max"));
+  run_result r = only_result(rt);
+  CHECK(r.outcome == run_outcome::failed);
+  CHECK_THAT(r.error, Catch::Contains("run_time_ms_max"));
 }
 
 TEST_CASE("the engine idle watchdog fails a stalled call instead of wedging the thread") {

@@ -185,6 +185,17 @@ struct det_runtime {
     return ask<manifest>(actors.directory, create_atom::value, std::move(o));
   }
 
+  // Adds agent `a`, opens a thread of it and sends it `text`; runs until nothing
+  // is left to do at the current time.
+  manifest start_run(agent_config a, const std::string& text) {
+    std::string agent = a.id;
+    add_agent(std::move(a));
+    manifest t = add_thread(agent);
+    send(t.id, text);
+    run();
+    return t;
+  }
+
   thread_actor thread(const std::string& id) { return ask<thread_actor>(actors.directory, resolve_atom::value, id); }
 
   void send(const std::string& thread_id, const std::string& text, const std::string& key = "") {
@@ -229,6 +240,14 @@ inline const run_result& as_result(const reply& r) {
 inline const status& as_error(const reply& r) {
   if (std::holds_alternative<run_result>(r)) FAIL("expected an error, got a run result");
   return std::get<status>(r);
+}
+
+// The one reply the test's actor holds, a run result; the test stops unless
+// exactly one reply waits and it is a result.
+inline run_result only_result(det_runtime& rt) {
+  auto replies = rt.drain();
+  REQUIRE(replies.size() == 1);
+  return as_result(replies[0]);
 }
 
 // The signal names of a log, in order ("start", "stop", ...), with their run ids.
