@@ -31,15 +31,20 @@ struct runtime_fixture {
     REQUIRE(s.is_ok());
   }
 
+  // Creates agent `a`; the test stops if the runtime refuses it.
+  void add_agent(const agent_config& a) {
+    auto s = rt->create_agent(a);
+    INFO(s.to_string());
+    REQUIRE(s.is_ok());
+  }
+
   void agent(const std::string& id, const std::string& rules, mid_run_policy policy = mid_run_policy::queue) {
     agent_config a;
     a.id = id;
     a.system_prompt = "test";
     a.engine_config = rules;
     a.policy = policy;
-    auto s = rt->create_agent(a);
-    INFO(s.to_string());
-    REQUIRE(s.is_ok());
+    add_agent(a);
   }
 
   manifest thread(const std::string& agent) {
