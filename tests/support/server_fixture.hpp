@@ -5,18 +5,14 @@
 #include <catch2/catch.hpp>
 
 #include "runtime/model/json_reader.hpp"
-#include "tools/client/http_client.hpp"
-#include "tools/server/api.hpp"
-#include "tools/server/http_server.hpp"
+#include "tests/support/served_api.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace skein::test {
 
-struct server_fixture {
+struct server_fixture : served_api {
   temp_dir dir;
   std::unique_ptr<runtime> rt;
-  std::unique_ptr<server::api> api;
-  std::unique_ptr<http::server> srv;
 
   explicit server_fixture(runtime_options ro = {}, http::server_limits limits = {}, const std::string& tokens = "") {
     ro.data_dir = dir.str();
@@ -24,25 +20,18 @@ struct server_fixture {
     REQUIRE(runtime::open(std::move(ro), &rt).is_ok());
     server::token_store store;
     if (!tokens.empty()) REQUIRE(server::token_store::parse(tokens, &store).is_ok());
-    api = std::make_unique<server::api>(*rt, store, server::api_options{},
-                                        [this] { return srv ? srv->counters() : http::server_counters{}; });
-    REQUIRE(http::server::start("127.0.0.1", 0, limits, api->service(), 2, &srv).is_ok());
+    serve(*rt, store, limits);
   }
   ~server_fixture() {
     srv->stop();
     rt->close().ignore();
+    srv.reset();  // the server and the api go before the runtime they served
+    api.reset();
   }
-
-  http::endpoint endpoint() const { return {"127.0.0.1", srv->port()}; }
 
   http::response call(const std::string& method, const std::string& target, const std::string& body = "",
                       const std::string& token = "", const http::header_list& extra = {}) {
-    http::client c{endpoint(), token};
-    http::response r;
-    auto s = c.call(method, target, body, &r, extra);
-    INFO(method << " " << target << ": " << s.to_string());
-    REQUIRE(s.is_ok());
-    return r;
+    return request(method, target, body, token, extra);
   }
 
   // call() for a thread other than the test's own: Catch2's macros are not
