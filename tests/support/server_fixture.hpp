@@ -125,4 +125,24 @@ inline std::string error_limit(const std::string& json) {
   return json.substr(pos, json.find('"', pos) - pos);
 }
 
+// Posts an input to `thread`, once waiting for its run and once not; each post is
+// refused with `http_status`, error `code` and `limit`, and the thread's log
+// gains nothing. Returns the thread's manifest as it stood before the posts.
+inline manifest check_entries_refused(server_fixture& f, const std::string& thread, int http_status,
+                                      const std::string& code, const std::string& limit) {
+  manifest before;
+  REQUIRE(f.rt->get_thread(thread, &before).is_ok());
+  for (const std::string body : {R"({"text":"hi","wait":true})", R"({"text":"hi"})"}) {
+    auto r = f.call("POST", "/v1/threads/" + thread + "/entries", body);
+    INFO(r.body);
+    CHECK(r.status == http_status);
+    CHECK(error_code(r.body) == code);
+    CHECK(error_limit(r.body) == limit);
+  }
+  manifest after;
+  REQUIRE(f.rt->get_thread(thread, &after).is_ok());
+  CHECK(after.last_seq == before.last_seq);
+  return before;
+}
+
 }  // namespace skein::test
