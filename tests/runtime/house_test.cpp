@@ -29,6 +29,32 @@ void race(int n, F fn) {
   for (auto& t : threads) t.join();
 }
 
+// `n` concurrent calls of open(&m, &fresh), a find-or-create of one thread, each
+// followed by then(i, m) (false: a failure). Checks that nothing failed and that
+// exactly one call created the thread; returns the one thread all calls found.
+template <class Open, class Then>
+std::string race_to_one_thread(int n, Open open, Then then) {
+  std::mutex mu;
+  std::set<std::string> ids;
+  std::atomic<int> created{0}, failed{0};
+  race(n, [&](int i) {
+    manifest m;
+    bool fresh = false;
+    if (!open(&m, &fresh).is_ok()) {
+      ++failed;
+      return;
+    }
+    if (fresh) ++created;
+    if (!then(i, m)) ++failed;
+    std::lock_guard lock{mu};
+    ids.insert(m.id);
+  });
+  CHECK(failed == 0);
+  CHECK(created == 1);
+  REQUIRE(ids.size() == 1);
+  return *ids.begin();
+}
+
 size_t count_signals(const std::vector<event>& log, const std::string& name) {
   size_t n = 0;
   for (const auto& e : log)
@@ -41,29 +67,15 @@ size_t count_signals(const std::vector<event>& log, const std::string& name) {
 TEST_CASE("task binding: 32 concurrent creates for one task give one thread, found by task id") {
   runtime_fixture f{without_effects()};
   f.agent("a", R"({"default": {"reply": "ok"}})");
-  std::mutex mu;
-  std::set<std::string> ids;
-  std::atomic<int> created{0}, failed{0};
-  race(32, [&](int) {
-    thread_options o;
-    o.agent_id = "a";
-    o.task_id = "task-7";
-    manifest m;
-    bool fresh = false;
-    if (!f.rt->create_thread(o, &m, &fresh).is_ok()) {
-      ++failed;
-      return;
-    }
-    if (fresh) ++created;
-    std::lock_guard lock{mu};
-    ids.insert(m.id);
-  });
-  CHECK(failed == 0);
-  CHECK(created == 1);
-  REQUIRE(ids.size() == 1);
+  thread_options o;
+  o.agent_id = "a";
+  o.task_id = "task-7";
+  const std::string id = race_to_one_thread(
+      32, [&](manifest* m, bool* fresh) { return f.rt->create_thread(o, m, fresh); },
+      [](int, const manifest&) { return true; });
   manifest found;
   REQUIRE(f.rt->find_task_thread("task-7", &found).is_ok());
-  CHECK(found.id == *ids.begin());
+  CHECK(found.id == id);
   CHECK(found.task_id == "task-7");
   CHECK(found.parent == parent_kind::task);
 
@@ -158,29 +170,16 @@ TEST_CASE("task binding: the engine request carries the task id") {
 TEST_CASE("DM: 50 concurrent first messages make one DM thread holding 50 inputs") {
   runtime_fixture f{without_effects()};
   f.agent("a", R"({"default": {"reply": "ok"}})");
-  std::mutex mu;
-  std::set<std::string> ids;
-  std::atomic<int> failed{0}, created{0};
-  race(50, [&](int i) {
-    manifest m;
-    bool fresh = false;
-    if (!f.rt->dm_thread("a", &m, &fresh).is_ok()) {
-      ++failed;
-      return;
-    }
-    if (fresh) ++created;
-    run_input in;
-    in.text = "hello " + std::to_string(i);
-    run_result r;
-    if (!f.rt->send(m.id, in).wait(&r, 60s).is_ok()) ++failed;
-    std::lock_guard lock{mu};
-    ids.insert(m.id);
-  });
-  CHECK(failed == 0);
-  CHECK(created == 1);
-  REQUIRE(ids.size() == 1);
+  const std::string id = race_to_one_thread(
+      50, [&](manifest* m, bool* fresh) { return f.rt->dm_thread("a", m, fresh); },
+      [&](int i, const manifest& m) {
+        run_input in;
+        in.text = "hello " + std::to_string(i);
+        run_result r;
+        return f.rt->send(m.id, in).wait(&r, 60s).is_ok();
+      });
   manifest dm;
-  REQUIRE(f.rt->get_thread(*ids.begin(), &dm).is_ok());
+  REQUIRE(f.rt->get_thread(id, &dm).is_ok());
   CHECK(dm.parent == parent_kind::agent);
   CHECK(dm.parent_id == "a");
   REQUIRE(dm.members.size() == 1);
