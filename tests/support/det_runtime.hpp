@@ -6,6 +6,7 @@
 #include <caf/all.hpp>
 #include <catch2/catch.hpp>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <variant>
 
@@ -52,6 +53,28 @@ class manual_tool : public tool {
   std::vector<call> calls_;
 };
 
+// The scripted engine behind a wrapper that shows `observe` every request before
+// the engine answers it.
+inline engine_factory observing_scripted(std::function<void(const engine_request&)> observe) {
+  return [observe](std::string_view config, timer_service& timers, std::shared_ptr<engine>* out) -> status {
+    std::shared_ptr<engine> inner;
+    SKEIN_TRY(make_scripted_engine(config, timers, &inner));
+    struct observing : engine {
+      std::shared_ptr<engine> inner;
+      std::function<void(const engine_request&)> observe;
+      std::unique_ptr<call_handle> start(engine_request r, engine_callbacks cb) override {
+        observe(r);
+        return inner->start(std::move(r), std::move(cb));
+      }
+    };
+    auto e = std::make_shared<observing>();
+    e->inner = std::move(inner);
+    e->observe = observe;
+    *out = std::move(e);
+    return status::ok();
+  };
+}
+
 // Records every engine request, then lets the scripted engine answer it.
 struct request_log {
   std::mutex mu;
@@ -59,26 +82,10 @@ struct request_log {
 };
 
 inline engine_factory recording_scripted(std::shared_ptr<request_log> rec) {
-  return [rec](std::string_view config, timer_service& timers, std::shared_ptr<engine>* out) -> status {
-    std::shared_ptr<engine> inner;
-    SKEIN_TRY(make_scripted_engine(config, timers, &inner));
-    struct recording : engine {
-      std::shared_ptr<engine> inner;
-      std::shared_ptr<request_log> rec;
-      std::unique_ptr<call_handle> start(engine_request r, engine_callbacks cb) override {
-        {
-          std::lock_guard<std::mutex> lock{rec->mu};
-          rec->requests.push_back(r);
-        }
-        return inner->start(std::move(r), std::move(cb));
-      }
-    };
-    auto e = std::make_shared<recording>();
-    e->inner = inner;
-    e->rec = rec;
-    *out = e;
-    return status::ok();
-  };
+  return observing_scripted([rec](const engine_request& r) {
+    std::lock_guard<std::mutex> lock{rec->mu};
+    rec->requests.push_back(r);
+  });
 }
 
 using reply = std::variant<run_result, status>;
