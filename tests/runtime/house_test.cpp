@@ -149,15 +149,8 @@ TEST_CASE("task binding: the engine request carries the task id") {
     return status::ok();
   };
   runtime_fixture f{o};
-  agent_config a;
-  a.id = "a";
-  a.engine = "capture";
-  REQUIRE(f.rt->create_agent(a).is_ok());
-  thread_options t;
-  t.agent_id = "a";
-  t.task_id = "ticket-42";
-  manifest m;
-  REQUIRE(f.rt->create_thread(t, &m).is_ok());
+  f.engine_agent("a", "capture");
+  manifest m = f.task_thread("a", "ticket-42");
   f.run(m.id, "go");
   manifest plain = f.thread("a");
   f.run(plain.id, "go");
@@ -225,17 +218,24 @@ std::vector<event> wait_runs(runtime_fixture& f, const std::string& thread, size
   return log;
 }
 
-}  // namespace
-
-TEST_CASE("house: an always member runs on every input, an on_mention member only when mentioned") {
-  runtime_fixture f{without_effects()};
+// A house thread of agent alice with `members`, where agents alice and bob
+// answer "alice here" and "bob here".
+manifest make_house(runtime_fixture& f, std::vector<house_member> members) {
   f.agent("alice", R"({"default": {"reply": "alice here"}})");
   f.agent("bob", R"({"default": {"reply": "bob here"}})");
   thread_options o;
   o.agent_id = "alice";
-  o.members = {{"alice", member_trigger::always}, {"bob", member_trigger::on_mention}};
+  o.members = std::move(members);
   manifest house;
   REQUIRE(f.rt->create_thread(o, &house).is_ok());
+  return house;
+}
+
+}  // namespace
+
+TEST_CASE("house: an always member runs on every input, an on_mention member only when mentioned") {
+  runtime_fixture f{without_effects()};
+  manifest house = make_house(f, {{"alice", member_trigger::always}, {"bob", member_trigger::on_mention}});
   REQUIRE(house.members.size() == 2);
 
   SECTION("without the mention: alice alone") {
@@ -277,13 +277,7 @@ TEST_CASE("house: an always member runs on every input, an on_mention member onl
 
 TEST_CASE("house: a member that cannot run records dispatch.failed, the others still run") {
   runtime_fixture f{without_effects()};
-  f.agent("alice", R"({"default": {"reply": "alice here"}})");
-  f.agent("bob", R"({"default": {"reply": "bob here"}})");
-  thread_options o;
-  o.agent_id = "alice";
-  o.members = {{"ghost", member_trigger::always}, {"alice", member_trigger::always}, {"bob", member_trigger::always}};
-  manifest house;
-  REQUIRE(f.rt->create_thread(o, &house).is_ok());
+  manifest house = make_house(f, {{"ghost", member_trigger::always}, {"alice", member_trigger::always}, {"bob", member_trigger::always}});
   f.run(house.id, "roll call");
   auto log = wait_runs(f, house.id, 2);
   CHECK(check_runs(log) == 2);
