@@ -17,6 +17,7 @@
 #include "persistence/work_rows.hpp"
 #include "runtime/cluster/cluster_link.hpp"
 #include "tests/runtime/cluster_fixture.hpp"
+#include "tests/support/runtime_call.hpp"
 
 using namespace skein;
 using namespace skein::test;
@@ -38,16 +39,12 @@ void make_agent(cluster_fixture& f, size_t via, const std::string& id) {
   REQUIRE(s.is_ok());
 }
 
-// Calls `call`, a runtime method answering into its second argument, on node
-// `via` with `request` for `agent`; the test stops unless it succeeds.
+// answer_of() on node `via`, naming the node and the agent on failure.
 template <class Out, class In>
 Out answer_of(cluster_fixture& f, size_t via, const std::string& agent, status (runtime::*call)(const In&, Out*),
               const In& request) {
-  Out out;
-  status s = (*f.nodes[via].*call)(request, &out);
-  INFO(agent << " via n" << via + 1 << ": " << s.to_string());
-  REQUIRE(s.is_ok());
-  return out;
+  INFO(agent << " via n" << via + 1);
+  return test::answer_of(*f.nodes[via], call, request);
 }
 
 work_create_result create(cluster_fixture& f, size_t via, const std::string& agent, const std::string& text,
