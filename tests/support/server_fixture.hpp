@@ -10,6 +10,15 @@
 
 namespace skein::test {
 
+// The tokens of the scoped-access tests: an admin's, and those of agents alpha
+// and beta, scoped to their own agent; `tokens` is the token store naming them.
+namespace scoped {
+inline const std::string admin = "admin-token-0123456789";
+inline const std::string alpha = "alpha-token-0123456789";
+inline const std::string beta = "beta-token-01234567890";
+inline const std::string tokens = admin + " admin\n" + alpha + " alpha\n" + beta + " beta\n";
+}  // namespace scoped
+
 struct server_fixture : served_api {
   temp_dir dir;
   std::unique_ptr<runtime> rt;
