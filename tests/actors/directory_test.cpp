@@ -11,10 +11,7 @@ TEST_CASE("a closed core frees its directory and agent actors") {
   caf::weak_actor_ptr directory;
   {
     det_runtime rt;
-    rt.add_agent(scripted_agent("a", R"({"default": {"reply": "ok"}})"));
-    auto t = rt.add_thread("a");
-    rt.send(t.id, "hi");
-    rt.run();
+    auto t = rt.start_run(scripted_agent("a", R"({"default": {"reply": "ok"}})"), "hi");
     REQUIRE(rt.drain().size() == 1);
     directory = caf::actor_cast<caf::weak_actor_ptr>(rt.actors.directory);
     REQUIRE(directory.lock() != nullptr);

@@ -31,27 +31,13 @@ struct call_log {
 // coordinator runs the thread actor on the test's thread, so the calls come in
 // on it; they are only recorded here and checked by the test afterwards.
 engine_factory checking_scripted(std::shared_ptr<call_log> rec) {
-  return [rec](std::string_view config, timer_service& timers, std::shared_ptr<engine>* out) -> status {
-    std::shared_ptr<engine> inner;
-    SKEIN_TRY(make_scripted_engine(config, timers, &inner));
-    struct checking : engine {
-      std::shared_ptr<engine> inner;
-      std::shared_ptr<call_log> rec;
-      std::unique_ptr<call_handle> start(engine_request r, engine_callbacks cb) override {
-        checked_call c;
-        c.request = r;
-        std::vector<event> log;
-        if (rec->log->read_events(r.thread_id, 1, 0, &log).is_ok()) c.expected = working_conversation(log);
-        rec->calls.push_back(std::move(c));
-        return inner->start(std::move(r), std::move(cb));
-      }
-    };
-    auto e = std::make_shared<checking>();
-    e->inner = std::move(inner);
-    e->rec = std::move(rec);
-    *out = std::move(e);
-    return status::ok();
-  };
+  return observing_scripted([rec](const engine_request& r) {
+    checked_call c;
+    c.request = r;
+    std::vector<event> log;
+    if (rec->log->read_events(r.thread_id, 1, 0, &log).is_ok()) c.expected = working_conversation(log);
+    rec->calls.push_back(std::move(c));
+  });
 }
 
 // Inputs with "tool" call the echo tool at their first step (with some words),
@@ -68,9 +54,7 @@ constexpr const char* rules = R"({
 void run_one(det_runtime& rt, const std::string& thread_id, const std::string& text) {
   rt.send(thread_id, text);
   rt.run();
-  auto replies = rt.drain();
-  REQUIRE(replies.size() == 1);
-  REQUIRE(as_result(replies[0]).outcome == run_outcome::completed);
+  REQUIRE(only_result(rt).outcome == run_outcome::completed);
 }
 
 void compact(det_runtime& rt, const std::string& thread_id) {

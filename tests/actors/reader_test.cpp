@@ -161,10 +161,7 @@ TEST_CASE("read_or_inline: a full pool runs the read in the asking actor, at onc
 
 TEST_CASE("live events committed while a subscription's backlog is read follow the backlog in order") {
   det_runtime rt;
-  rt.add_agent(scripted_agent("a", R"({"default": {"reply": "ok"}})"));
-  auto t = rt.add_thread("a");
-  rt.send(t.id, "first");
-  rt.run();
+  auto t = rt.start_run(scripted_agent("a", R"({"default": {"reply": "ok"}})"), "first");
   REQUIRE(rt.drain().size() == 1);
   const uint64_t backlog_last = rt.read_manifest(t.id).last_seq;
   REQUIRE(backlog_last >= 3);

@@ -76,9 +76,14 @@ size_t closed_runs(const std::vector<event>& log) {
 run_result one_run(det_runtime& rt, const std::string& thread, const std::string& text) {
   rt.send(thread, text);
   rt.run();
-  auto replies = rt.drain();
-  REQUIRE(replies.size() == 1);
-  return as_result(replies[0]);
+  return only_result(rt);
+}
+
+// Agent "a" on the test's "raw" engine, with `tools`.
+agent_config raw_agent(std::vector<std::string> tools) {
+  auto a = scripted_agent("a", "{}", std::move(tools));
+  a.engine = "raw";
+  return a;
 }
 
 }  // namespace
@@ -101,12 +106,10 @@ TEST_CASE("engine text and tool output are stored valid and cut past output_byte
       return tool_output{out, false};
     });
   }};
-  auto a = scripted_agent("a", "{}", {"flood"});
-  a.engine = "raw";
+  auto a = raw_agent({"flood"});
   a.budgets.output_bytes_max = 4096;
-  rt.add_agent(a);
-  auto t = rt.add_thread("a");
-  auto r = one_run(rt, t.id, "go");
+  auto t = rt.start_run(a, "go");
+  auto r = only_result(rt);
   CHECK(r.outcome == run_outcome::completed);
   CHECK(valid_utf8(r.text));
   CHECK_THAT(r.text, Catch::Contains("\xEF\xBF\xBD"));
@@ -159,11 +162,9 @@ TEST_CASE("tool-call arguments that are not JSON or nest too deep become error r
       return final_text("done");
     });
   }};
-  auto a = scripted_agent("a", "{}", {"echo"});
-  a.engine = "raw";
-  rt.add_agent(a);
-  auto t = rt.add_thread("a");
-  auto r = one_run(rt, t.id, "go");
+  auto a = raw_agent({"echo"});
+  auto t = rt.start_run(a, "go");
+  auto r = only_result(rt);
   CHECK(r.outcome == run_outcome::completed);
   std::map<std::string, event> results, calls_seen;
   for (const auto& e : rt.events(t.id)) {
@@ -193,12 +194,10 @@ TEST_CASE("more tool calls than tool_calls_max in one step fail the run") {
       return calls(c);
     });
   }};
-  auto a = scripted_agent("a", "{}", {"echo"});
-  a.engine = "raw";
+  auto a = raw_agent({"echo"});
   a.budgets.tool_calls_max = 4;
-  rt.add_agent(a);
-  auto t = rt.add_thread("a");
-  auto r = one_run(rt, t.id, "go");
+  auto t = rt.start_run(a, "go");
+  auto r = only_result(rt);
   CHECK(r.outcome == run_outcome::failed);
   CHECK_THAT(r.error, Catch::Contains("tool_calls_max (4)"));
   CHECK(closed_runs(rt.events(t.id)) == 1);

@@ -30,13 +30,9 @@ const event* last_of(const std::vector<event>& log, event_type type) {
 
 TEST_CASE("a run appends input, start, engine reply, result and stop in order") {
   det_runtime rt;
-  rt.add_agent(scripted_agent("a", R"({"default": {"reply": "hello", "usage": {"input_tokens": 7, "output_tokens": 2}, "cost_usd": 0.5}})"));
-  auto t = rt.add_thread("a");
-  rt.send(t.id, "hi");
-  rt.run();
-  auto replies = rt.drain();
-  REQUIRE(replies.size() == 1);
-  const auto& r = as_result(replies[0]);
+  auto t = rt.start_run(
+      scripted_agent("a", R"({"default": {"reply": "hello", "usage": {"input_tokens": 7, "output_tokens": 2}, "cost_usd": 0.5}})"), "hi");
+  run_result r = only_result(rt);
   CHECK(r.outcome == run_outcome::completed);
   CHECK(r.text == "hello");
   CHECK(r.turns == 1);
@@ -93,9 +89,7 @@ TEST_CASE("mid-run policy reject refuses a second input with conflict at once") 
   CHECK(as_error(replies[0]).code() == errc::conflict);
   CHECK_THAT(as_error(replies[0]).message(), Catch::Contains("reject"));
   rt.advance(1000ms);
-  replies = rt.drain();
-  REQUIRE(replies.size() == 1);
-  CHECK(as_result(replies[0]).outcome == run_outcome::completed);
+  CHECK(only_result(rt).outcome == run_outcome::completed);
   CHECK(count_signal(rt.events(t.id), "thread.start") == 1);
 }
 
@@ -107,14 +101,11 @@ TEST_CASE("mid-run policy interrupt cancels the current run, then runs the new i
   rt.run();
   rt.send(t.id, "two");
   rt.run();
-  auto replies = rt.drain();
-  REQUIRE(replies.size() == 1);
-  CHECK(as_result(replies[0]).outcome == run_outcome::cancelled);
-  CHECK(as_result(replies[0]).text == "(stopped by user)");
+  run_result interrupted = only_result(rt);
+  CHECK(interrupted.outcome == run_outcome::cancelled);
+  CHECK(interrupted.text == "(stopped by user)");
   rt.advance(1000ms);
-  replies = rt.drain();
-  REQUIRE(replies.size() == 1);
-  CHECK(as_result(replies[0]).outcome == run_outcome::completed);
+  CHECK(only_result(rt).outcome == run_outcome::completed);
   auto log = rt.events(t.id);
   CHECK(count_signal(log, "thread.start") == 2);
   CHECK(count_signal(log, "thread.stop") == 2);
@@ -122,15 +113,10 @@ TEST_CASE("mid-run policy interrupt cancels the current run, then runs the new i
 
 TEST_CASE("cancel during the engine call stops the run as cancelled") {
   det_runtime rt;
-  rt.add_agent(scripted_agent("a", R"({"latency_ms": 10000})"));
-  auto t = rt.add_thread("a");
-  rt.send(t.id, "hi");
-  rt.run();
+  auto t = rt.start_run(scripted_agent("a", R"({"latency_ms": 10000})"), "hi");
   rt.cancel(t.id);
   rt.run();
-  auto replies = rt.drain();
-  REQUIRE(replies.size() == 1);
-  CHECK(as_result(replies[0]).outcome == run_outcome::cancelled);
+  CHECK(only_result(rt).outcome == run_outcome::cancelled);
   rt.advance(20000ms);  // the engine's late answer changes nothing
   auto log = rt.events(t.id);
   auto* stop = last_of(log, event_type::signal);
@@ -181,9 +167,7 @@ TEST_CASE("tools run in parallel within a tick, errors and unknown tools become 
   CHECK(rt.drain().empty());
   calls[0].done({"first", false});
   rt.run();
-  auto replies = rt.drain();
-  REQUIRE(replies.size() == 1);
-  CHECK(as_result(replies[0]).text == "all done");
+  CHECK(only_result(rt).text == "all done");
   std::map<std::string, event> results;
   for (const auto& e : rt.events(t.id))
     if (e.type == event_type::tool_result) results[e.call_id] = e;
@@ -207,16 +191,11 @@ TEST_CASE("a tool that outlives its timeout gets an error result and the run goe
   det_runtime rt;
   auto a = scripted_agent("a", R"({"rules": [{"turn": 1, "tool_calls": [{"name": "slow"}]}, {"turn": 2, "reply": "ok"}]})", {"slow"});
   a.budgets.tool_timeout_ms = 500;
-  rt.add_agent(a);
-  auto t = rt.add_thread("a");
-  rt.send(t.id, "go");
-  rt.run();
+  auto t = rt.start_run(a, "go");
   rt.advance(499ms);
   CHECK(rt.drain().empty());
   rt.advance(1ms);
-  auto replies = rt.drain();
-  REQUIRE(replies.size() == 1);
-  CHECK(as_result(replies[0]).outcome == run_outcome::completed);
+  CHECK(only_result(rt).outcome == run_outcome::completed);
   CHECK(*rt.slow->calls()[0].cancelled);
   auto log = rt.events(t.id);  // last_of points into it: it must outlive `result`
   auto* result = last_of(log, event_type::tool_result);
@@ -229,13 +208,8 @@ TEST_CASE("the tick budget ends a runaway run as failed") {
   det_runtime rt;
   auto a = scripted_agent("a", R"({"default": {"tool_calls": [{"name": "echo"}]}})", {"echo"});
   a.budgets.ticks_max = 3;
-  rt.add_agent(a);
-  auto t = rt.add_thread("a");
-  rt.send(t.id, "loop forever");
-  rt.run();
-  auto replies = rt.drain();
-  REQUIRE(replies.size() == 1);
-  const auto& r = as_result(replies[0]);
+  rt.start_run(a, "loop forever");
+  run_result r = only_result(rt);
   CHECK(r.outcome == run_outcome::failed);
   CHECK(r.turns == 3);
   CHECK_THAT(r.error, Catch::Contains("ticks_max (3)"));
@@ -246,15 +220,11 @@ TEST_CASE("the run time budget ends a long run as failed") {
   det_runtime rt;
   auto a = scripted_agent("a", R"({"default": {"tool_calls": [{"name": "slow"}]}})", {"slow"});
   a.budgets.run_time_ms_max = 2000;
-  rt.add_agent(a);
-  auto t = rt.add_thread("a");
-  rt.send(t.id, "go");
-  rt.run();
+  rt.start_run(a, "go");
   rt.advance(2000ms);
-  auto replies = rt.drain();
-  REQUIRE(replies.size() == 1);
-  CHECK(as_result(replies[0]).outcome == run_outcome::failed);
-  CHECK_THAT(as_result(replies[0]).error, Catch::Contains("run_time_ms_max"));
+  run_result r = only_result(rt);
+  CHECK(r.outcome == run_outcome::failed);
+  CHECK_THAT(r.error, Catch::Contains("run_time_ms_max"));
 }
 
 TEST_CASE("the engine idle watchdog fails a stalled call instead of wedging the thread") {
@@ -293,9 +263,7 @@ TEST_CASE("deltas keep the watchdog quiet and reach subscribers without a seq") 
   rt.send(t.id, "go");
   rt.run();
   for (int i = 0; i < 30; ++i) rt.advance(100ms);  // silences never reach 1500 ms
-  auto replies = rt.drain();
-  REQUIRE(replies.size() == 1);
-  CHECK(as_result(replies[0]).outcome == run_outcome::completed);
+  CHECK(only_result(rt).outcome == run_outcome::completed);
   CHECK(deltas == std::vector<std::string>{"a", "b"});
   CHECK(seqs.size() == rt.events(t.id).size());
   caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
@@ -313,10 +281,9 @@ TEST_CASE("an engine error fails the run and keeps the previous session id") {
   REQUIRE_FALSE(session.empty());
   rt.send(t.id, "break it");
   rt.run();
-  auto replies = rt.drain();
-  REQUIRE(replies.size() == 1);
-  CHECK(as_result(replies[0]).outcome == run_outcome::failed);
-  CHECK(as_result(replies[0]).text == "(error: model overloaded)");
+  run_result r = only_result(rt);
+  CHECK(r.outcome == run_outcome::failed);
+  CHECK(r.text == "(error: model overloaded)");
   auto log = rt.events(t.id);
   CHECK(last_of(log, event_type::message)->text == "(error: model overloaded)");
   CHECK_THAT(last_of(log, event_type::signal)->json, Catch::Contains(R"("error":"model overloaded")"));
@@ -332,10 +299,9 @@ TEST_CASE("a failed resume is retried once with the context rebuilt from the log
   rt.drain();
   rt.send(t.id, "second question");
   rt.run();
-  auto replies = rt.drain();
-  REQUIRE(replies.size() == 1);
-  CHECK(as_result(replies[0]).text == "recovered");
-  CHECK(as_result(replies[0]).turns == 1);
+  run_result r = only_result(rt);
+  CHECK(r.text == "recovered");
+  CHECK(r.turns == 1);
   std::lock_guard<std::mutex> lock{rt.requests->mu};
   auto& reqs = rt.requests->requests;
   REQUIRE(reqs.size() == 3);
@@ -362,19 +328,16 @@ TEST_CASE("an idempotent send returns the first send's run instead of starting a
   CHECK(as_result(replies[0]).run_id == as_result(replies[1]).run_id);
   rt.send(t.id, "charge the card", "key-1");  // a retry after it ended
   rt.run();
-  replies = rt.drain();
-  REQUIRE(replies.size() == 1);
-  auto first_run = as_result(replies[0]).run_id;
-  CHECK(as_result(replies[0]).text == "done");
+  run_result r = only_result(rt);
+  auto first_run = r.run_id;
+  CHECK(r.text == "done");
   CHECK(count_signal(rt.events(t.id), "thread.start") == 1);
 
   // Across passivation the key is found in the log.
   rt.advance(std::chrono::milliseconds(core_options{}.idle_passivate) + 1ms);
   rt.send(t.id, "charge the card", "key-1");
   rt.run();
-  replies = rt.drain();
-  REQUIRE(replies.size() == 1);
-  CHECK(as_result(replies[0]).run_id == first_run);
+  CHECK(only_result(rt).run_id == first_run);
   CHECK(count_signal(rt.events(t.id), "thread.start") == 1);
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "actors/wire.hpp"
+#include "tests/support/sample_records.hpp"
 
 using namespace skein;
 
@@ -78,28 +79,9 @@ event filled_event() {
   return e;
 }
 
+// The sample manifest with the fields it leaves at their defaults set too.
 manifest filled_manifest() {
-  manifest m;
-  m.id = "th_20261123_aaaaaaaaaaaa.2";
-  m.agent_id = "helper";
-  m.parent = parent_kind::thread;
-  m.parent_id = "th_20261123_aaaaaaaaaaaa";
-  m.session_id = "sess-1";
-  m.task_id = "TICKET-9";
-  m.title = "A title";
-  m.name = "named";
-  m.tags = {"x", "y"};
-  m.pinned_at_ms = 17;
-  m.environment_id = "env";
-  m.status = thread_status::cancelled;
-  m.usage = filled_usage(20);
-  m.cost_usd = 1.5;
-  m.config = R"({"policy":"reject"})";
-  m.created_at_ms = 100;
-  m.updated_at_ms = 200;
-  m.last_seq = 300;
-  m.children_count = 4;
-  m.heartbeat_at_ms = 250;
+  manifest m = test::sample_manifest();
   m.title_generated = true;
   m.compaction_seq = 77;
   m.archived_at_ms = 400;

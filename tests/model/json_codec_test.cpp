@@ -3,6 +3,7 @@
 
 #include "runtime/model/agent.hpp"
 #include "runtime/model/json_codec.hpp"
+#include "tests/support/sample_records.hpp"
 
 using namespace skein;
 
@@ -16,19 +17,7 @@ event envelope(event e, uint64_t seq) {
 }
 
 std::vector<event> one_of_each() {
-  std::vector<event> v;
-  v.push_back(make_message(message_role::user, "hello \"world\"\n\t\\ \x01 ünïcødé 日本語 🙂"));
-  v.push_back(make_message(message_role::assistant, ""));
-  v.push_back(make_message(message_role::system, "be brief"));
-  v.push_back(make_assistant_text("partial"));
-  v.push_back(make_thinking("hmm\r\n"));
-  v.push_back(make_tool_call("c1", "search", R"({"q":"x","n":[1,2.5,true,null],"o":{}})"));
-  v.push_back(make_tool_result("c1", "search", "no hits", true));
-  v.push_back(make_system_prompt("You are skein."));
-  v.push_back(make_local_system_message("(compacted)"));
-  v.push_back(make_result({10, 20, 3, 4}, 0.125, 1500, 3, "completed"));
-  v.push_back(make_compaction("trim-tool-results", 1, 9, R"([{"seq":1}])"));
-  v.push_back(make_signal("thread.stop", R"({"outcome":"failed","error":"x"})"));
+  std::vector<event> v = test::one_event_of_each_type();
   for (size_t i = 0; i < v.size(); ++i) v[i] = envelope(v[i], i + 1);
   return v;
 }
@@ -36,31 +25,6 @@ std::vector<event> one_of_each() {
 status decode(std::string_view json, const json_limits& limits = {}) {
   event e;
   return decode_event(json, &e, limits);
-}
-
-manifest sample_manifest() {
-  manifest m;
-  m.id = "th_1";
-  m.agent_id = "agent-1";
-  m.parent = parent_kind::thread;
-  m.parent_id = "th_0";
-  m.session_id = "sess-ü";
-  m.task_id = "task-9";
-  m.title = "A \"title\"";
-  m.name = "n";
-  m.tags = {"red", "blue"};
-  m.pinned_at_ms = 5;
-  m.environment_id = "env";
-  m.status = thread_status::running;
-  m.usage = {1, 2, 3, 4};
-  m.cost_usd = 1.5;
-  m.config = R"({"mid_run":"queue"})";
-  m.created_at_ms = 100;
-  m.updated_at_ms = 200;
-  m.last_seq = 42;
-  m.children_count = 2;
-  m.heartbeat_at_ms = 150;
-  return m;
 }
 
 }  // namespace
@@ -169,7 +133,7 @@ TEST_CASE("documents past the depth or size limit are refused, naming the limit"
 }
 
 TEST_CASE("manifests round-trip and default optional fields") {
-  auto m = sample_manifest();
+  auto m = test::sample_manifest();
   std::string json;
   REQUIRE(encode_manifest(m, &json).is_ok());
   manifest back;
@@ -185,7 +149,7 @@ TEST_CASE("manifests round-trip and default optional fields") {
 
 TEST_CASE("large integral numbers round-trip (never written as a 21-digit integer)") {
   for (double cost : {4.4444444444444446e20, 1e18, -9.5e22, 1.8446744073709552e19, 999999999999999.0, 1e300}) {
-    auto m = sample_manifest();
+    auto m = test::sample_manifest();
     m.cost_usd = cost;
     std::string json;
     REQUIRE(encode_manifest(m, &json).is_ok());
@@ -212,13 +176,13 @@ TEST_CASE("bad manifests are refused, naming the field") {
   check(R"({"v":2,"id":"t","agent_id":"a","status":"open","created_at":1,"updated_at":2,"last_seq":0})", "newer");
   check(R"({"id":"t","agent_id":"a","status":"open","created_at":1,"updated_at":2,"last_seq":0,"parent_kind":"thread"})", "manifest.parent_id");
 
-  auto m = sample_manifest();
+  auto m = test::sample_manifest();
   m.tags = {"ok", "not ok"};
   std::string json;
   auto s = encode_manifest(m, &json);
   CHECK(s.code() == errc::invalid_input);
   CHECK_THAT(s.message(), Catch::Contains("manifest.tags"));
-  m = sample_manifest();
+  m = test::sample_manifest();
   m.config = "{";
   CHECK(encode_manifest(m, &json).code() == errc::invalid_input);
 }
@@ -261,7 +225,7 @@ TEST_CASE("agent effect, compaction, retention and daily budget settings round-t
 }
 
 TEST_CASE("manifest effect fields round-trip and stay out of manifests that lack them") {
-  auto m = sample_manifest();
+  auto m = test::sample_manifest();
   m.title_generated = true;
   m.compaction_seq = 42;
   m.archived_at_ms = 1700000000000;
@@ -270,7 +234,7 @@ TEST_CASE("manifest effect fields round-trip and stay out of manifests that lack
   manifest back;
   REQUIRE(decode_manifest(json, &back).is_ok());
   CHECK(back == m);
-  auto plain = sample_manifest();
+  auto plain = test::sample_manifest();
   REQUIRE(encode_manifest(plain, &json).is_ok());
   CHECK(json.find("compaction_seq") == std::string::npos);
 }

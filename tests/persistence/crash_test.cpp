@@ -14,6 +14,7 @@
 
 #include "persistence/event_log.hpp"
 #include "tests/support/child_process.hpp"
+#include "tests/support/log_fixtures.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace skein;
@@ -99,12 +100,7 @@ TEST_CASE("acknowledged ticks survive SIGKILL whole and gapless") {
       acked[thread] = std::max(acked[thread], seq);
       ++total_acks;
     }
-    log_options o;
-    o.path = dir.str();
-    std::unique_ptr<event_log> log;
-    auto s = event_log::open(o, &log);
-    INFO(s.to_string());
-    REQUIRE(s.is_ok());
+    auto log = test::open_log(dir.str());  // durability::sync, as the writer wrote it
     for (int i = 0; i < threads; ++i) {
       std::string id = std::to_string(i).insert(0, 1, 'c');  // "c" + i trips a GCC 12 -Wrestrict false positive
       verify_thread(*log, id, acked[id]);

@@ -107,14 +107,13 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 
 TEST_CASE("disk full: the event log answers no_space until reopened, keeps serving reads and loses nothing") {
   temp_dir dir;
-  auto fs = std::make_shared<fault_fs>();
-  auto env = rocksdb::NewCompositeEnv(fs);
+  fault_env fault;
   {
-    auto log = open_log(dir.str(), env.get());
+    auto log = open_log(dir.str(), fault.env.get());
     auto t1 = make_tick("t", 1, 2);
     REQUIRE(log->commit(t1).is_ok());
 
-    fs->set_full(true);
+    fault.fs->set_full(true);
     auto t2 = make_tick("t", 3, 1);
     auto s = log->commit(t2);
     INFO(s.to_string());
@@ -125,7 +124,7 @@ TEST_CASE("disk full: the event log answers no_space until reopened, keeps servi
 
     // Space back: still a full disk's answer, not a storage fault, until the
     // log is reopened (RocksDB cannot go on with the WAL whose append failed).
-    fs->set_full(false);
+    fault.fs->set_full(false);
     for (int i = 0; i < 2; ++i) {
       auto again = make_tick("t", 3, 1);
       s = log->commit(again);
@@ -140,7 +139,7 @@ TEST_CASE("disk full: the event log answers no_space until reopened, keeps servi
     REQUIRE(log->read_events("t", 1, 0, &events).is_ok());
     CHECK(seqs_of(events) == std::vector<uint64_t>{1, 2});
   }
-  auto log = open_log(dir.str(), env.get());
+  auto log = open_log(dir.str(), fault.env.get());
   auto t3 = make_tick("t", 3, 2);
   REQUIRE(log->commit(t3).is_ok());
   std::vector<event> events;
@@ -150,15 +149,14 @@ TEST_CASE("disk full: the event log answers no_space until reopened, keeps servi
 
 TEST_CASE("disk full: a failed sync still latches the log until it is reopened") {
   temp_dir dir;
-  auto fs = std::make_shared<fault_fs>();
-  auto env = rocksdb::NewCompositeEnv(fs);
-  auto log = open_log(dir.str(), env.get());
+  fault_env fault;
+  auto log = open_log(dir.str(), fault.env.get());
   auto t1 = make_tick("t", 1, 1);
   REQUIRE(log->commit(t1).is_ok());
-  fs->set(fault_fs::fail::wal_sync);
+  fault.fs->set(fault_fs::fail::wal_sync);
   auto t2 = make_tick("t", 2, 1);
   CHECK(log->commit(t2).code() == errc::io_error);
-  fs->set(fault_fs::fail::none);
+  fault.fs->set(fault_fs::fail::none);
   auto t3 = make_tick("t", 2, 1);
   CHECK(log->commit(t3).code() == errc::io_error);
   CHECK_FALSE(log->writable());

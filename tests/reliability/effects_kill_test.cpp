@@ -96,14 +96,9 @@ bool scrape(uint16_t port, std::string* out) {
 }  // namespace
 
 TEST_CASE("effects kill loop: titles, embeddings and compactions exactly once across SIGKILLs of skein serve") {
-  const kill_plan plan = plan_kills("effects kill loop", "SKEIN_EFFECTS_KILLS", default_kills);
-  const size_t kills = plan.kills;
-  const uint64_t seed = plan.seed;
-  std::mt19937_64 rng{seed};
-  temp_dir dir;
-  std::string data = dir.str("data");
+  kill_loop loop{"effects kill loop", "SKEIN_EFFECTS_KILLS", default_kills};
   const std::vector<std::string> threads = make_agent_threads(
-      SKEIN_BINARY, data,
+      SKEIN_BINARY, loop.data,
       R"({"id":"a","engine_config":{"default":{"reply":"noted, the garden it is","latency_ms":2},)"
       R"("title":{"reply":"Garden notes number {n}","latency_ms":3}},)"
       // A few runs pass the threshold: automatic compactions happen all along.
@@ -111,14 +106,14 @@ TEST_CASE("effects kill loop: titles, embeddings and compactions exactly once ac
       thread_count);
   int64_t discarded = 0, failed = 0;
   size_t scrapes = 0;
-  for (size_t round = 0; round < kills; ++round) {
-    INFO("round " << round << ", seed " << seed);
-    serve_process srv{SKEIN_BINARY, data};
+  for (size_t round = 0; round < loop.plan.kills; ++round) {
+    INFO("round " << round << ", seed " << loop.plan.seed);
+    serve_process srv{SKEIN_BINARY, loop.data};
     std::vector<std::thread> load_threads;
     std::atomic<bool> killed{false};
     std::atomic<size_t> runs{0};
     for (size_t c = 0; c < clients; ++c)
-      load_threads.emplace_back(load, srv.port(), c, round, std::cref(threads), seed, std::cref(killed),
+      load_threads.emplace_back(load, srv.port(), c, round, std::cref(threads), loop.plan.seed, std::cref(killed),
                                 std::ref(runs));
     // Every other round gets work done before its kill, however slow the
     // machine: as many answered runs as threads (so compactions, which take a
@@ -132,7 +127,7 @@ TEST_CASE("effects kill loop: titles, embeddings and compactions exactly once ac
     const size_t runs_before_window = runs.load();
     // Under a sanitizer the window stretches so that the effects of those runs
     // still get under way between kills.
-    sleep_until_kill(rng, kill_after_min, kill_after_max, 8);
+    sleep_until_kill(loop.rng, kill_after_min, kill_after_max, 8);
     std::string m;
     if (scrape(srv.port(), &m)) {
       ++scrapes;
@@ -149,7 +144,7 @@ TEST_CASE("effects kill loop: titles, embeddings and compactions exactly once ac
   std::map<std::string, manifest> manifests;
   std::map<std::string, std::vector<event>> logs;
   {
-    serve_process last{SKEIN_BINARY, data};
+    serve_process last{SKEIN_BINARY, loop.data};
     std::string m;
     // Drained: no backlog, twice in a row a moment apart (the catch-up scan
     // runs right after the start; a backlog of 0 before it would be a false end).
@@ -176,7 +171,7 @@ TEST_CASE("effects kill loop: titles, embeddings and compactions exactly once ac
   }
 
   log_options lo;
-  lo.path = data + "/namespaces/default";  // skein serve keeps one database per namespace
+  lo.path = loop.data + "/namespaces/default";  // skein serve keeps one database per namespace
   std::unique_ptr<event_log> log;
   REQUIRE(event_log::open(lo, &log).is_ok());
   size_t titled = 0, rows_total = 0, compactions = 0;

@@ -18,6 +18,7 @@
 
 #include "tests/support/child_process.hpp"
 #include "tests/support/server_fixture.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace skein::test {
 
@@ -39,6 +40,18 @@ inline kill_plan plan_kills(const char* loop, const char* kills_env, size_t kill
               static_cast<unsigned long long>(p.seed));
   return p;
 }
+
+// What a kill loop starts from: its plan, the generator of its kill moments
+// (seeded with the plan's seed) and an empty data directory for `skein serve`.
+struct kill_loop {
+  kill_plan plan;
+  std::mt19937_64 rng;
+  temp_dir dir;
+  std::string data;
+
+  kill_loop(const char* loop, const char* kills_env, size_t kills_default)
+      : plan{plan_kills(loop, kills_env, kills_default)}, rng{plan.seed}, data{dir.str("data")} {}
+};
 
 // A `skein serve` on `data` makes the agent (`agent_json`, its POST /v1/agents
 // body) and `count` threads of it, then stops cleanly; the threads' ids.

@@ -107,31 +107,26 @@ double ms(std::chrono::microseconds us) { return us.count() / 1000.0; }
 }  // namespace
 
 TEST_CASE("kill loop: SIGKILLs of skein serve under load lose no acknowledged entry and split no run") {
-  const kill_plan plan = plan_kills("kill loop", "SKEIN_KILL_LOOP", default_kills);
-  const size_t kills = plan.kills;
-  const uint64_t seed = plan.seed;
-  std::mt19937_64 rng{seed};
-  temp_dir dir;
-  std::string data = dir.str("data");
+  kill_loop loop{"kill loop", "SKEIN_KILL_LOOP", default_kills};
   std::vector<std::chrono::microseconds> startups;
   ledger book;
   const std::vector<std::string> threads = make_agent_threads(
-      SKEIN_BINARY, data, R"({"id":"a","engine_config":{"default":{"reply":"ok","latency_ms":2}}})", thread_count);
-  for (size_t round = 0; round < kills; ++round) {
-    INFO("round " << round << ", seed " << seed);
-    serve_process srv{SKEIN_BINARY, data};
+      SKEIN_BINARY, loop.data, R"({"id":"a","engine_config":{"default":{"reply":"ok","latency_ms":2}}})", thread_count);
+  for (size_t round = 0; round < loop.plan.kills; ++round) {
+    INFO("round " << round << ", seed " << loop.plan.seed);
+    serve_process srv{SKEIN_BINARY, loop.data};
     startups.push_back(srv.ready_after());
     std::vector<std::thread> clients;
     for (size_t c = 0; c < waiting_clients + submitting_clients; ++c)
       clients.emplace_back(load, srv.port(), c, c < waiting_clients, round, std::cref(threads), &book);
     // Under a sanitizer every request is several times slower: the window
     // stretches so that runs still complete.
-    sleep_until_kill(rng, kill_after_min, kill_after_max, 5);
+    sleep_until_kill(loop.rng, kill_after_min, kill_after_max, 5);
     srv.kill();
     for (auto& c : clients) c.join();
   }
 
-  serve_process last{SKEIN_BINARY, data};
+  serve_process last{SKEIN_BINARY, loop.data};
   startups.push_back(last.ready_after());
   std::sort(startups.begin(), startups.end());
   std::printf("kill loop: %zu restarts ready (process start to listening, recovery included) in min %.0f ms, "

@@ -19,6 +19,7 @@
 #include "runtime/cluster/cluster_link.hpp"
 #include "runtime/runtime.hpp"
 #include "tests/runtime/cluster_fixture.hpp"
+#include "tests/support/runtime_call.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace skein;
@@ -126,10 +127,7 @@ TEST_CASE("cluster: a fourth node joins and a rebalance under load moves only it
     threads.push_back(m.id);
   }
   for (size_t k = 0; k < dm_agents.size(); ++k) {
-    agent_config a;
-    a.id = dm_agents[k];
-    a.engine_config = R"({"default":{"reply":"done"}})";
-    REQUIRE(f.nodes[0]->create_agent(a).is_ok());
+    test::scripted_agent_on(*f.nodes[0], dm_agents[k], R"({"default":{"reply":"done"}})");
     manifest m;
     REQUIRE(f.nodes[(k + 1) % 3]->dm_thread(dm_agents[k], &m).is_ok());
     claimed[dm_agents[k]] = m.id;
@@ -343,10 +341,7 @@ TEST_CASE("cluster: a thread's rows adopted by another log are the same thread a
     o.effects.titles = o.effects.embeddings = o.effects.compaction = false;
     std::unique_ptr<runtime> rt;
     REQUIRE(runtime::open(o, &rt).is_ok());
-    agent_config a;
-    a.id = "helper";
-    a.engine_config = R"({"default":{"reply":"done"}})";
-    REQUIRE(rt->create_agent(a).is_ok());
+    test::scripted_agent_on(*rt, "helper", R"({"default":{"reply":"done"}})");
     thread_options t;
     t.agent_id = "helper";
     t.tags = {"x"};

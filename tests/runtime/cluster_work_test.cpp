@@ -17,6 +17,7 @@
 #include "persistence/work_rows.hpp"
 #include "runtime/cluster/cluster_link.hpp"
 #include "tests/runtime/cluster_fixture.hpp"
+#include "tests/support/runtime_call.hpp"
 
 using namespace skein;
 using namespace skein::test;
@@ -38,17 +39,21 @@ void make_agent(cluster_fixture& f, size_t via, const std::string& id) {
   REQUIRE(s.is_ok());
 }
 
+// answer_of() on node `via`, naming the node and the agent on failure.
+template <class Out, class In>
+Out answer_of(cluster_fixture& f, size_t via, const std::string& agent, status (runtime::*call)(const In&, Out*),
+              const In& request) {
+  INFO(agent << " via n" << via + 1);
+  return test::answer_of(*f.nodes[via], call, request);
+}
+
 work_create_result create(cluster_fixture& f, size_t via, const std::string& agent, const std::string& text,
                           std::vector<std::string> relates = {}) {
   work_create c;
   c.agent_id = agent;
   c.text = text;
   c.relates_to = std::move(relates);
-  work_create_result r;
-  status s = f.nodes[via]->create_item(c, &r);
-  INFO(agent << " via n" << via + 1 << ": " << s.to_string());
-  REQUIRE(s.is_ok());
-  return r;
+  return answer_of(f, via, agent, &runtime::create_item, c);
 }
 
 work_session_closed close_session(cluster_fixture& f, size_t via, const std::string& agent, const std::string& session,
@@ -57,11 +62,7 @@ work_session_closed close_session(cluster_fixture& f, size_t via, const std::str
   c.agent_id = agent;
   c.session_id = session;
   c.topics = std::move(topics);
-  work_session_closed out;
-  status s = f.nodes[via]->session_close(c, &out);
-  INFO(agent << " via n" << via + 1 << ": " << s.to_string());
-  REQUIRE(s.is_ok());
-  return out;
+  return answer_of(f, via, agent, &runtime::session_close, c);
 }
 
 std::vector<std::string> ids_of(const work_list_page& p) {
@@ -73,11 +74,7 @@ std::vector<std::string> ids_of(const work_list_page& p) {
 work_list_page list(cluster_fixture& f, size_t via, const std::string& agent) {
   work_list_query q;
   q.agent_id = agent;
-  work_list_page p;
-  status s = f.nodes[via]->list_items(q, &p);
-  INFO(agent << " via n" << via + 1 << ": " << s.to_string());
-  REQUIRE(s.is_ok());
-  return p;
+  return answer_of(f, via, agent, &runtime::list_items, q);
 }
 
 uint64_t threads_stored(cluster_fixture& f, size_t node) {

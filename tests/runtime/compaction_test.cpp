@@ -25,11 +25,7 @@ TEST_CASE("runtime::compact compacts and counts and survives a reopen") {
     f.agent("a", chatty);
     id = f.thread("a").id;
     for (int i = 0; i < 4; ++i) f.run(id, "question " + std::to_string(i));
-    compact_options co;
-    co.keep_turns = 1;
-    compact_result r;
-    REQUIRE(f.rt->compact(id, co, &r).is_ok());
-    REQUIRE(r.compacted);
+    compact_result r = f.compacted(id, 1);
     seq = r.seq;
     runtime_stats st;
     REQUIRE(f.rt->stats(&st).is_ok());

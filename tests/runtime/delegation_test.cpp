@@ -508,11 +508,7 @@ TEST_CASE("tool context: thread, run, agent, task, depth and a cancellation toke
   make_agent(f, "b", probe_rules, {}, 3, false, 300, {"probe"});
 
   SECTION("in a delegated child, cancelled by the tool timeout") {
-    thread_options to;
-    to.agent_id = "a";
-    to.task_id = "task_7";
-    manifest root;
-    REQUIRE(f.rt->create_thread(to, &root).is_ok());
+    manifest root = f.task_thread("a", "task_7");
     f.run(root.id, "go");
     auto calls = probe->calls();
     REQUIRE(calls.size() == 1);
@@ -528,11 +524,7 @@ TEST_CASE("tool context: thread, run, agent, task, depth and a cancellation toke
     CHECK(calls[0].cancelled_by_callback->load());
   }
   SECTION("in a root with a task, cancelled by a cancel of the run") {
-    thread_options to;
-    to.agent_id = "b";
-    to.task_id = "task_7";
-    manifest t;
-    REQUIRE(f.rt->create_thread(to, &t).is_ok());
+    manifest t = f.task_thread("b", "task_7");
     run_input in;
     in.text = "go";
     auto handle = f.rt->send(t.id, in);

@@ -491,10 +491,7 @@ TEST_CASE("close while an effect's engine call is in flight: the call may still 
     return status::ok();
   };
   runtime_fixture f{o};
-  agent_config a;
-  a.id = "g";
-  a.engine = "gated";
-  REQUIRE(f.rt->create_agent(a).is_ok());
+  f.engine_agent("g", "gated");
   auto t = f.thread("g");
   f.run(t.id, "first");
   f.run(t.id, "second");  // two user messages: the titles effect calls the engine

@@ -29,6 +29,32 @@ void race(int n, F fn) {
   for (auto& t : threads) t.join();
 }
 
+// `n` concurrent calls of open(&m, &fresh), a find-or-create of one thread, each
+// followed by then(i, m) (false: a failure). Checks that nothing failed and that
+// exactly one call created the thread; returns the one thread all calls found.
+template <class Open, class Then>
+std::string race_to_one_thread(int n, Open open, Then then) {
+  std::mutex mu;
+  std::set<std::string> ids;
+  std::atomic<int> created{0}, failed{0};
+  race(n, [&](int i) {
+    manifest m;
+    bool fresh = false;
+    if (!open(&m, &fresh).is_ok()) {
+      ++failed;
+      return;
+    }
+    if (fresh) ++created;
+    if (!then(i, m)) ++failed;
+    std::lock_guard lock{mu};
+    ids.insert(m.id);
+  });
+  CHECK(failed == 0);
+  CHECK(created == 1);
+  REQUIRE(ids.size() == 1);
+  return *ids.begin();
+}
+
 size_t count_signals(const std::vector<event>& log, const std::string& name) {
   size_t n = 0;
   for (const auto& e : log)
@@ -41,29 +67,15 @@ size_t count_signals(const std::vector<event>& log, const std::string& name) {
 TEST_CASE("task binding: 32 concurrent creates for one task give one thread, found by task id") {
   runtime_fixture f{without_effects()};
   f.agent("a", R"({"default": {"reply": "ok"}})");
-  std::mutex mu;
-  std::set<std::string> ids;
-  std::atomic<int> created{0}, failed{0};
-  race(32, [&](int) {
-    thread_options o;
-    o.agent_id = "a";
-    o.task_id = "task-7";
-    manifest m;
-    bool fresh = false;
-    if (!f.rt->create_thread(o, &m, &fresh).is_ok()) {
-      ++failed;
-      return;
-    }
-    if (fresh) ++created;
-    std::lock_guard lock{mu};
-    ids.insert(m.id);
-  });
-  CHECK(failed == 0);
-  CHECK(created == 1);
-  REQUIRE(ids.size() == 1);
+  thread_options o;
+  o.agent_id = "a";
+  o.task_id = "task-7";
+  const std::string id = race_to_one_thread(
+      32, [&](manifest* m, bool* fresh) { return f.rt->create_thread(o, m, fresh); },
+      [](int, const manifest&) { return true; });
   manifest found;
   REQUIRE(f.rt->find_task_thread("task-7", &found).is_ok());
-  CHECK(found.id == *ids.begin());
+  CHECK(found.id == id);
   CHECK(found.task_id == "task-7");
   CHECK(found.parent == parent_kind::task);
 
@@ -137,15 +149,8 @@ TEST_CASE("task binding: the engine request carries the task id") {
     return status::ok();
   };
   runtime_fixture f{o};
-  agent_config a;
-  a.id = "a";
-  a.engine = "capture";
-  REQUIRE(f.rt->create_agent(a).is_ok());
-  thread_options t;
-  t.agent_id = "a";
-  t.task_id = "ticket-42";
-  manifest m;
-  REQUIRE(f.rt->create_thread(t, &m).is_ok());
+  f.engine_agent("a", "capture");
+  manifest m = f.task_thread("a", "ticket-42");
   f.run(m.id, "go");
   manifest plain = f.thread("a");
   f.run(plain.id, "go");
@@ -158,29 +163,16 @@ TEST_CASE("task binding: the engine request carries the task id") {
 TEST_CASE("DM: 50 concurrent first messages make one DM thread holding 50 inputs") {
   runtime_fixture f{without_effects()};
   f.agent("a", R"({"default": {"reply": "ok"}})");
-  std::mutex mu;
-  std::set<std::string> ids;
-  std::atomic<int> failed{0}, created{0};
-  race(50, [&](int i) {
-    manifest m;
-    bool fresh = false;
-    if (!f.rt->dm_thread("a", &m, &fresh).is_ok()) {
-      ++failed;
-      return;
-    }
-    if (fresh) ++created;
-    run_input in;
-    in.text = "hello " + std::to_string(i);
-    run_result r;
-    if (!f.rt->send(m.id, in).wait(&r, 60s).is_ok()) ++failed;
-    std::lock_guard lock{mu};
-    ids.insert(m.id);
-  });
-  CHECK(failed == 0);
-  CHECK(created == 1);
-  REQUIRE(ids.size() == 1);
+  const std::string id = race_to_one_thread(
+      50, [&](manifest* m, bool* fresh) { return f.rt->dm_thread("a", m, fresh); },
+      [&](int i, const manifest& m) {
+        run_input in;
+        in.text = "hello " + std::to_string(i);
+        run_result r;
+        return f.rt->send(m.id, in).wait(&r, 60s).is_ok();
+      });
   manifest dm;
-  REQUIRE(f.rt->get_thread(*ids.begin(), &dm).is_ok());
+  REQUIRE(f.rt->get_thread(id, &dm).is_ok());
   CHECK(dm.parent == parent_kind::agent);
   CHECK(dm.parent_id == "a");
   REQUIRE(dm.members.size() == 1);
@@ -226,17 +218,24 @@ std::vector<event> wait_runs(runtime_fixture& f, const std::string& thread, size
   return log;
 }
 
-}  // namespace
-
-TEST_CASE("house: an always member runs on every input, an on_mention member only when mentioned") {
-  runtime_fixture f{without_effects()};
+// A house thread of agent alice with `members`, where agents alice and bob
+// answer "alice here" and "bob here".
+manifest make_house(runtime_fixture& f, std::vector<house_member> members) {
   f.agent("alice", R"({"default": {"reply": "alice here"}})");
   f.agent("bob", R"({"default": {"reply": "bob here"}})");
   thread_options o;
   o.agent_id = "alice";
-  o.members = {{"alice", member_trigger::always}, {"bob", member_trigger::on_mention}};
+  o.members = std::move(members);
   manifest house;
   REQUIRE(f.rt->create_thread(o, &house).is_ok());
+  return house;
+}
+
+}  // namespace
+
+TEST_CASE("house: an always member runs on every input, an on_mention member only when mentioned") {
+  runtime_fixture f{without_effects()};
+  manifest house = make_house(f, {{"alice", member_trigger::always}, {"bob", member_trigger::on_mention}});
   REQUIRE(house.members.size() == 2);
 
   SECTION("without the mention: alice alone") {
@@ -278,13 +277,7 @@ TEST_CASE("house: an always member runs on every input, an on_mention member onl
 
 TEST_CASE("house: a member that cannot run records dispatch.failed, the others still run") {
   runtime_fixture f{without_effects()};
-  f.agent("alice", R"({"default": {"reply": "alice here"}})");
-  f.agent("bob", R"({"default": {"reply": "bob here"}})");
-  thread_options o;
-  o.agent_id = "alice";
-  o.members = {{"ghost", member_trigger::always}, {"alice", member_trigger::always}, {"bob", member_trigger::always}};
-  manifest house;
-  REQUIRE(f.rt->create_thread(o, &house).is_ok());
+  manifest house = make_house(f, {{"ghost", member_trigger::always}, {"alice", member_trigger::always}, {"bob", member_trigger::always}});
   f.run(house.id, "roll call");
   auto log = wait_runs(f, house.id, 2);
   CHECK(check_runs(log) == 2);

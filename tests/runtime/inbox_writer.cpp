@@ -8,15 +8,13 @@
 #include <unistd.h>
 
 #include "runtime/runtime.hpp"
+#include "tests/support/writer_runtime.hpp"
 
 using namespace skein;
 
 namespace {
 
-int fail(const char* what, const status& s) {
-  std::fprintf(stderr, "inbox-writer: %s: %s\n", what, s.to_string().c_str());
-  return 1;
-}
+int fail(const char* what, const status& s) { return test::writer_fail("inbox-writer", what, s); }
 
 }  // namespace
 
@@ -27,11 +25,8 @@ int main(int argc, char** argv) {
   o.data_dir = argv[1];
   o.thread_queue_max = 1024;
   std::unique_ptr<runtime> rt;
-  if (auto s = runtime::open(o, &rt); !s) return fail("open", s);
-  agent_config a;
-  a.id = "inbox";
-  a.engine_config = R"({"latency_ms": 20, "default": {"reply": "ok"}})";
-  if (auto s = rt->create_agent(a); !s) return fail("agent", s);
+  if (int code = test::open_with_agent("inbox-writer", o, "inbox", R"({"latency_ms": 20, "default": {"reply": "ok"}})", &rt))
+    return code;
   thread_options to;
   to.agent_id = "inbox";
   manifest t;

@@ -22,6 +22,7 @@
 // and end of input ends the program with status 0.
 #include <csignal>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <string>
 #include <unistd.h>
@@ -49,33 +50,33 @@ void emit(const std::string& line) {
   std::fflush(stdout);
 }
 
-std::string delta(const std::string& id, const std::string& text) {
+// A line for call `id` of `type` carrying `text`; `more` writes the fields that
+// follow before the object closes.
+std::string text_line(const std::string& id, const char* type, const std::string& text,
+                      const std::function<void(json_writer&)>& more = {}) {
   std::string out;
   json_writer w{&out};
   w.begin_object();
   w.field("id", id);
-  w.field("type", "delta");
+  w.field("type", type);
   w.field("text", text);
+  if (more) more(w);
   w.end_object();
   return out;
 }
 
+std::string delta(const std::string& id, const std::string& text) { return text_line(id, "delta", text); }
+
 std::string step(const std::string& id, const std::string& text) {
-  std::string out;
-  json_writer w{&out};
-  w.begin_object();
-  w.field("id", id);
-  w.field("type", "step");
-  w.field("text", text);
-  w.key("usage");
-  w.begin_object();
-  w.field_uint("input_tokens", 7);
-  w.field_uint("output_tokens", text.size());
-  w.end_object();
-  w.field_number("cost_usd", 0.25);
-  w.field("session_id", "fixture-session");
-  w.end_object();
-  return out;
+  return text_line(id, "step", text, [&](json_writer& w) {
+    w.key("usage");
+    w.begin_object();
+    w.field_uint("input_tokens", 7);
+    w.field_uint("output_tokens", text.size());
+    w.end_object();
+    w.field_number("cost_usd", 0.25);
+    w.field("session_id", "fixture-session");
+  });
 }
 
 std::string tool_step(const call& c, const std::string& tool) {

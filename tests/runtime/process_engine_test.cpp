@@ -116,21 +116,45 @@ engine_reply call(engine& e, const std::string& text, recorder& rec) {
   return rec.wait();
 }
 
+// call() for a reply that must succeed: the test stops, saying why, if it did not.
+engine_reply call_ok(engine& e, const std::string& text, recorder& rec) {
+  engine_reply reply = call(e, text, rec);
+  INFO(reply.result.to_string());
+  REQUIRE(reply.result.is_ok());
+  return reply;
+}
+
 bool gone(pid_t pid) {
   errno = 0;
   return ::kill(pid, 0) == -1 && errno == ESRCH;
 }
 
-void make_process_agent(runtime_fixture& f, const std::string& id, const std::string& config,
-                        std::vector<std::string> tools = {}) {
+agent_config process_agent(const std::string& id, const std::string& config, std::vector<std::string> tools = {}) {
   agent_config a;
   a.id = id;
   a.engine = "process";
   a.engine_config = config;
   a.tools = std::move(tools);
-  auto s = f.rt->create_agent(a);
-  INFO(s.to_string());
-  REQUIRE(s.is_ok());
+  return a;
+}
+
+void make_process_agent(runtime_fixture& f, const std::string& id, const std::string& config,
+                        std::vector<std::string> tools = {}) {
+  f.add_agent(process_agent(id, config, std::move(tools)));
+}
+
+// On a new thread of agent "proc": `failing` fails with an error that mentions
+// `error`, then the program still echoes `next`, and the log holds both runs.
+void check_fails_then_serves(runtime_fixture& f, const std::string& failing, const std::string& error,
+                             const std::string& next) {
+  auto t = f.thread("proc");
+  auto failed = f.run(t.id, failing);
+  CHECK(failed.outcome == run_outcome::failed);
+  CHECK_THAT(failed.error, Catch::Contains(error));
+  auto served = f.run(t.id, next);
+  CHECK(served.outcome == run_outcome::completed);
+  CHECK(served.text == "echo: " + next);
+  check_runs(f.events(t.id));
 }
 
 std::vector<event> of_type(const std::vector<event>& log, event_type type) {
@@ -146,9 +170,7 @@ TEST_CASE("process engine: echo streams its deltas in order, then the step") {
   log_sink log;
   auto e = make(fixture_config(R"("echo")"), log);
   recorder rec;
-  auto reply = call(*e, "hello process world", rec);
-  INFO(reply.result.to_string());
-  REQUIRE(reply.result.is_ok());
+  auto reply = call_ok(*e, "hello process world", rec);
   CHECK(reply.step.text == "echo: hello process world");
   CHECK(reply.step.usage.input_tokens == 7);
   CHECK(reply.step.usage.output_tokens == reply.step.text.size());
@@ -234,9 +256,7 @@ TEST_CASE("process engine: lines that are not JSON or name no call are dropped a
   log_sink log;
   auto e = make(fixture_config(R"("garbage")"), log);
   recorder rec;
-  auto reply = call(*e, "through the noise", rec);
-  INFO(reply.result.to_string());
-  REQUIRE(reply.result.is_ok());
+  auto reply = call_ok(*e, "through the noise", rec);
   CHECK(reply.step.text == "echo: through the noise");
   INFO(log.all());
   CHECK(log.wait_for("dropped a line", 4));
@@ -468,34 +488,16 @@ TEST_CASE("process engine through the runtime: a tool call round trip lands in t
 TEST_CASE("process engine through the runtime: the program dies mid-run, the run fails, the next succeeds") {
   runtime_fixture f{without_effects()};
   make_process_agent(f, "proc", fixture_config(R"("exit")", R"("restart_backoff_ms":1)"));
-  auto t = f.thread("proc");
-  auto died = f.run(t.id, "time to die");
-  CHECK(died.outcome == run_outcome::failed);
-  CHECK_THAT(died.error, Catch::Contains("engine process exited with status 3"));
-  auto back = f.run(t.id, "hello again");
-  CHECK(back.outcome == run_outcome::completed);
-  CHECK(back.text == "echo: hello again");
-  check_runs(f.events(t.id));
+  check_fails_then_serves(f, "time to die", "engine process exited with status 3", "hello again");
 }
 
 TEST_CASE("process engine through the runtime: a stalled call trips the idle watchdog and is cancelled") {
   runtime_fixture f{without_effects()};
-  agent_config a;
-  a.id = "proc";
-  a.engine = "process";
-  a.engine_config = fixture_config(R"("slow")");
+  agent_config a = process_agent("proc", fixture_config(R"("slow")"));
   a.budgets.engine_idle_ms = 300;
-  auto s = f.rt->create_agent(a);
-  REQUIRE(s.is_ok());
-  auto t = f.thread("proc");
-  auto stalled = f.run(t.id, "a slow question");
-  CHECK(stalled.outcome == run_outcome::failed);
-  CHECK_THAT(stalled.error, Catch::Contains("engine_idle_ms"));
+  f.add_agent(a);
   // The cancelled call's slot is free and the program still serves.
-  auto next = f.run(t.id, "a quick one");
-  CHECK(next.outcome == run_outcome::completed);
-  CHECK(next.text == "echo: a quick one");
-  check_runs(f.events(t.id));
+  check_fails_then_serves(f, "a slow question", "engine_idle_ms", "a quick one");
 }
 
 TEST_CASE("process engine: the python example agent answers end to end") {

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "tests/support/runtime_fixture.hpp"
+#include "tests/support/runtime_call.hpp"
 
 using namespace skein;
 using namespace skein::test;
@@ -274,10 +275,7 @@ TEST_CASE("close ends a running run as cancelled and a reopened runtime finds no
     o.data_dir = dir.str();
     std::unique_ptr<runtime> rt;
     REQUIRE(runtime::open(o, &rt).is_ok());
-    agent_config a;
-    a.id = "a";
-    a.engine_config = R"({"latency_ms": 60000})";
-    REQUIRE(rt->create_agent(a).is_ok());
+    scripted_agent_on(*rt, "a", R"({"latency_ms": 60000})");
     manifest m;
     thread_options to;
     to.agent_id = "a";

@@ -9,15 +9,13 @@
 #include <unistd.h>
 
 #include "runtime/runtime.hpp"
+#include "tests/support/writer_runtime.hpp"
 
 using namespace skein;
 
 namespace {
 
-int fail(const char* what, const status& s) {
-  std::fprintf(stderr, "schedule-writer: %s: %s\n", what, s.to_string().c_str());
-  return 1;
-}
+int fail(const char* what, const status& s) { return test::writer_fail("schedule-writer", what, s); }
 
 constexpr uint64_t trigger_interval_ms = 30;
 constexpr uint64_t bound_interval_ms = 40;
@@ -32,11 +30,8 @@ int main(int argc, char** argv) {
   o.schedule_wake_ms = wake_ms;
   o.effects.titles = o.effects.embeddings = o.effects.compaction = false;
   std::unique_ptr<runtime> rt;
-  if (auto s = runtime::open(o, &rt); !s) return fail("open", s);
-  agent_config a;
-  a.id = "sched";
-  a.engine_config = R"({"latency_ms": 5, "default": {"reply": "ok"}})";
-  if (auto s = rt->create_agent(a); !s) return fail("agent", s);
+  if (int code = test::open_with_agent("schedule-writer", o, "sched", R"({"latency_ms": 5, "default": {"reply": "ok"}})", &rt))
+    return code;
   schedule existing;
   if (rt->get_schedule("trigger", &existing).code() == errc::not_found) {
     schedule s;

@@ -27,9 +27,7 @@ void make_agent(runtime_fixture& f, const std::string& id, uint64_t tokens_per_d
   a.engine_config = rules;
   a.budgets.tokens_per_day_max = tokens_per_day_max;
   a.budgets.cost_usd_per_day_max = cost_usd_per_day_max;
-  auto s = f.rt->create_agent(a);
-  INFO(s.to_string());
-  REQUIRE(s.is_ok());
+  f.add_agent(a);
 }
 
 usage_report query(runtime_fixture& f, usage_query q) {
@@ -72,23 +70,24 @@ TEST_CASE("usage: totals grouped by agent, thread and UTC day, filters, since an
   CHECK(all.rows == 4);
   CHECK(all.unreadable == 0);
 
-  usage_query by_agent;
-  by_agent.group_by = usage_query::group::agent;
-  usage_report ra = query(f, by_agent);
-  REQUIRE(ra.groups.size() == 2);
-  CHECK(ra.groups[0].key == "a");
-  CHECK(ra.groups[0].runs == 3);
-  CHECK(ra.groups[1].key == "b");
-  CHECK(ra.groups[1].runs == 1);
-
-  usage_query by_day;
-  by_day.group_by = usage_query::group::day;
-  usage_report rd = query(f, by_day);
-  REQUIRE(rd.groups.size() == 2);
-  CHECK(rd.groups[0].key == "2026-11-23");
-  CHECK(rd.groups[0].runs == 3);
-  CHECK(rd.groups[1].key == "2026-11-24");
-  CHECK(rd.groups[1].runs == 1);
+  // Grouped by agent, then by UTC day: each group's key and runs, in order.
+  struct grouping {
+    usage_query::group by;
+    std::vector<std::pair<std::string, uint64_t>> key_runs;
+  };
+  const grouping groupings[] = {{usage_query::group::agent, {{"a", 3}, {"b", 1}}},
+                                {usage_query::group::day, {{"2026-11-23", 3}, {"2026-11-24", 1}}}};
+  for (const grouping& g : groupings) {
+    usage_query q;
+    q.group_by = g.by;
+    usage_report r = query(f, q);
+    REQUIRE(r.groups.size() == g.key_runs.size());
+    for (size_t i = 0; i < g.key_runs.size(); ++i) {
+      INFO("group " << i << ": expected " << g.key_runs[i].first);
+      CHECK(r.groups[i].key == g.key_runs[i].first);
+      CHECK(r.groups[i].runs == g.key_runs[i].second);
+    }
+  }
 
   usage_query agent_a;
   agent_a.agent_id = "a";

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "runtime/runtime.hpp"
+#include "tests/support/runtime_call.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace skein::test {
@@ -82,11 +83,7 @@ struct work_fixture {
     c.text = text;
     c.session_id = session;
     c.relates_to = std::move(relates);
-    work_create_result r;
-    auto s = rt->create_item(c, &r);
-    INFO(s.to_string());
-    REQUIRE(s.is_ok());
-    return r;
+    return answer_of(*rt, &runtime::create_item, c);
   }
 
   std::vector<event> log_of(const std::string& thread) {

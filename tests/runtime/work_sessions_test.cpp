@@ -258,11 +258,7 @@ work_session_closed close_in(work_fixture& f, const std::string& project, const 
   c.session_id = session;
   c.project = project;
   c.topics = std::move(topics);
-  work_session_closed out;
-  auto s = f.rt->session_close(c, &out);
-  INFO(s.to_string());
-  REQUIRE(s.is_ok());
-  return out;
+  return answer_of(*f.rt, &runtime::session_close, c);
 }
 
 const std::string recurring = "flaky integration tests in the payments service";
@@ -375,8 +371,7 @@ TEST_CASE("suggestions stay within a project: its sessions, its items, its pendi
   c.agent_id = "a";
   c.session_id = "s9";
   c.open_items = {"tune the ranking weights"};
-  work_session_closed closed;
-  REQUIRE(f.rt->session_close(c, &closed).is_ok());
+  work_session_closed closed = answer_of(*f.rt, &runtime::session_close, c);
   REQUIRE(closed.items.size() == 1);
   CHECK(closed.items[0].thread.work->project == "search");
 }
@@ -387,12 +382,7 @@ TEST_CASE("stats: the seed's top subjects, objects, issues and agents", "[work]"
   f.agent("b");
   auto x = f.create("a", "ship the billing export", "s1", {"GH-9", "GH-10"});
   auto y = f.create("a", "write the billing docs", "s1", {"GH-9"});
-  work_create c;
-  c.agent_id = "b";
-  c.text = "review the billing export";
-  c.relates_to = {"GH-9"};
-  work_create_result z;
-  REQUIRE(f.rt->create_item(c, &z).is_ok());
+  auto z = f.create("b", "review the billing export", "", {"GH-9"});
   // Triples: s1 -> x, s1 -> y, agent:b -> z; x -> GH-9, x -> GH-10, y -> GH-9, z -> GH-9.
   work_graph_stats st;
   REQUIRE(f.rt->graph_stats(&st).is_ok());

@@ -318,11 +318,7 @@ work_list_page list_in(work_fixture& f, const std::string& project, std::vector<
   q.agent_id = "a";
   q.project = project;
   q.stages = std::move(stages);
-  work_list_page page;
-  auto s = f.rt->list_items(q, &page);
-  INFO(s.to_string());
-  REQUIRE(s.is_ok());
-  return page;
+  return answer_of(*f.rt, &runtime::list_items, q);
 }
 
 std::vector<std::string> ids_of(const work_list_page& page) {

@@ -9,12 +9,8 @@ using namespace skein;
 using namespace skein::test;
 
 TEST_CASE("HTTP delegation: the agent object carries it, the child runs, scoped tokens see only their own") {
-  const std::string tokens =
-      "admin-token-0123456789 admin\n"
-      "alpha-token-0123456789 alpha\n"
-      "beta-token-01234567890 beta\n";
+  using namespace scoped;
   server_fixture f{{}, {}, tokens};
-  const std::string admin = "admin-token-0123456789", alpha = "alpha-token-0123456789", beta = "beta-token-01234567890";
   f.agent("beta", R"({"default":{"reply":"beta says hi"}})", admin);
   f.agent("alpha",
           R"({"rules":[{"turn":1,"tool_calls":[{"name":"ask_agent","arguments":{"agent":"beta","question":"hello beta"}}]}],)"

@@ -9,12 +9,7 @@ using namespace skein::test;
 
 namespace {
 
-const std::string tokens =
-    "admin-token-0123456789 admin\n"
-    "alpha-token-0123456789 alpha\n"
-    "beta-token-01234567890 beta\n";
-const std::string admin = "admin-token-0123456789", alpha = "alpha-token-0123456789",
-                  beta = "beta-token-01234567890";
+using namespace scoped;
 constexpr const char* rules = R"({"default":{"reply":"ok"}})";
 
 runtime_options no_wake() {

@@ -474,12 +474,8 @@ TEST_CASE("the client's timeout ends a call and a stream on time, and a timed-ou
 }
 
 TEST_CASE("memory search route: hits for the agent's token, 400 naming q or k, 403, 404") {
-  const std::string tokens =
-      "admin-token-0123456789 admin\n"
-      "alpha-token-0123456789 alpha\n"
-      "beta-token-01234567890 beta\n";
+  using namespace scoped;
   server_fixture f{{}, {}, tokens};
-  const std::string admin = "admin-token-0123456789", alpha = "alpha-token-0123456789", beta = "beta-token-01234567890";
   f.agent("alpha", ok_rules, admin);
   f.agent("beta", ok_rules, admin);
   const std::string planted = "the spare key to the lighthouse is under the blue frog";

@@ -6,6 +6,7 @@
 #include <caf/all.hpp>
 #include <catch2/catch.hpp>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <variant>
 
@@ -52,6 +53,28 @@ class manual_tool : public tool {
   std::vector<call> calls_;
 };
 
+// The scripted engine behind a wrapper that shows `observe` every request before
+// the engine answers it.
+inline engine_factory observing_scripted(std::function<void(const engine_request&)> observe) {
+  return [observe](std::string_view config, timer_service& timers, std::shared_ptr<engine>* out) -> status {
+    std::shared_ptr<engine> inner;
+    SKEIN_TRY(make_scripted_engine(config, timers, &inner));
+    struct observing : engine {
+      std::shared_ptr<engine> inner;
+      std::function<void(const engine_request&)> observe;
+      std::unique_ptr<call_handle> start(engine_request r, engine_callbacks cb) override {
+        observe(r);
+        return inner->start(std::move(r), std::move(cb));
+      }
+    };
+    auto e = std::make_shared<observing>();
+    e->inner = std::move(inner);
+    e->observe = observe;
+    *out = std::move(e);
+    return status::ok();
+  };
+}
+
 // Records every engine request, then lets the scripted engine answer it.
 struct request_log {
   std::mutex mu;
@@ -59,26 +82,10 @@ struct request_log {
 };
 
 inline engine_factory recording_scripted(std::shared_ptr<request_log> rec) {
-  return [rec](std::string_view config, timer_service& timers, std::shared_ptr<engine>* out) -> status {
-    std::shared_ptr<engine> inner;
-    SKEIN_TRY(make_scripted_engine(config, timers, &inner));
-    struct recording : engine {
-      std::shared_ptr<engine> inner;
-      std::shared_ptr<request_log> rec;
-      std::unique_ptr<call_handle> start(engine_request r, engine_callbacks cb) override {
-        {
-          std::lock_guard<std::mutex> lock{rec->mu};
-          rec->requests.push_back(r);
-        }
-        return inner->start(std::move(r), std::move(cb));
-      }
-    };
-    auto e = std::make_shared<recording>();
-    e->inner = inner;
-    e->rec = rec;
-    *out = e;
-    return status::ok();
-  };
+  return observing_scripted([rec](const engine_request& r) {
+    std::lock_guard<std::mutex> lock{rec->mu};
+    rec->requests.push_back(r);
+  });
 }
 
 using reply = std::variant<run_result, status>;
@@ -185,6 +192,17 @@ struct det_runtime {
     return ask<manifest>(actors.directory, create_atom::value, std::move(o));
   }
 
+  // Adds agent `a`, opens a thread of it and sends it `text`; runs until nothing
+  // is left to do at the current time.
+  manifest start_run(agent_config a, const std::string& text) {
+    std::string agent = a.id;
+    add_agent(std::move(a));
+    manifest t = add_thread(agent);
+    send(t.id, text);
+    run();
+    return t;
+  }
+
   thread_actor thread(const std::string& id) { return ask<thread_actor>(actors.directory, resolve_atom::value, id); }
 
   void send(const std::string& thread_id, const std::string& text, const std::string& key = "") {
@@ -229,6 +247,14 @@ inline const run_result& as_result(const reply& r) {
 inline const status& as_error(const reply& r) {
   if (std::holds_alternative<run_result>(r)) FAIL("expected an error, got a run result");
   return std::get<status>(r);
+}
+
+// The one reply the test's actor holds, a run result; the test stops unless
+// exactly one reply waits and it is a result.
+inline run_result only_result(det_runtime& rt) {
+  auto replies = rt.drain();
+  REQUIRE(replies.size() == 1);
+  return as_result(replies[0]);
 }
 
 // The signal names of a log, in order ("start", "stop", ...), with their run ids.

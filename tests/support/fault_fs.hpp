@@ -33,6 +33,7 @@
 #include <mutex>
 #include <catch2/catch.hpp>
 #include <memory>
+#include <rocksdb/env.h>
 #include <rocksdb/file_system.h>
 #include <string>
 #include <unistd.h>
@@ -363,6 +364,12 @@ class fault_fs : public rocksdb::FileSystemWrapper {
   uint64_t dropped_bytes_ = 0;  // guarded by mu_
 };
 
+// A fault_fs and the RocksDB environment over it, for log_options::env; the
+// environment must outlive every database opened with it.
+struct fault_env {
+  std::shared_ptr<fault_fs> fs = std::make_shared<fault_fs>();
+  std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
+};
 
 // An event log in sync mode over `env` (a fault_fs's environment, or the default
 // when null); the test stops if it does not open.

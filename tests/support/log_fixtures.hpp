@@ -55,6 +55,14 @@ inline tick make_tick(const std::string& thread, uint64_t first, size_t count,
   return t;
 }
 
+// How many keys `log` holds for `thread` (0 once it is erased); the test stops
+// if they cannot be counted.
+inline size_t thread_keys(event_log& log, const std::string& thread) {
+  size_t n = 1;  // not 0: a count that wrote nothing must not pass for an erased thread
+  REQUIRE(log.count_thread_keys(thread, &n).is_ok());
+  return n;
+}
+
 inline std::vector<uint64_t> seqs_of(const std::vector<event>& events) {
   std::vector<uint64_t> out;
   for (const auto& e : events) out.push_back(e.seq);

@@ -10,11 +10,9 @@
 
 namespace skein::test {
 
-struct namespace_server {
+struct namespace_server : served_api {
   temp_dir dir;
   std::unique_ptr<namespace_set> set;
-  std::unique_ptr<server::api> api;
-  std::unique_ptr<http::server> srv;
 
   explicit namespace_server(const std::string& tokens, http::server_limits limits = {}) {
     namespace_set_options o;
@@ -23,23 +21,19 @@ struct namespace_server {
     REQUIRE(namespace_set::open(std::move(o), &set).is_ok());
     server::token_store store;
     REQUIRE(server::token_store::parse(tokens, &store).is_ok());
-    api = std::make_unique<server::api>(*set, store, server::api_options{},
-                                        [this] { return srv ? srv->counters() : http::server_counters{}; });
-    REQUIRE(http::server::start("127.0.0.1", 0, limits, api->service(), 2, &srv).is_ok());
+    serve(*set, store, limits);
   }
   ~namespace_server() {
     srv->stop();
     set->close().ignore();
+    srv.reset();  // the server and the api go before the namespace set they served
+    api.reset();
   }
 
+  // A request answered within 10 s.
   http::response call(const std::string& method, const std::string& target, const std::string& body,
                       const std::string& token, const http::header_list& extra = {}) {
-    http::client c{{"127.0.0.1", srv->port()}, token, std::chrono::seconds(10)};
-    http::response r;
-    auto s = c.call(method, target, body, &r, extra);
-    INFO(method << " " << target << ": " << s.to_string());
-    REQUIRE(s.is_ok());
-    return r;
+    return request(method, target, body, token, extra, std::chrono::seconds(10));
   }
 
   // The same request straight to the api's handler, with no admission (as a

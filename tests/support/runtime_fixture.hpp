@@ -31,25 +31,51 @@ struct runtime_fixture {
     REQUIRE(s.is_ok());
   }
 
+  // Creates agent `a`; the test stops if the runtime refuses it.
+  void add_agent(const agent_config& a) {
+    auto s = rt->create_agent(a);
+    INFO(s.to_string());
+    REQUIRE(s.is_ok());
+  }
+
   void agent(const std::string& id, const std::string& rules, mid_run_policy policy = mid_run_policy::queue) {
     agent_config a;
     a.id = id;
     a.system_prompt = "test";
     a.engine_config = rules;
     a.policy = policy;
-    auto s = rt->create_agent(a);
-    INFO(s.to_string());
-    REQUIRE(s.is_ok());
+    add_agent(a);
   }
 
-  manifest thread(const std::string& agent) {
-    thread_options o;
-    o.agent_id = agent;
+  // Creates agent `id` on engine `engine`, with that engine's default config.
+  void engine_agent(const std::string& id, const std::string& engine) {
+    agent_config a;
+    a.id = id;
+    a.engine = engine;
+    add_agent(a);
+  }
+
+  // A new thread made with `o`; the test stops if the runtime refuses it.
+  manifest thread(const thread_options& o) {
     manifest m;
     auto s = rt->create_thread(o, &m);
     INFO(s.to_string());
     REQUIRE(s.is_ok());
     return m;
+  }
+
+  manifest thread(const std::string& agent) {
+    thread_options o;
+    o.agent_id = agent;
+    return thread(o);
+  }
+
+  // The thread of `agent` bound to task `task_id`.
+  manifest task_thread(const std::string& agent, const std::string& task_id) {
+    thread_options o;
+    o.agent_id = agent;
+    o.task_id = task_id;
+    return thread(o);
   }
 
   run_result run(const std::string& thread, const std::string& text) {
@@ -59,6 +85,19 @@ struct runtime_fixture {
     auto s = rt->send(thread, in).wait(&r, std::chrono::seconds(60));
     INFO(s.to_string());
     REQUIRE(s.is_ok());
+    return r;
+  }
+
+  // Compacts `thread` keeping its last `keep_turns` turns; the test stops unless
+  // the call succeeds and a compaction happened.
+  compact_result compacted(const std::string& thread, uint32_t keep_turns) {
+    compact_options co;
+    co.keep_turns = keep_turns;
+    compact_result r;
+    auto s = rt->compact(thread, co, &r);
+    INFO(s.to_string());
+    REQUIRE(s.is_ok());
+    REQUIRE(r.compacted);
     return r;
   }
 

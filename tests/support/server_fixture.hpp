@@ -5,18 +5,23 @@
 #include <catch2/catch.hpp>
 
 #include "runtime/model/json_reader.hpp"
-#include "tools/client/http_client.hpp"
-#include "tools/server/api.hpp"
-#include "tools/server/http_server.hpp"
+#include "tests/support/served_api.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace skein::test {
 
-struct server_fixture {
+// The tokens of the scoped-access tests: an admin's, and those of agents alpha
+// and beta, scoped to their own agent; `tokens` is the token store naming them.
+namespace scoped {
+inline const std::string admin = "admin-token-0123456789";
+inline const std::string alpha = "alpha-token-0123456789";
+inline const std::string beta = "beta-token-01234567890";
+inline const std::string tokens = admin + " admin\n" + alpha + " alpha\n" + beta + " beta\n";
+}  // namespace scoped
+
+struct server_fixture : served_api {
   temp_dir dir;
   std::unique_ptr<runtime> rt;
-  std::unique_ptr<server::api> api;
-  std::unique_ptr<http::server> srv;
 
   explicit server_fixture(runtime_options ro = {}, http::server_limits limits = {}, const std::string& tokens = "") {
     ro.data_dir = dir.str();
@@ -24,25 +29,18 @@ struct server_fixture {
     REQUIRE(runtime::open(std::move(ro), &rt).is_ok());
     server::token_store store;
     if (!tokens.empty()) REQUIRE(server::token_store::parse(tokens, &store).is_ok());
-    api = std::make_unique<server::api>(*rt, store, server::api_options{},
-                                        [this] { return srv ? srv->counters() : http::server_counters{}; });
-    REQUIRE(http::server::start("127.0.0.1", 0, limits, api->service(), 2, &srv).is_ok());
+    serve(*rt, store, limits);
   }
   ~server_fixture() {
     srv->stop();
     rt->close().ignore();
+    srv.reset();  // the server and the api go before the runtime they served
+    api.reset();
   }
-
-  http::endpoint endpoint() const { return {"127.0.0.1", srv->port()}; }
 
   http::response call(const std::string& method, const std::string& target, const std::string& body = "",
                       const std::string& token = "", const http::header_list& extra = {}) {
-    http::client c{endpoint(), token};
-    http::response r;
-    auto s = c.call(method, target, body, &r, extra);
-    INFO(method << " " << target << ": " << s.to_string());
-    REQUIRE(s.is_ok());
-    return r;
+    return request(method, target, body, token, extra);
   }
 
   // call() for a thread other than the test's own: Catch2's macros are not
@@ -134,6 +132,26 @@ inline std::string error_limit(const std::string& json) {
   if (pos == std::string::npos) return "";
   pos += 9;
   return json.substr(pos, json.find('"', pos) - pos);
+}
+
+// Posts an input to `thread`, once waiting for its run and once not; each post is
+// refused with `http_status`, error `code` and `limit`, and the thread's log
+// gains nothing. Returns the thread's manifest as it stood before the posts.
+inline manifest check_entries_refused(server_fixture& f, const std::string& thread, int http_status,
+                                      const std::string& code, const std::string& limit) {
+  manifest before;
+  REQUIRE(f.rt->get_thread(thread, &before).is_ok());
+  for (const std::string body : {R"({"text":"hi","wait":true})", R"({"text":"hi"})"}) {
+    auto r = f.call("POST", "/v1/threads/" + thread + "/entries", body);
+    INFO(r.body);
+    CHECK(r.status == http_status);
+    CHECK(error_code(r.body) == code);
+    CHECK(error_limit(r.body) == limit);
+  }
+  manifest after;
+  REQUIRE(f.rt->get_thread(thread, &after).is_ok());
+  CHECK(after.last_seq == before.last_seq);
+  return before;
 }
 
 }  // namespace skein::test

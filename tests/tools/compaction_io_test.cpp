@@ -14,11 +14,7 @@ TEST_CASE("a thread with a compaction round-trips through export and import") {
   f.agent("a", R"({"default": {"reply": "a long answer that goes on and on and on and on and on"}})");
   std::string id = f.thread("a").id;
   for (int i = 0; i < 3; ++i) f.run(id, "question " + std::to_string(i));
-  compact_options co;
-  co.keep_turns = 1;
-  compact_result r;
-  REQUIRE(f.rt->compact(id, co, &r).is_ok());
-  REQUIRE(r.compacted);
+  compact_result r = f.compacted(id, 1);
   f.run(id, "one more");
 
   manifest m;
