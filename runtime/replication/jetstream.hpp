@@ -118,9 +118,10 @@ class jetstream {
   status publish(const std::string& subject, std::string_view data, uint64_t expected_last, uint64_t* seq);
   // publish() under an id: a publish whose id the stream stored within its
   // duplicate window (2 minutes) stores nothing again and answers the first
-  // one's sequence, *duplicate set; the stream checks this before the
-  // expected sequence. So a publish that timed out is sent again under the
-  // same id and lands once.
+  // one's sequence, *duplicate set. So a publish that timed out is sent
+  // again under the same id and lands once. (A stream leader elected since
+  // the first may check the expected sequence first and answer `conflict`:
+  // partition_writer.hpp reads the subject's last id then.)
   status publish(const std::string& subject, std::string_view data, uint64_t expected_last, const std::string& msg_id,
                  uint64_t* seq, bool* duplicate);
 

@@ -42,7 +42,7 @@ status partition_writer::append(std::string_view batch, uint64_t* seq) {
   if (uncertain_) SKEIN_TRY(resync());
   const std::string id = writer_ + "." + std::to_string(++next_id_);
   const auto deadline = std::chrono::steady_clock::now() + retry_for_;
-  for (;;) {
+  for (bool resent = false;; resent = true) {
     uint64_t stored = 0;
     bool duplicate = false;
     status s = js_.publish(subject_, batch, last_, id, &stored, &duplicate);
@@ -50,6 +50,22 @@ status partition_writer::append(std::string_view batch, uint64_t* seq) {
       last_ = stored;
       if (seq != nullptr) *seq = stored;
       return status::ok();
+    }
+    if (s.code() == errc::conflict && resent) {
+      // A resend may meet its own first copy at the fence: a stream leader
+      // elected meanwhile checks the expected sequence before it finds the id
+      // (seen with nats-server 2.9.10). The subject's last message says which.
+      stream_message m;
+      status r = js_.last_on_subject(stream_, subject_, &m);
+      if (r && m.msg_id == id) {
+        last_ = m.seq;
+        if (seq != nullptr) *seq = m.seq;
+        return status::ok();
+      }
+      if (!r && r.code() == errc::unavailable) {
+        uncertain_ = true;
+        return r;
+      }
     }
     if (s.code() == errc::conflict) {
       deposed_ = true;

@@ -9,7 +9,9 @@
 //   append with `conflict` and stores nothing; the writer stays deposed;
 // - a publish that timed out is sent again under the same id until
 //   `retry_for` passes: the stream stores it once whatever happened to the
-//   first (its duplicate window answers the first's sequence);
+//   first (its duplicate window answers the first's sequence; a leader
+//   elected meanwhile may refuse the resend at the fence instead, and the
+//   subject's last message, under this id, shows it landed);
 // - past `retry_for` the append is `unavailable` and its batch may still land;
 //   the next append first reads the subject's last message and takes it as
 //   its own (by its id) or as proof of being deposed.

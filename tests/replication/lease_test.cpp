@@ -12,7 +12,7 @@ using namespace skein::replication;
 using namespace std::chrono_literals;
 using skein::test::nats_cluster;
 
-TEST_CASE("lease: one holder at a time; a lapsed lease is taken with the next epoch and its old holder deposed") {
+TEST_CASE("lease: one holder at a time, a lapsed lease is taken with the next epoch and its old holder deposed") {
   if (nats_cluster::binary().empty()) {
     WARN("nats-server is not installed (packages.txt lists it): the lease tests did not run");
     return;

@@ -18,7 +18,7 @@ using namespace skein::replication;
 using namespace std::chrono_literals;
 using skein::test::nats_cluster;
 
-TEST_CASE("partition writer: appends in order; a newer leader's write deposes the old one for good") {
+TEST_CASE("partition writer: appends in order, and a newer leader's write deposes the old one for good") {
   if (nats_cluster::binary().empty()) {
     WARN("nats-server is not installed (packages.txt lists it): the partition writer tests did not run");
     return;
