@@ -172,6 +172,19 @@ class event_log {
   status thread_rows(std::string_view thread_id, std::vector<log_row>* out) const;
   // Every claim stored here (index rows "c/<kind>/<id>" -> thread id).
   status claim_rows(std::vector<log_row>* out) const;
+  // A follower's apply of one message of a partition's replicated log, at
+  // stream sequence `seq`: its rows and the partition's applied sequence in
+  // one batch, so after a crash both are there or neither, and a message is
+  // applied exactly once. A seq not above the applied one changes nothing
+  // (*applied false): the follower resumes from replicated_seq() + 1 and may
+  // be handed a message again. invalid_input (nothing written) for a row of
+  // an unknown family or the meta family. Durable in the log's mode. One
+  // applier per partition; partitions apply in parallel. A follower's
+  // partition has no writer here: its rows bypass the writer's cached
+  // projections and the quota counts, which a node taking the lead reloads.
+  status apply_replicated(uint32_t partition, uint64_t seq, const std::vector<replicated_row>& rows, bool* applied);
+  // The last sequence applied for `partition`; 0 before the first.
+  status replicated_seq(uint32_t partition, uint64_t* seq) const;
   // A cluster node's own rows in the meta family, under "node/" (its
   // membership, its handoff marks). Keys outside "node/" are refused. The
   // write is durable in the log's mode; any thread may call these.

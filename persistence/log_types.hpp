@@ -268,6 +268,16 @@ struct log_row {
   std::string key;
   std::string value;
 };
+// One row change carried by the replicated log to a partition's followers
+// (persistence/replicated_batch.hpp encodes a message's rows): a put of
+// `value`, or an erase of the key.
+struct replicated_row {
+  uint8_t family = 0;  // the column family, by its number (event_log_internal.hpp)
+  bool erase = false;
+  std::string key;
+  std::string value;  // "" for an erase
+};
+
 // The family of a thread's accepted inputs not yet run (its inbox).
 inline constexpr uint8_t log_row_inbox_family = 10;
 // The family of its messages' embeddings (the memory index's rows).
