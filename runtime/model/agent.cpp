@@ -200,9 +200,8 @@ status check_storable(const agent_config& a, const json_limits& limits) {
 
 status decode_agent(std::string_view text, agent_config* out, const json_limits& limits) {
   json::document doc;
-  SKEIN_TRY(json::parse(text, limits, "agent", &doc));
   json::object_reader r;
-  SKEIN_TRY(json::object_reader::open(doc.root(), "agent", &r));
+  SKEIN_TRY(json::parse_object(text, limits, "agent", &doc, &r));
   int64_t version = agent_format_version;
   SKEIN_TRY(r.int64("v", &version, false));
   if (version > agent_format_version)

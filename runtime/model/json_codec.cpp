@@ -391,9 +391,8 @@ status check_storable(const event& e, const json_limits& limits) {
 
 status decode_event(std::string_view json, event* out, const json_limits& limits) {
   json::document doc;
-  SKEIN_TRY(json::parse(json, limits, "event", &doc));
   object_reader r;
-  SKEIN_TRY(object_reader::open(doc.root(), "event", &r));
+  SKEIN_TRY(json::parse_object(json, limits, "event", &doc, &r));
   event e;
   SKEIN_TRY(r.uint("seq", &e.seq));
   SKEIN_TRY(r.int64("ts", &e.ts_ms));
@@ -582,9 +581,8 @@ status check_storable(const manifest& m, const json_limits& limits) {
 
 status decode_manifest(std::string_view json, manifest* out, const json_limits& limits) {
   json::document doc;
-  SKEIN_TRY(json::parse(json, limits, "manifest", &doc));
   object_reader r;
-  SKEIN_TRY(object_reader::open(doc.root(), "manifest", &r));
+  SKEIN_TRY(json::parse_object(json, limits, "manifest", &doc, &r));
   int64_t version = manifest_format_version;
   SKEIN_TRY(r.int64("v", &version, false));
   if (version > manifest_format_version)

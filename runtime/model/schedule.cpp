@@ -233,9 +233,8 @@ status read_schedule_definition(const json::object_reader& r, bool id_required, 
 
 status decode_schedule(std::string_view text, schedule* out, const json_limits& limits) {
   json::document doc;
-  SKEIN_TRY(json::parse(text, limits, "schedule", &doc));
   json::object_reader r;
-  SKEIN_TRY(json::object_reader::open(doc.root(), "schedule", &r));
+  SKEIN_TRY(json::parse_object(text, limits, "schedule", &doc, &r));
   int64_t version = schedule_format_version;
   SKEIN_TRY(r.int64("v", &version, false));
   if (version > schedule_format_version)
@@ -279,9 +278,8 @@ status encode_firing(const schedule_firing& f, std::string* out, const json_limi
 
 status decode_firing(std::string_view text, schedule_firing* out, const json_limits& limits) {
   json::document doc;
-  SKEIN_TRY(json::parse(text, limits, "firing", &doc));
   json::object_reader r;
-  SKEIN_TRY(json::object_reader::open(doc.root(), "firing", &r));
+  SKEIN_TRY(json::parse_object(text, limits, "firing", &doc, &r));
   int64_t version = schedule_format_version;
   SKEIN_TRY(r.int64("v", &version, false));
   if (version > schedule_format_version)
