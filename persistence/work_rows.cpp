@@ -198,10 +198,7 @@ side_row session_row_put(const work_session_row& s) {
   w.field("id", s.id);
   w.field_int("started_at", s.started_at_ms);
   w.field_int("closed_at", s.closed_at_ms);
-  w.key("texts");
-  w.begin_array();
-  for (const auto& t : s.texts) w.string(t);
-  w.end_array();
+  w.field_strings("texts", s.texts);
   w.field_uint("dims", dims);
   if (s.project != work_default_project) w.field("project", s.project);
   w.end_object();
@@ -248,10 +245,7 @@ side_row suggestion_row_put(const work_suggestion& s) {
   w.field("agent", s.agent_id);
   w.field("text", s.text);
   w.field("status", to_string(s.status));
-  w.key("sessions");
-  w.begin_array();
-  for (const auto& id : s.sessions) w.string(id);
-  w.end_array();
+  w.field_strings("sessions", s.sessions);
   w.field_uint("dismissals", s.dismissals);
   w.field("promoted_thread", s.promoted_thread);
   w.field_int("created_at", s.created_at_ms);

@@ -255,10 +255,7 @@ class openai_embedder final : public embedder {
     json_writer w{&body};
     w.begin_object();
     w.field("model", c_.model);
-    w.key("input");
-    w.begin_array();
-    for (const auto& t : texts) w.string(t);
-    w.end_array();
+    w.field_strings("input", texts);
     w.end_object();
     return body;
   }

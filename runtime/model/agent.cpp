@@ -137,10 +137,7 @@ status encode_agent(const agent_config& a, std::string* out, const json_limits& 
   w.field("engine", a.engine);
   w.key("engine_config");
   w.raw(config);
-  w.key("tools");
-  w.begin_array();
-  for (const auto& t : a.tools) w.string(t);
-  w.end_array();
+  w.field_strings("tools", a.tools);
   w.field("policy", to_string(a.policy));
   w.key("budgets");
   w.begin_object();
@@ -163,10 +160,7 @@ status encode_agent(const agent_config& a, std::string* out, const json_limits& 
   w.key("compaction");
   w.begin_object();
   w.field_uint("auto_tokens", a.compaction.auto_tokens);
-  w.key("stages");
-  w.begin_array();
-  for (const auto& st : a.compaction.stages) w.string(st);
-  w.end_array();
+  w.field_strings("stages", a.compaction.stages);
   w.field_uint("keep_turns", a.compaction.keep_turns);
   w.field_uint("tool_result_bytes_max", a.compaction.tool_result_bytes_max);
   w.end_object();
@@ -177,10 +171,7 @@ status encode_agent(const agent_config& a, std::string* out, const json_limits& 
   w.end_object();
   w.key("delegation");
   w.begin_object();
-  w.key("agents");
-  w.begin_array();
-  for (const auto& id : a.delegation.agents) w.string(id);
-  w.end_array();
+  w.field_strings("agents", a.delegation.agents);
   w.field_uint("depth_max", a.delegation.depth_max);
   w.field_bool("self_allowed", a.delegation.self_allowed);
   w.end_object();

@@ -485,10 +485,7 @@ status encode_manifest(const manifest& m, std::string* out, const json_limits& l
   w.field("task_id", m.task_id);
   w.field("title", m.title);
   w.field("name", m.name);
-  w.key("tags");
-  w.begin_array();
-  for (const auto& tag : m.tags) w.string(tag);
-  w.end_array();
+  w.field_strings("tags", m.tags);
   w.field_int("pinned_at", m.pinned_at_ms);
   w.field("environment_id", m.environment_id);
   w.field("status", to_string(m.status));

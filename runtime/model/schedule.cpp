@@ -177,10 +177,7 @@ status encode_schedule(const schedule& s, std::string* out, const json_limits& l
   w.end_object();
   w.field("thread_id", s.thread_id);
   w.field("title_prefix", s.title_prefix);
-  w.key("tags");
-  w.begin_array();
-  for (const auto& t : s.tags) w.string(t);
-  w.end_array();
+  w.field_strings("tags", s.tags);
   w.field("missed", to_string(s.missed));
   w.field_bool("paused", s.paused);
   w.field_int("created_at", s.created_at_ms);

@@ -34,7 +34,6 @@ void write_triple(json_writer& w, const work_triple& t);
 // issues_by_learning_count, agents_by_contribution, stats: the seed's object}
 std::string graph_stats_json(const work_graph_stats& st);
 void write_entries(json_writer& w, std::string_view key, const std::vector<work_entry>& items);
-void write_strings(json_writer& w, std::string_view key, const std::vector<std::string>& v);
 // ms since the epoch as the seed's ISO 8601 (2024-01-02T03:04:05.678Z).
 std::string iso8601(int64_t ms);
 

@@ -173,8 +173,8 @@ void reply_triage(route_call& c, const work_sweep_result& out, const std::vector
   json_writer w{&body};
   w.begin_object();
   w.field_uint("examined", out.examined);
-  write_strings(w, "dormant", out.dormant);
-  write_strings(w, "archived", out.archived);
+  w.field_strings("dormant", out.dormant);
+  w.field_strings("archived", out.archived);
   w.key("summary");
   w.begin_object();
   for (auto st : stages)
@@ -194,7 +194,7 @@ void reply_triage(route_call& c, const work_sweep_result& out, const std::vector
   }
   w.end_object();
   w.field_uint("archived_count", out.archived.size());
-  write_strings(w, "archived_ids", out.archived);
+  w.field_strings("archived_ids", out.archived);
   w.end_object();
   c.reply_json(200, body);
 }

@@ -128,8 +128,8 @@ void start_session(route_call& c) {
   w.key("sweep");
   w.begin_object();
   w.field_uint("examined", out.sweep.examined);
-  write_strings(w, "dormant", out.sweep.dormant);
-  write_strings(w, "archived", out.sweep.archived);
+  w.field_strings("dormant", out.sweep.dormant);
+  w.field_strings("archived", out.sweep.archived);
   w.end_object();
   w.end_object();
   c.reply_json(201, body);
