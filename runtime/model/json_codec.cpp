@@ -276,13 +276,7 @@ status write_payload(json_writer& w, const event& e, const json_limits& limits) 
     case event_type::result:
       SKEIN_TRY(check_number(e.cost_usd, "event.payload.cost_usd"));
       SKEIN_TRY(check_text(e.outcome, "event.payload.outcome"));
-      w.key("usage");
-      write_usage(w, e.usage);
-      w.key("cost_usd");
-      w.number(e.cost_usd);
-      w.field_uint("duration_ms", e.duration_ms);
-      w.field_uint("turns", e.turns);
-      w.field("outcome", e.outcome);
+      write_result_fields(w, e);
       break;
     case event_type::compaction:
       SKEIN_TRY(check_text(e.name, "event.payload.strategy"));
@@ -357,6 +351,16 @@ void write_usage(json_writer& w, const token_usage& u) {
   w.field_uint("cache_read_tokens", u.cache_read_tokens);
   w.field_uint("cache_write_tokens", u.cache_write_tokens);
   w.end_object();
+}
+
+void write_result_fields(json_writer& w, const event& e) {
+  w.key("usage");
+  write_usage(w, e.usage);
+  w.key("cost_usd");
+  w.number(e.cost_usd);
+  w.field_uint("duration_ms", e.duration_ms);
+  w.field_uint("turns", e.turns);
+  w.field("outcome", e.outcome);
 }
 
 
