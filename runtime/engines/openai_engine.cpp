@@ -4,10 +4,7 @@
 #include <openssl/ssl.h>
 
 #include <atomic>
-#include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <cmath>
 #include <limits>
@@ -22,17 +19,14 @@
 #include "runtime/model/json_reader.hpp"
 #include "runtime/model/json_writer.hpp"
 #include "runtime/engines/openai_chat.hpp"
+#include "runtime/engines/beast_names.hpp"
 #include "runtime/engines/openai_http.hpp"
 #include "runtime/engines/openai_sse.hpp"
 
 namespace skein {
 namespace {
 
-namespace beast = boost::beast;
-namespace bhttp = boost::beast::http;
-namespace net = boost::asio;
 namespace ssl = boost::asio::ssl;
-using tcp = net::ip::tcp;
 
 constexpr size_t read_buffer_bytes = 16 << 10;    // body bytes taken per read
 constexpr size_t error_body_bytes_max = 64 << 10;  // of a non-2xx body, read for its message
