@@ -99,12 +99,10 @@ void dismiss_suggestion(route_call& c) {
 }
 
 void start_session(route_call& c) {
-  const std::string& agent = c.param("agent");
   json::document doc;
   json::object_reader r;
   work_session_start in;
-  in.agent_id = agent;
-  status s = c.body(&doc, &r);
+  status s = agent_body(c, &doc, &r, &in);
   if (s) s = r.string("session_id", &in.session_id, false);
   if (s) s = r.boolean("auto_archive", &in.auto_archive, false);
   if (s) s = body_project(r, &in.project);
