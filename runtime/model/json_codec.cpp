@@ -353,11 +353,15 @@ void write_usage(json_writer& w, const token_usage& u) {
   w.end_object();
 }
 
-void write_result_fields(json_writer& w, const event& e) {
+void write_spend(json_writer& w, const token_usage& usage, double cost_usd) {
   w.key("usage");
-  write_usage(w, e.usage);
+  write_usage(w, usage);
   w.key("cost_usd");
-  w.number(e.cost_usd);
+  w.number(cost_usd);
+}
+
+void write_result_fields(json_writer& w, const event& e) {
+  write_spend(w, e.usage, e.cost_usd);
   w.field_uint("duration_ms", e.duration_ms);
   w.field_uint("turns", e.turns);
   w.field("outcome", e.outcome);
@@ -494,10 +498,7 @@ status encode_manifest(const manifest& m, std::string* out, const json_limits& l
   w.field("environment_id", m.environment_id);
   w.field("status", to_string(m.status));
   if (m.last_outcome) w.field("last_outcome", to_string(*m.last_outcome));
-  w.key("usage");
-  write_usage(w, m.usage);
-  w.key("cost_usd");
-  w.number(m.cost_usd);
+  write_spend(w, m.usage, m.cost_usd);
   w.key("config");
   w.raw(config);
   w.field_int("created_at", m.created_at_ms);
