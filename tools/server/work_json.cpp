@@ -66,6 +66,12 @@ void write_triple(json_writer& w, const work_triple& t) {
   w.end_object();
 }
 
+void write_sweep_fields(json_writer& w, const work_sweep_result& r) {
+  w.field_uint("examined", r.examined);
+  w.field_strings("dormant", r.dormant);
+  w.field_strings("archived", r.archived);
+}
+
 std::string suggestion_json(const work_suggestion& s) {
   std::string out;
   json_writer w{&out};

@@ -168,9 +168,7 @@ void reply_triage(route_call& c, const work_sweep_result& out, const std::vector
   std::string body;
   json_writer w{&body};
   w.begin_object();
-  w.field_uint("examined", out.examined);
-  w.field_strings("dormant", out.dormant);
-  w.field_strings("archived", out.archived);
+  write_sweep_fields(w, out);
   w.key("summary");
   w.begin_object();
   for (auto st : stages)

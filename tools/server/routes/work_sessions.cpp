@@ -125,9 +125,7 @@ void start_session(route_call& c) {
   }
   w.key("sweep");
   w.begin_object();
-  w.field_uint("examined", out.sweep.examined);
-  w.field_strings("dormant", out.sweep.dormant);
-  w.field_strings("archived", out.sweep.archived);
+  write_sweep_fields(w, out.sweep);
   w.end_object();
   w.end_object();
   c.reply_json(201, body);
