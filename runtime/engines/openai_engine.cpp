@@ -91,6 +91,14 @@ void connection_failed(const call_state& cs, beast::error_code ec, attempt* a) {
     a->result = status::io_error(std::string{who} + ": " + c.at.host + ":" + c.at.port + ": " + ec.message());
 }
 
+// Ends a connection after its exchange without waiting on the server: for https
+// no close_notify, as the reply is complete or abandoned, and waiting for the
+// server's could only add a stall.
+void shut_down(beast::tcp_stream& stream) {
+  beast::error_code ignored;
+  stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+}
+
 // Sends the request on a connected (for https: handshaken) stream and reads the reply.
 template <class stream_type>
 net::awaitable<void> exchange(stream_type& stream, call_state& cs, attempt* a) {
@@ -236,8 +244,7 @@ net::awaitable<attempt> attempt_once(call_state& cs) {
       co_return a;
     }
     co_await exchange(stream, cs, &a);
-    beast::error_code ignored;
-    stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    shut_down(stream);
     co_return a;
   }
   beast::ssl_stream<beast::tcp_stream> stream{ex, *cs.tls};
@@ -269,10 +276,7 @@ net::awaitable<attempt> attempt_once(call_state& cs) {
     co_return a;
   }
   co_await exchange(stream, cs, &a);
-  // No close_notify: the reply is complete or abandoned, and waiting for the
-  // server's could only add a stall.
-  beast::error_code ignored;
-  tcp_layer.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  shut_down(tcp_layer);
   co_return a;
 }
 
