@@ -55,9 +55,8 @@ struct ask_arguments {
 
 status parse_ask(const std::string& json_text, ask_arguments* out) {
   json::document doc;
-  SKEIN_TRY(json::parse(json_text, {}, "ask_agent arguments", &doc));
   json::object_reader r;
-  SKEIN_TRY(json::object_reader::open(doc.root(), "ask_agent arguments", &r));
+  SKEIN_TRY(json::parse_object(json_text, {}, "ask_agent arguments", &doc, &r));
   SKEIN_TRY(r.string("agent", &out->agent));
   SKEIN_TRY(r.string("question", &out->question));
   SKEIN_TRY(validate_id(out->agent, "ask_agent arguments.agent"));

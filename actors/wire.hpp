@@ -32,22 +32,25 @@ namespace skein {
 
 namespace wire_detail {
 
-// An enum field, crossing as its underlying integer and checked against its last
-// enumerator on load (CAF's own enum handling casts any integer). Passed to the
-// inspector as a temporary: `f(..., checked(x.status, thread_status::cancelled))`.
-template <class E>
-struct checked_enum {
-  E& value;
+// A field holding enums of type E: an E, a std::optional<E> or a std::vector<E>,
+// with E's last enumerator. Passed to the inspector as a temporary:
+// `f(..., checked(x.status, thread_status::cancelled))`. Each E crosses as its
+// underlying integer and is checked against `last` on load (CAF's own enum
+// handling casts any integer).
+template <class T, class E>
+struct checked_field {
+  T& value;
   E last;
 };
 
-template <class E>
-checked_enum<E> checked(E& value, E last) {
+template <class T, class E>
+checked_field<T, E> checked(T& value, E last) {
   return {value, last};
 }
 
+// One enum.
 template <class Inspector, class E>
-typename Inspector::result_type inspect(Inspector& f, checked_enum<E>& x) {
+typename Inspector::result_type inspect(Inspector& f, checked_field<E, E>& x) {
   using U = std::underlying_type_t<E>;
   U u = static_cast<U>(x.value);
   if constexpr (Inspector::writes_state) {
@@ -60,21 +63,10 @@ typename Inspector::result_type inspect(Inspector& f, checked_enum<E>& x) {
   }
 }
 
-// An optional enum: a flag, then the value (checked_enum) — the type's zero
-// value when there is none: `f(..., checked(x.last_outcome, run_outcome::cancelled))`.
-template <class E>
-struct checked_optional_enum {
-  std::optional<E>& value;
-  E last;
-};
-
-template <class E>
-checked_optional_enum<E> checked(std::optional<E>& value, E last) {
-  return {value, last};
-}
-
+// An optional enum: a flag, then the value (checked as one enum) — the type's
+// zero value when there is none: `f(..., checked(x.last_outcome, run_outcome::cancelled))`.
 template <class Inspector, class E>
-typename Inspector::result_type inspect(Inspector& f, checked_optional_enum<E>& x) {
+typename Inspector::result_type inspect(Inspector& f, checked_field<std::optional<E>, E>& x) {
   bool has = x.value.has_value();
   E v = x.value.value_or(E{});
   auto c = checked(v, x.last);
@@ -88,20 +80,9 @@ typename Inspector::result_type inspect(Inspector& f, checked_optional_enum<E>& 
   }
 }
 
-// A vector of enums, each checked as checked_enum does.
-template <class E>
-struct checked_enum_list {
-  std::vector<E>& values;
-  E last;
-};
-
-template <class E>
-checked_enum_list<E> checked(std::vector<E>& values, E last) {
-  return {values, last};
-}
-
+// A vector of enums, each checked as one enum is.
 template <class Inspector, class E>
-typename Inspector::result_type inspect(Inspector& f, checked_enum_list<E>& x) {
+typename Inspector::result_type inspect(Inspector& f, checked_field<std::vector<E>, E>& x) {
   using U = std::underlying_type_t<E>;
   std::vector<U> us;
   if constexpr (Inspector::writes_state) {
@@ -111,10 +92,10 @@ typename Inspector::result_type inspect(Inspector& f, checked_enum_list<E>& x) {
       if (u > static_cast<U>(x.last)) return caf::make_error(caf::sec::invalid_argument, "enum value out of range");
       values.push_back(static_cast<E>(u));
     }
-    x.values = std::move(values);
+    x.value = std::move(values);
     return {};
   } else {
-    for (E v : x.values) us.push_back(static_cast<U>(v));
+    for (E v : x.value) us.push_back(static_cast<U>(v));
     return f(us);
   }
 }

@@ -43,8 +43,7 @@ status post_run(http::client& client, const std::string& id, size_t n, const std
     json::document doc;
     json::dom::element run;
     json::object_reader top, r;
-    SKEIN_TRY(json::parse(res.body, {}, "response", &doc));
-    SKEIN_TRY(json::object_reader::open(doc.root(), "response", &top));
+    SKEIN_TRY(json::parse_object(res.body, {}, "response", &doc, &top));
     SKEIN_TRY(top.element("run", &run));
     SKEIN_TRY(json::object_reader::open(run, "response.run", &r));
     std::string outcome;

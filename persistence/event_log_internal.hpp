@@ -106,6 +106,12 @@ class snapshot_guard {
   snapshot_guard(const snapshot_guard&) = delete;
   snapshot_guard& operator=(const snapshot_guard&) = delete;
   const rocksdb::Snapshot* get() const { return snap_; }
+  // Options that read at this snapshot (bounds and the rest left default).
+  rocksdb::ReadOptions read_options() const {
+    rocksdb::ReadOptions ro;
+    ro.snapshot = snap_;
+    return ro;
+  }
 
  private:
   rocksdb::DB* db_;

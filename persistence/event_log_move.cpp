@@ -88,8 +88,7 @@ status event_log::thread_rows(std::string_view thread_id, std::vector<log_row>* 
   SKEIN_TRY(validate_id(thread_id, "thread id"));
   out->clear();
   snapshot_guard snap{impl_->db.get()};
-  rocksdb::ReadOptions ro;
-  ro.snapshot = snap.get();
+  rocksdb::ReadOptions ro = snap.read_options();
   std::string id{thread_id};
   std::string row;
   auto s = impl_->db->Get(ro, impl_->cf(cf_threads), id, &row);
@@ -219,8 +218,7 @@ status event_log::schedule_rows(std::string_view schedule_id, std::vector<log_ro
   SKEIN_TRY(validate_id(schedule_id, "schedule id"));
   out->clear();
   snapshot_guard snap{impl_->db.get()};
-  rocksdb::ReadOptions ro;
-  ro.snapshot = snap.get();
+  rocksdb::ReadOptions ro = snap.read_options();
   std::string id{schedule_id}, key = keys::schedule_key(id), row;
   auto s = impl_->db->Get(ro, impl_->cf(cf_schedules), key, &row);
   if (s.IsNotFound()) return status::not_found("schedule " + id + " is not stored here");
@@ -318,8 +316,7 @@ status event_log::agent_work_rows(std::string_view agent_id, std::vector<log_row
   std::string prefix = keys::work_prefix(agent_id), end = prefix_end(prefix);
   for (cf_id family : {cf_sessions, cf_suggestions}) {
     rocksdb::Slice upper{end};
-    rocksdb::ReadOptions ro;
-    ro.snapshot = snap.get();
+    rocksdb::ReadOptions ro = snap.read_options();
     ro.iterate_upper_bound = &upper;
     std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(ro, impl_->cf(family))};
     for (it->Seek(prefix); it->Valid(); it->Next())

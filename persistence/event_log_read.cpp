@@ -88,8 +88,7 @@ status event_log::read_manifest(std::string_view thread_id, manifest* out) const
   // One snapshot for the row and the log's end: a row rewritten between the
   // two reads must not meet a log end it was not derived with.
   snapshot_guard snap{impl_->db.get()};
-  rocksdb::ReadOptions ro;
-  ro.snapshot = snap.get();
+  rocksdb::ReadOptions ro = snap.read_options();
   std::string value;
   auto s = impl_->db->Get(ro, impl_->cf(cf_threads), thread_id, &value);
   if (s.IsNotFound()) return status::not_found("thread " + std::string{thread_id} + " does not exist");
@@ -149,8 +148,7 @@ status event_log::list_effect_lag(std::string_view effect, std::vector<effect_la
   SKEIN_TRY(validate_id(effect, "effect"));
   out->clear();
   snapshot_guard snap{impl_->db.get()};
-  rocksdb::ReadOptions ro;
-  ro.snapshot = snap.get();
+  rocksdb::ReadOptions ro = snap.read_options();
   std::unique_ptr<rocksdb::Iterator> threads{impl_->db->NewIterator(ro, impl_->cf(cf_threads))};
   std::unique_ptr<rocksdb::Iterator> cursors{impl_->db->NewIterator(ro, impl_->cf(cf_effects))};
   std::unique_ptr<rocksdb::Iterator> events{impl_->db->NewIterator(ro, impl_->cf(cf_events))};
@@ -277,8 +275,7 @@ status event_log::list_threads(const thread_query& q, thread_page* out) const {
 
   const bool newest_first = q.index == thread_query::by::updated;
   snapshot_guard snap{impl_->db.get()};
-  rocksdb::ReadOptions ro;
-  ro.snapshot = snap.get();
+  rocksdb::ReadOptions ro = snap.read_options();
   std::string lower = prefix, upper = prefix;
   upper.back() = static_cast<char>(upper.back() + 1);  // '/' + 1: end of the prefix range
   rocksdb::Slice lower_slice{lower}, upper_slice{upper};
@@ -330,8 +327,7 @@ status event_log::list_threads(const thread_query& q, thread_page* out) const {
         (q.archived_filter == thread_query::archived::only && !archived))
       continue;
     if (!events) {
-      rocksdb::ReadOptions events_ro;  // the snapshot, without the index's bounds
-      events_ro.snapshot = snap.get();
+      rocksdb::ReadOptions events_ro = snap.read_options();  // the snapshot, without the index's bounds
       events.reset(impl_->db->NewIterator(events_ro, impl_->cf(cf_events)));
     }
     log_end end;
@@ -348,12 +344,10 @@ status event_log::list_untouched(int64_t before_ms, const std::function<void(con
   std::string upper = prefix + keys::updated_value(std::max<int64_t>(before_ms, 0));
   rocksdb::Slice upper_slice{upper};
   snapshot_guard snap{impl_->db.get()};
-  rocksdb::ReadOptions ro;
-  ro.snapshot = snap.get();
+  rocksdb::ReadOptions ro = snap.read_options();
   ro.iterate_upper_bound = &upper_slice;
   std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(ro, impl_->cf(cf_index))};
-  rocksdb::ReadOptions events_ro;  // the snapshot, without the index's bound
-  events_ro.snapshot = snap.get();
+  rocksdb::ReadOptions events_ro = snap.read_options();  // the snapshot, without the index's bound
   std::unique_ptr<rocksdb::Iterator> events{impl_->db->NewIterator(events_ro, impl_->cf(cf_events))};
   for (it->Seek(prefix); it->Valid(); it->Next()) {
     std::string_view suffix = it->key().ToStringView().substr(prefix.size());

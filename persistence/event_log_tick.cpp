@@ -58,13 +58,7 @@ void encode_usage_row(const std::string& thread, const std::string& agent, const
   w.field_uint("seq", e.seq);
   w.field("run", e.run_id);
   w.field("agent_id", agent);
-  w.key("usage");
-  write_usage(w, e.usage);
-  w.key("cost_usd");
-  w.number(e.cost_usd);
-  w.field_uint("duration_ms", e.duration_ms);
-  w.field_uint("turns", e.turns);
-  w.field("outcome", e.outcome);
+  write_result_fields(w, e);
   w.end_object();
 }
 

@@ -85,8 +85,7 @@ status event_log::scan_usage(const usage_query& q,
 
   // Scans [lower, upper) of the usage CF (upper "" : to the end).
   auto scan = [&](const std::string& lower, const std::string& upper) -> status {
-    rocksdb::ReadOptions ro;
-    ro.snapshot = snap.get();
+    rocksdb::ReadOptions ro = snap.read_options();
     rocksdb::Slice upper_slice{upper};
     if (!upper.empty()) ro.iterate_upper_bound = &upper_slice;
     std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(ro, impl_->cf(cf_usage))};
@@ -113,8 +112,7 @@ status event_log::scan_usage(const usage_query& q,
   {
     std::string lower = keys::index_prefix('a', q.agent_id), upper = lower;
     upper.back() = static_cast<char>(upper.back() + 1);
-    rocksdb::ReadOptions ro;
-    ro.snapshot = snap.get();
+    rocksdb::ReadOptions ro = snap.read_options();
     rocksdb::Slice upper_slice{upper};
     ro.iterate_upper_bound = &upper_slice;
     std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(ro, impl_->cf(cf_index))};

@@ -76,9 +76,13 @@ std::string joined(std::initializer_list<std::string_view> parts, std::string_vi
   return k;
 }
 
-status open_doc(std::string_view json, std::string_view what, json::document* doc, json::object_reader* r) {
-  SKEIN_TRY(json::parse(json, json_limits{}, what, doc));
-  SKEIN_TRY(json::object_reader::open(doc->root(), std::string{what}, r));
+// Opens a row's JSON and checks its format version. With `tail`, the value may
+// carry a binary tail after its first 0x00 (split_value), which *tail gets.
+status open_doc(std::string_view value, std::string_view what, json::document* doc, json::object_reader* r,
+                std::string_view* tail = nullptr) {
+  std::string_view json = value;
+  if (tail != nullptr) split_value(value, &json, tail);
+  SKEIN_TRY(json::parse_object(json, json_limits{}, what, doc, r));
   int64_t v = work_rows_format_version;
   SKEIN_TRY(r->int64("v", &v, false));
   if (v > work_rows_format_version)
@@ -122,11 +126,10 @@ side_row work_row_erase(std::string_view agent, std::string_view thread) {
 }
 
 status decode_work_row(std::string_view value, work_row* out) {
-  std::string_view json, tail;
-  split_value(value, &json, &tail);
+  std::string_view tail;
   json::document doc;
   json::object_reader r;
-  SKEIN_TRY(open_doc(json, "work row", &doc, &r));
+  SKEIN_TRY(open_doc(value, "work row", &doc, &r, &tail));
   work_row row;
   SKEIN_TRY(r.string("agent", &row.agent_id));
   SKEIN_TRY(r.string("thread", &row.thread_id));
@@ -198,10 +201,7 @@ side_row session_row_put(const work_session_row& s) {
   w.field("id", s.id);
   w.field_int("started_at", s.started_at_ms);
   w.field_int("closed_at", s.closed_at_ms);
-  w.key("texts");
-  w.begin_array();
-  for (const auto& t : s.texts) w.string(t);
-  w.end_array();
+  w.field_strings("texts", s.texts);
   w.field_uint("dims", dims);
   if (s.project != work_default_project) w.field("project", s.project);
   w.end_object();
@@ -213,11 +213,10 @@ side_row session_row_put(const work_session_row& s) {
 }
 
 status decode_session_row(std::string_view value, work_session_row* out) {
-  std::string_view json, tail;
-  split_value(value, &json, &tail);
+  std::string_view tail;
   json::document doc;
   json::object_reader r;
-  SKEIN_TRY(open_doc(json, "session", &doc, &r));
+  SKEIN_TRY(open_doc(value, "session", &doc, &r, &tail));
   work_session_row s;
   SKEIN_TRY(r.string("agent", &s.agent_id));
   SKEIN_TRY(r.string("id", &s.id));
@@ -248,10 +247,7 @@ side_row suggestion_row_put(const work_suggestion& s) {
   w.field("agent", s.agent_id);
   w.field("text", s.text);
   w.field("status", to_string(s.status));
-  w.key("sessions");
-  w.begin_array();
-  for (const auto& id : s.sessions) w.string(id);
-  w.end_array();
+  w.field_strings("sessions", s.sessions);
   w.field_uint("dismissals", s.dismissals);
   w.field("promoted_thread", s.promoted_thread);
   w.field_int("created_at", s.created_at_ms);

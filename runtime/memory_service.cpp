@@ -62,8 +62,7 @@ class memory_search_tool final : public tool {
   static status parse_arguments(const std::string& json_text, std::string* query, uint64_t* k) {
     json::document doc;
     json::object_reader r;
-    SKEIN_TRY(json::parse(json_text, {}, "arguments", &doc));
-    SKEIN_TRY(json::object_reader::open(doc.root(), "arguments", &r));
+    SKEIN_TRY(json::parse_object(json_text, {}, "arguments", &doc, &r));
     SKEIN_TRY(r.string("query", query));
     return r.uint("k", k, false);
   }

@@ -3,10 +3,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <cmath>
 #include <condition_variable>
@@ -18,16 +15,13 @@
 #include "runtime/model/embedding.hpp"
 #include "runtime/model/json_reader.hpp"
 #include "runtime/model/json_writer.hpp"
+#include "runtime/engines/beast_names.hpp"
 #include "runtime/engines/openai_http.hpp"
 
 namespace skein {
 namespace {
 
-namespace beast = boost::beast;
-namespace bhttp = boost::beast::http;
-namespace net = boost::asio;
 namespace ssl = boost::asio::ssl;
-using tcp = net::ip::tcp;
 
 constexpr size_t reply_bytes_max = 256 << 20;  // one response body
 constexpr size_t reply_depth_max = 8;
@@ -255,10 +249,7 @@ class openai_embedder final : public embedder {
     json_writer w{&body};
     w.begin_object();
     w.field("model", c_.model);
-    w.key("input");
-    w.begin_array();
-    for (const auto& t : texts) w.string(t);
-    w.end_array();
+    w.field_strings("input", texts);
     w.end_object();
     return body;
   }

@@ -4,10 +4,7 @@
 #include <openssl/ssl.h>
 
 #include <atomic>
-#include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <cmath>
 #include <limits>
@@ -22,17 +19,14 @@
 #include "runtime/model/json_reader.hpp"
 #include "runtime/model/json_writer.hpp"
 #include "runtime/engines/openai_chat.hpp"
+#include "runtime/engines/beast_names.hpp"
 #include "runtime/engines/openai_http.hpp"
 #include "runtime/engines/openai_sse.hpp"
 
 namespace skein {
 namespace {
 
-namespace beast = boost::beast;
-namespace bhttp = boost::beast::http;
-namespace net = boost::asio;
 namespace ssl = boost::asio::ssl;
-using tcp = net::ip::tcp;
 
 constexpr size_t read_buffer_bytes = 16 << 10;    // body bytes taken per read
 constexpr size_t error_body_bytes_max = 64 << 10;  // of a non-2xx body, read for its message
@@ -95,6 +89,14 @@ void connection_failed(const call_state& cs, beast::error_code ec, attempt* a) {
                     .with_limit("timeout_ms");
   else
     a->result = status::io_error(std::string{who} + ": " + c.at.host + ":" + c.at.port + ": " + ec.message());
+}
+
+// Ends a connection after its exchange without waiting on the server: for https
+// no close_notify, as the reply is complete or abandoned, and waiting for the
+// server's could only add a stall.
+void shut_down(beast::tcp_stream& stream) {
+  beast::error_code ignored;
+  stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
 }
 
 // Sends the request on a connected (for https: handshaken) stream and reads the reply.
@@ -242,8 +244,7 @@ net::awaitable<attempt> attempt_once(call_state& cs) {
       co_return a;
     }
     co_await exchange(stream, cs, &a);
-    beast::error_code ignored;
-    stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    shut_down(stream);
     co_return a;
   }
   beast::ssl_stream<beast::tcp_stream> stream{ex, *cs.tls};
@@ -275,10 +276,7 @@ net::awaitable<attempt> attempt_once(call_state& cs) {
     co_return a;
   }
   co_await exchange(stream, cs, &a);
-  // No close_notify: the reply is complete or abandoned, and waiting for the
-  // server's could only add a stall.
-  beast::error_code ignored;
-  tcp_layer.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  shut_down(tcp_layer);
   co_return a;
 }
 

@@ -304,9 +304,8 @@ status parse_summary_rule(const json::object_reader& r, std::optional<scripted_r
 status make_scripted_engine(std::string_view config_json, timer_service& timers,
                             std::shared_ptr<engine>* out) {
   json::document doc;
-  SKEIN_TRY(json::parse(config_json.empty() ? "{}" : config_json, json_limits{}, "engine_config", &doc));
   json::object_reader r;
-  SKEIN_TRY(json::object_reader::open(doc.root(), "engine_config", &r));
+  SKEIN_TRY(json::parse_object(config_json.empty() ? "{}" : config_json, json_limits{}, "engine_config", &doc, &r));
   uint64_t latency = 0;
   SKEIN_TRY(r.uint("latency_ms", &latency, false));
   std::vector<scripted_rule> rules;

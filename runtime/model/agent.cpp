@@ -137,10 +137,7 @@ status encode_agent(const agent_config& a, std::string* out, const json_limits& 
   w.field("engine", a.engine);
   w.key("engine_config");
   w.raw(config);
-  w.key("tools");
-  w.begin_array();
-  for (const auto& t : a.tools) w.string(t);
-  w.end_array();
+  w.field_strings("tools", a.tools);
   w.field("policy", to_string(a.policy));
   w.key("budgets");
   w.begin_object();
@@ -163,10 +160,7 @@ status encode_agent(const agent_config& a, std::string* out, const json_limits& 
   w.key("compaction");
   w.begin_object();
   w.field_uint("auto_tokens", a.compaction.auto_tokens);
-  w.key("stages");
-  w.begin_array();
-  for (const auto& st : a.compaction.stages) w.string(st);
-  w.end_array();
+  w.field_strings("stages", a.compaction.stages);
   w.field_uint("keep_turns", a.compaction.keep_turns);
   w.field_uint("tool_result_bytes_max", a.compaction.tool_result_bytes_max);
   w.end_object();
@@ -177,10 +171,7 @@ status encode_agent(const agent_config& a, std::string* out, const json_limits& 
   w.end_object();
   w.key("delegation");
   w.begin_object();
-  w.key("agents");
-  w.begin_array();
-  for (const auto& id : a.delegation.agents) w.string(id);
-  w.end_array();
+  w.field_strings("agents", a.delegation.agents);
   w.field_uint("depth_max", a.delegation.depth_max);
   w.field_bool("self_allowed", a.delegation.self_allowed);
   w.end_object();
@@ -200,9 +191,8 @@ status check_storable(const agent_config& a, const json_limits& limits) {
 
 status decode_agent(std::string_view text, agent_config* out, const json_limits& limits) {
   json::document doc;
-  SKEIN_TRY(json::parse(text, limits, "agent", &doc));
   json::object_reader r;
-  SKEIN_TRY(json::object_reader::open(doc.root(), "agent", &r));
+  SKEIN_TRY(json::parse_object(text, limits, "agent", &doc, &r));
   int64_t version = agent_format_version;
   SKEIN_TRY(r.int64("v", &version, false));
   if (version > agent_format_version)

@@ -91,27 +91,25 @@ token_usage& token_usage::operator+=(const token_usage& other) {
   return *this;
 }
 
+namespace {
+// An event of `type` whose one payload is `text`.
+event text_event(event_type type, std::string text) {
+  event e;
+  e.type = type;
+  e.text = std::move(text);
+  return e;
+}
+}  // namespace
+
 event make_message(message_role r, std::string text) {
-  event e;
-  e.type = event_type::message;
+  event e = text_event(event_type::message, std::move(text));
   e.role = r;
-  e.text = std::move(text);
   return e;
 }
 
-event make_assistant_text(std::string text) {
-  event e;
-  e.type = event_type::assistant_text;
-  e.text = std::move(text);
-  return e;
-}
+event make_assistant_text(std::string text) { return text_event(event_type::assistant_text, std::move(text)); }
 
-event make_thinking(std::string text) {
-  event e;
-  e.type = event_type::thinking;
-  e.text = std::move(text);
-  return e;
-}
+event make_thinking(std::string text) { return text_event(event_type::thinking, std::move(text)); }
 
 event make_tool_call(std::string call_id, std::string tool, std::string arguments_json) {
   event e;
@@ -132,19 +130,9 @@ event make_tool_result(std::string call_id, std::string tool, std::string output
   return e;
 }
 
-event make_system_prompt(std::string text) {
-  event e;
-  e.type = event_type::system_prompt;
-  e.text = std::move(text);
-  return e;
-}
+event make_system_prompt(std::string text) { return text_event(event_type::system_prompt, std::move(text)); }
 
-event make_local_system_message(std::string text) {
-  event e;
-  e.type = event_type::local_system_message;
-  e.text = std::move(text);
-  return e;
-}
+event make_local_system_message(std::string text) { return text_event(event_type::local_system_message, std::move(text)); }
 
 event make_result(token_usage usage, double cost_usd, uint64_t duration_ms, uint32_t turns,
                   std::string outcome) {

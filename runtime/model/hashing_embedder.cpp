@@ -85,9 +85,8 @@ std::vector<float> hash_embed(std::string_view text, size_t dims) {
 
 status make_hashing_embedder(std::string_view config_json, timer_service&, std::shared_ptr<embedder>* out) {
   json::document doc;
-  SKEIN_TRY(json::parse(config_json.empty() ? std::string_view("{}") : config_json, {}, "embedder_config", &doc));
   json::object_reader r;
-  SKEIN_TRY(json::object_reader::open(doc.root(), "embedder_config", &r));
+  SKEIN_TRY(json::parse_object(config_json.empty() ? std::string_view("{}") : config_json, {}, "embedder_config", &doc, &r));
   uint64_t dims = hashing_dims_default;
   SKEIN_TRY(r.uint("dims", &dims, false));
   if (dims < hashing_dims_min || dims > hashing_dims_max)

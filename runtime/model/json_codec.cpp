@@ -276,13 +276,7 @@ status write_payload(json_writer& w, const event& e, const json_limits& limits) 
     case event_type::result:
       SKEIN_TRY(check_number(e.cost_usd, "event.payload.cost_usd"));
       SKEIN_TRY(check_text(e.outcome, "event.payload.outcome"));
-      w.key("usage");
-      write_usage(w, e.usage);
-      w.key("cost_usd");
-      w.number(e.cost_usd);
-      w.field_uint("duration_ms", e.duration_ms);
-      w.field_uint("turns", e.turns);
-      w.field("outcome", e.outcome);
+      write_result_fields(w, e);
       break;
     case event_type::compaction:
       SKEIN_TRY(check_text(e.name, "event.payload.strategy"));
@@ -359,6 +353,20 @@ void write_usage(json_writer& w, const token_usage& u) {
   w.end_object();
 }
 
+void write_spend(json_writer& w, const token_usage& usage, double cost_usd) {
+  w.key("usage");
+  write_usage(w, usage);
+  w.key("cost_usd");
+  w.number(cost_usd);
+}
+
+void write_result_fields(json_writer& w, const event& e) {
+  write_spend(w, e.usage, e.cost_usd);
+  w.field_uint("duration_ms", e.duration_ms);
+  w.field_uint("turns", e.turns);
+  w.field("outcome", e.outcome);
+}
+
 
 status normalize_json(std::string_view json, std::string_view field, std::string* out,
                       const json_limits& limits) {
@@ -391,9 +399,8 @@ status check_storable(const event& e, const json_limits& limits) {
 
 status decode_event(std::string_view json, event* out, const json_limits& limits) {
   json::document doc;
-  SKEIN_TRY(json::parse(json, limits, "event", &doc));
   object_reader r;
-  SKEIN_TRY(object_reader::open(doc.root(), "event", &r));
+  SKEIN_TRY(json::parse_object(json, limits, "event", &doc, &r));
   event e;
   SKEIN_TRY(r.uint("seq", &e.seq));
   SKEIN_TRY(r.int64("ts", &e.ts_ms));
@@ -486,18 +493,12 @@ status encode_manifest(const manifest& m, std::string* out, const json_limits& l
   w.field("task_id", m.task_id);
   w.field("title", m.title);
   w.field("name", m.name);
-  w.key("tags");
-  w.begin_array();
-  for (const auto& tag : m.tags) w.string(tag);
-  w.end_array();
+  w.field_strings("tags", m.tags);
   w.field_int("pinned_at", m.pinned_at_ms);
   w.field("environment_id", m.environment_id);
   w.field("status", to_string(m.status));
   if (m.last_outcome) w.field("last_outcome", to_string(*m.last_outcome));
-  w.key("usage");
-  write_usage(w, m.usage);
-  w.key("cost_usd");
-  w.number(m.cost_usd);
+  write_spend(w, m.usage, m.cost_usd);
   w.key("config");
   w.raw(config);
   w.field_int("created_at", m.created_at_ms);
@@ -582,9 +583,8 @@ status check_storable(const manifest& m, const json_limits& limits) {
 
 status decode_manifest(std::string_view json, manifest* out, const json_limits& limits) {
   json::document doc;
-  SKEIN_TRY(json::parse(json, limits, "manifest", &doc));
   object_reader r;
-  SKEIN_TRY(object_reader::open(doc.root(), "manifest", &r));
+  SKEIN_TRY(json::parse_object(json, limits, "manifest", &doc, &r));
   int64_t version = manifest_format_version;
   SKEIN_TRY(r.int64("v", &version, false));
   if (version > manifest_format_version)

@@ -82,6 +82,15 @@ status normalize_json(std::string_view json, std::string_view field, std::string
 class json_writer;
 // Writes the `usage` object of the grammar (json_codec.cpp) as the next value.
 void write_usage(json_writer& w, const token_usage& u);
+// Writes the fields `usage` (write_usage) and `cost_usd` into the open object:
+// what a run spent, as every record that carries it (a manifest, a result
+// event, a usage row, the API's runs and usage groups) has the pair.
+void write_spend(json_writer& w, const token_usage& usage, double cost_usd);
+// Writes the fields of a result event's payload (usage, cost_usd, duration_ms,
+// turns, outcome) into the open object: the payload in the grammar, and the
+// figures of a usage row (persistence/event_log_tick.cpp). Unchecked: the
+// caller checks cost_usd and outcome first.
+void write_result_fields(json_writer& w, const event& e);
 // The `work` object of the grammar (a manifest's work-item fields), also stored in
 // the work column family's rows (persistence/work_rows.cpp).
 void write_work_item(json_writer& w, const work_item& x);

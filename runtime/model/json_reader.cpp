@@ -107,6 +107,12 @@ status parse(std::string_view text, const json_limits& limits, std::string_view 
                                simdjson::error_message(err) + ")");
 }
 
+status parse_object(std::string_view text, const json_limits& limits, std::string_view what,
+                    document* doc, object_reader* r) {
+  SKEIN_TRY(parse(text, limits, what, doc));
+  return object_reader::open(doc->root(), std::string{what}, r);
+}
+
 status object_reader::open(dom::element el, std::string context, object_reader* out) {
   dom::object obj;
   if (el.get(obj) != simdjson::SUCCESS) {

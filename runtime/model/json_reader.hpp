@@ -54,6 +54,14 @@ class document {
 status parse(std::string_view text, const json_limits& limits, std::string_view what,
              document* out);
 
+class object_reader;
+
+// parse() and then object_reader::open() of the root, both named `what`: the
+// start of reading a document whose top level must be an object (a stored row,
+// a config). *r borrows *doc.
+status parse_object(std::string_view text, const json_limits& limits, std::string_view what,
+                    document* doc, object_reader* r);
+
 // A parser grown past this capacity (bytes of JSON text; its memory is about 16
 // times that) is freed when its document dies instead of going back to the pool.
 inline constexpr size_t pooled_parser_capacity_bytes_max = 256 << 10;

@@ -35,6 +35,14 @@ class json_writer {
   void field_uint(std::string_view k, uint64_t v) { key(k); uint64(v); }
   void field_bool(std::string_view k, bool v) { key(k); boolean(v); }
   void field_number(std::string_view k, double v) { key(k); number(v); }
+  // key + an array of every string in `strings` (a range of string-likes).
+  template <class Strings>
+  void field_strings(std::string_view k, const Strings& strings) {
+    key(k);
+    begin_array();
+    for (const auto& s : strings) string(s);
+    end_array();
+  }
 
  private:
   void separate();

@@ -64,9 +64,8 @@ status encode_inbox_input(const run_input& in, std::string* out) {
 
 status decode_inbox_input(std::string_view json, run_input* out, const json_limits& limits) {
   json::document doc;
-  SKEIN_TRY(json::parse(json, limits, "inbox input", &doc));
   json::object_reader r;
-  SKEIN_TRY(json::object_reader::open(doc.root(), "inbox input", &r));
+  SKEIN_TRY(json::parse_object(json, limits, "inbox input", &doc, &r));
   run_input in;
   std::string role;
   SKEIN_TRY(r.string("run_id", &in.run_id));

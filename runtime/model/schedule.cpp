@@ -177,10 +177,7 @@ status encode_schedule(const schedule& s, std::string* out, const json_limits& l
   w.end_object();
   w.field("thread_id", s.thread_id);
   w.field("title_prefix", s.title_prefix);
-  w.key("tags");
-  w.begin_array();
-  for (const auto& t : s.tags) w.string(t);
-  w.end_array();
+  w.field_strings("tags", s.tags);
   w.field("missed", to_string(s.missed));
   w.field_bool("paused", s.paused);
   w.field_int("created_at", s.created_at_ms);
@@ -233,9 +230,8 @@ status read_schedule_definition(const json::object_reader& r, bool id_required, 
 
 status decode_schedule(std::string_view text, schedule* out, const json_limits& limits) {
   json::document doc;
-  SKEIN_TRY(json::parse(text, limits, "schedule", &doc));
   json::object_reader r;
-  SKEIN_TRY(json::object_reader::open(doc.root(), "schedule", &r));
+  SKEIN_TRY(json::parse_object(text, limits, "schedule", &doc, &r));
   int64_t version = schedule_format_version;
   SKEIN_TRY(r.int64("v", &version, false));
   if (version > schedule_format_version)
@@ -279,9 +275,8 @@ status encode_firing(const schedule_firing& f, std::string* out, const json_limi
 
 status decode_firing(std::string_view text, schedule_firing* out, const json_limits& limits) {
   json::document doc;
-  SKEIN_TRY(json::parse(text, limits, "firing", &doc));
   json::object_reader r;
-  SKEIN_TRY(json::object_reader::open(doc.root(), "firing", &r));
+  SKEIN_TRY(json::parse_object(text, limits, "firing", &doc, &r));
   int64_t version = schedule_format_version;
   SKEIN_TRY(r.int64("v", &version, false));
   if (version > schedule_format_version)

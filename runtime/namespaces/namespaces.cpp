@@ -88,9 +88,8 @@ std::string encode_registry(const std::map<std::string, namespace_info>& all) {
 status decode_registry(const std::string& text, std::map<std::string, namespace_info>* out) {
   json::document doc;
   json_limits limits{64 << 20, 16};
-  SKEIN_TRY(json::parse(text, limits, registry_file, &doc));
   json::object_reader root;
-  SKEIN_TRY(json::object_reader::open(doc.root(), registry_file, &root));
+  SKEIN_TRY(json::parse_object(text, limits, registry_file, &doc, &root));
   uint64_t version = 0;
   SKEIN_TRY(root.uint("version", &version));
   if (version != registry_version)

@@ -43,28 +43,23 @@ struct arg {
   }
 };
 
-constexpr arg pos(std::string_view name, std::string_view help) {
+// An argument of kind `type`: what pos(), opt() and flag() start from.
+constexpr arg named(arg::kind type, std::string_view name, std::string_view help) {
   arg a;
-  a.type = arg::kind::positional;
+  a.type = type;
   a.name = name;
   a.help = help;
-  a.required = true;
   return a;
+}
+constexpr arg pos(std::string_view name, std::string_view help) {
+  return named(arg::kind::positional, name, help).req();
 }
 constexpr arg opt(std::string_view name, std::string_view metavar, std::string_view help) {
-  arg a;
-  a.name = name;
+  arg a = named(arg::kind::option, name, help);
   a.metavar = metavar;
-  a.help = help;
   return a;
 }
-constexpr arg flag(std::string_view name, std::string_view help) {
-  arg a;
-  a.type = arg::kind::flag;
-  a.name = name;
-  a.help = help;
-  return a;
-}
+constexpr arg flag(std::string_view name, std::string_view help) { return named(arg::kind::flag, name, help); }
 
 // An HTTP route: "METHOD /path", a {name} in the path standing for one segment.
 struct route {

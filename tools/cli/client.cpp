@@ -138,8 +138,7 @@ int client::print_json(const http::response& r) const {
 }
 
 status open_response(const std::string& body, json::document* doc, json::object_reader* out) {
-  SKEIN_TRY(json::parse(body, response_limits, "response", doc));
-  return json::object_reader::open(doc->root(), "response", out);
+  return json::parse_object(body, response_limits, "response", doc, out);
 }
 
 status json_items(const std::string& body, const char* field, std::vector<std::string>* out) {

@@ -60,10 +60,7 @@ int schedule_create(client& c, const invocation& in) {
   if (!a.get("thread").empty()) w.field("thread_id", a.get("thread"));
   if (!a.get("title-prefix").empty()) w.field("title_prefix", a.get("title-prefix"));
   if (a.has("tag")) {
-    w.key("tags");
-    w.begin_array();
-    for (const auto& t : a.all("tag")) w.string(t);
-    w.end_array();
+    w.field_strings("tags", a.all("tag"));
   }
   w.field("missed", a.get("missed", "skip"));
   w.end_object();

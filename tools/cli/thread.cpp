@@ -22,10 +22,7 @@ int thread_create(client& c, const invocation& in) {
                             std::pair{"task", "task_id"}, std::pair{"policy", "policy"}})
     if (!a.get(key).empty()) w.field(field, a.get(key));
   if (a.has("tag")) {
-    w.key("tags");
-    w.begin_array();
-    for (const auto& t : a.all("tag")) w.string(t);
-    w.end_array();
+    w.field_strings("tags", a.all("tag"));
   }
   // The server checks the patch (an object, its size and depth); sent as given.
   if (!a.get("engine-config").empty()) {

@@ -1,18 +1,12 @@
 #include "tools/client/http_client.hpp"
 
-#include <boost/asio.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <charconv>
 #include <limits>
 
+#include "runtime/engines/beast_names.hpp"
+
 namespace skein::http {
 namespace {
-
-namespace beast = boost::beast;
-namespace bhttp = boost::beast::http;
-namespace net = boost::asio;
-using tcp = net::ip::tcp;
 
 // Feeds bytes of an event stream and emits whole events.
 class sse_parser {

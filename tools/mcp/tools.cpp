@@ -164,10 +164,7 @@ void write_items_schema(json_writer& w, const param_spec& p) {
   w.field_int("minLength", 1);
   w.field_int("maxLength", item_bytes_max);
   if (!p.one_of.empty()) {
-    w.key("enum");
-    w.begin_array();
-    for (const auto& v : p.one_of) w.string(v);
-    w.end_array();
+    w.field_strings("enum", p.one_of);
   }
   w.end_object();
 }
@@ -192,10 +189,7 @@ void write_schema(json_writer& w, const tool_spec& t) {
       write_items_schema(w, p);
     }
     if (!p.one_of.empty() && p.type == param_type::string) {
-      w.key("enum");
-      w.begin_array();
-      for (const auto& v : p.one_of) w.string(v);
-      w.end_array();
+      w.field_strings("enum", p.one_of);
     }
     w.end_object();
   }
@@ -330,12 +324,7 @@ std::string body_of(const tool_spec& t, const args& a, const std::set<std::strin
       w.key(n);
       w.raw(a.raw.at(n));
     }
-    if (a.lists.count(n)) {
-      w.key(n);
-      w.begin_array();
-      for (const auto& x : a.lists.at(n)) w.string(x);
-      w.end_array();
-    }
+    if (a.lists.count(n)) w.field_strings(n, a.lists.at(n));
   }
   w.end_object();
   return out;

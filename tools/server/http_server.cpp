@@ -2,9 +2,6 @@
 
 #include "tools/server/handler_pool.hpp"
 
-#include <boost/asio.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <array>
 #include <deque>
 #include <limits>
@@ -13,13 +10,10 @@
 #include <set>
 #include <thread>
 
+#include "runtime/engines/beast_names.hpp"
+
 namespace skein::http {
 namespace {
-
-namespace beast = boost::beast;
-namespace bhttp = boost::beast::http;
-namespace net = boost::asio;
-using tcp = net::ip::tcp;
 
 int64_t steady_now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())

@@ -66,6 +66,12 @@ void write_triple(json_writer& w, const work_triple& t) {
   w.end_object();
 }
 
+void write_sweep_fields(json_writer& w, const work_sweep_result& r) {
+  w.field_uint("examined", r.examined);
+  w.field_strings("dormant", r.dormant);
+  w.field_strings("archived", r.archived);
+}
+
 std::string suggestion_json(const work_suggestion& s) {
   std::string out;
   json_writer w{&out};
@@ -74,10 +80,7 @@ std::string suggestion_json(const work_suggestion& s) {
   w.field("agent_id", s.agent_id);
   w.field("text", s.text);
   w.field("status", to_string(s.status));
-  w.key("sessions");
-  w.begin_array();
-  for (const auto& x : s.sessions) w.string(x);
-  w.end_array();
+  w.field_strings("sessions", s.sessions);
   w.field_uint("dismissals", s.dismissals);
   w.field("promoted_thread", s.promoted_thread);
   w.field_int("created_at_ms", s.created_at_ms);
@@ -119,13 +122,6 @@ void write_entries(json_writer& w, std::string_view key, const std::vector<work_
   w.end_array();
 }
 
-void write_strings(json_writer& w, std::string_view key, const std::vector<std::string>& v) {
-  w.key(key);
-  w.begin_array();
-  for (const auto& x : v) w.string(x);
-  w.end_array();
-}
-
 void write_item_fields(json_writer& w, const work_entry& e) {
   const manifest& m = e.thread;
   work_item wi = m.work.value_or(work_item{});
@@ -146,7 +142,7 @@ void write_item_fields(json_writer& w, const work_entry& e) {
   w.field_int("archived_at_ms", wi.archived_at_ms);
   w.field("project", wi.project);
   w.field("linear_issue", wi.linear_issue);
-  write_strings(w, "tags", m.tags);
+  w.field_strings("tags", m.tags);
   write_finite(w, "vitality", e.vitality.vitality);
   write_finite(w, "recency", e.vitality.recency);
   write_finite(w, "frequency", e.vitality.frequency);

@@ -24,6 +24,9 @@ void write_item_fields(json_writer& w, const work_entry& e);
 // dormant_days] (days at `now_ms`), with skein's id and project.
 std::string item_summary_json(const work_entry& e, int64_t now_ms);
 std::string suggestion_json(const work_suggestion& s);
+// A sweep's examined, dormant and archived, into the open object (the triage
+// answer and a session start's `sweep`).
+void write_sweep_fields(json_writer& w, const work_sweep_result& r);
 // {item, thread, success, deduplicated, matched_by, similarity[, dedup_details, dedup]}:
 // `thread` is the seed's name for `item`; dedup_details (the seed's docs) and
 // dedup (its code) are {method, similarity, matched_thread_id} when deduplicated.
@@ -34,7 +37,6 @@ void write_triple(json_writer& w, const work_triple& t);
 // issues_by_learning_count, agents_by_contribution, stats: the seed's object}
 std::string graph_stats_json(const work_graph_stats& st);
 void write_entries(json_writer& w, std::string_view key, const std::vector<work_entry>& items);
-void write_strings(json_writer& w, std::string_view key, const std::vector<std::string>& v);
 // ms since the epoch as the seed's ISO 8601 (2024-01-02T03:04:05.678Z).
 std::string iso8601(int64_t ms);
 

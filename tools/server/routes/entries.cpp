@@ -19,10 +19,7 @@ void write_run(json_writer& w, const run_result& r) {
   w.field("outcome", to_string(r.outcome));
   w.field("text", r.text);
   w.field("error", r.error);
-  w.key("usage");
-  write_usage(w, r.usage);
-  w.key("cost_usd");
-  w.number(r.cost_usd);
+  write_spend(w, r.usage, r.cost_usd);
   w.field_uint("duration_ms", r.duration_ms);
   w.field_uint("turns", r.turns);
   w.field_uint("first_seq", r.first_seq);

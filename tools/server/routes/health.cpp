@@ -10,22 +10,46 @@ namespace {
 
 void healthz(route_call& c) { c.reply_json(200, R"({"status":"ok"})"); }
 
+// A per-effect family that is one count of effect_stats (labels effect="...").
+struct effect_count_family {
+  const char* name;
+  const char* type;
+  const char* help;
+  uint64_t effect_stats::*count;
+};
+
+constexpr effect_count_family effect_backlog = {"skein_effect_backlog", "gauge",
+                                                "Threads an effect has work pending for.", &effect_stats::backlog};
+// Written after the lag quantiles, in this order.
+constexpr effect_count_family effect_totals[] = {
+    {"skein_effect_done_total", "counter", "Effect jobs written (output and cursor).", &effect_stats::done},
+    {"skein_effect_failed_total", "counter", "Effect jobs failed (each is retried).", &effect_stats::failed},
+    {"skein_effect_retries_total", "counter", "Effect retries scheduled.", &effect_stats::retries},
+    {"skein_effect_discarded_total", "counter", "Titles generated but not set: the thread had one by then.",
+     &effect_stats::discarded},
+};
+
+void family_header(std::string& out, const char* name, const char* type, const char* help) {
+  out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+}
+
 void metric(std::string& out, const char* name, const char* type, const char* help, uint64_t value,
             const char* labels = "") {
-  out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+  family_header(out, name, type, help);
   out += std::string(name) + labels + " " + std::to_string(value) + "\n";
+}
+
+void effect_counts(std::string& out, const effect_count_family& f, const std::vector<effect_stats>& effects) {
+  family_header(out, f.name, f.type, f.help);
+  for (const auto& e : effects)
+    out += std::string(f.name) + "{effect=\"" + e.effect + "\"} " + std::to_string(e.*f.count) + "\n";
 }
 
 // Per effect (labels effect="titles"|"embeddings"): backlog, lag quantiles, done and failed counts.
 void effect_metrics(std::string& out, const std::vector<effect_stats>& effects) {
   if (effects.empty()) return;
-  auto family = [&](const char* name, const char* type, const char* help) {
-    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
-  };
-  family("skein_effect_backlog", "gauge", "Threads an effect has work pending for.");
-  for (const auto& e : effects)
-    out += "skein_effect_backlog{effect=\"" + e.effect + "\"} " + std::to_string(e.backlog) + "\n";
-  family("skein_effect_lag_seconds", "summary", "Seconds from commit to the effect's output, recent jobs.");
+  effect_counts(out, effect_backlog, effects);
+  family_header(out, "skein_effect_lag_seconds", "summary", "Seconds from commit to the effect's output, recent jobs.");
   for (const auto& e : effects) {
     char line[256];
     std::snprintf(line, sizeof line, "skein_effect_lag_seconds{effect=\"%s\",quantile=\"0.5\"} %.6f\n",
@@ -35,18 +59,7 @@ void effect_metrics(std::string& out, const std::vector<effect_stats>& effects) 
                   e.effect.c_str(), e.lag_p99_s);
     out += line;
   }
-  family("skein_effect_done_total", "counter", "Effect jobs written (output and cursor).");
-  for (const auto& e : effects)
-    out += "skein_effect_done_total{effect=\"" + e.effect + "\"} " + std::to_string(e.done) + "\n";
-  family("skein_effect_failed_total", "counter", "Effect jobs failed (each is retried).");
-  for (const auto& e : effects)
-    out += "skein_effect_failed_total{effect=\"" + e.effect + "\"} " + std::to_string(e.failed) + "\n";
-  family("skein_effect_retries_total", "counter", "Effect retries scheduled.");
-  for (const auto& e : effects)
-    out += "skein_effect_retries_total{effect=\"" + e.effect + "\"} " + std::to_string(e.retries) + "\n";
-  family("skein_effect_discarded_total", "counter", "Titles generated but not set: the thread had one by then.");
-  for (const auto& e : effects)
-    out += "skein_effect_discarded_total{effect=\"" + e.effect + "\"} " + std::to_string(e.discarded) + "\n";
+  for (const auto& f : effect_totals) effect_counts(out, f, effects);
 }
 
 void metrics(route_call& c) {

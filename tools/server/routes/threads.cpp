@@ -341,10 +341,7 @@ void prune(route_call& c) {
   std::string body;
   json_writer w{&body};
   w.begin_object();
-  w.key("reconciled");
-  w.begin_array();
-  for (const auto& id : closed) w.string(id);
-  w.end_array();
+  w.field_strings("reconciled", closed);
   w.end_object();
   c.reply_json(200, body);
 }

@@ -112,10 +112,7 @@ void usage(route_call& c) {
   for (const auto& g : r.groups) {
     w.begin_object();
     w.field("key", g.key);
-    w.key("usage");
-    write_usage(w, g.usage);
-    w.key("cost_usd");
-    w.number(g.cost_usd);
+    write_spend(w, g.usage, g.cost_usd);
     w.field_uint("runs", g.runs);
     w.field_uint("duration_ms", g.duration_ms);
     w.end_object();

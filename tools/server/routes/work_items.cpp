@@ -40,12 +40,10 @@ status create_from(const json::object_reader& r, work_create* in) {
 }
 
 void create_item(route_call& c) {
-  const std::string& agent = c.param("agent");
   json::document doc;
   json::object_reader r;
   work_create in;
-  in.agent_id = agent;
-  status s = c.body(&doc, &r);
+  status s = agent_body(c, &doc, &r, &in);
   if (s) s = create_from(r, &in);
   if (!s) return c.fail(s);
   work_create_result out;
@@ -132,19 +130,17 @@ status resolve_from(const json::object_reader& r, work_resolve* in) {
 }
 
 void resolve_item(route_call& c) {
-  const std::string& agent = c.param("agent");
   json::document doc;
   json::object_reader r;
   work_resolve in;
-  in.agent_id = agent;
-  status s = c.body(&doc, &r);
+  status s = agent_body(c, &doc, &r, &in);
   std::string text_field = s && r.has("text_match") ? "text_match" : "text";
   if (s) s = resolve_from(r, &in);
   if (s && !in.thread_id.empty()) {
     manifest m;
     s = visible_thread(c.rt(), c.scope, in.thread_id, "thread_id", &m);
     // An item of another agent of the same token is still not this agent's.
-    if (s && m.agent_id != agent) s = missing_thread(in.thread_id, "thread_id");
+    if (s && m.agent_id != in.agent_id) s = missing_thread(in.thread_id, "thread_id");
   }
   if (!s) return c.fail(s);
   work_entry out;
@@ -172,9 +168,7 @@ void reply_triage(route_call& c, const work_sweep_result& out, const std::vector
   std::string body;
   json_writer w{&body};
   w.begin_object();
-  w.field_uint("examined", out.examined);
-  write_strings(w, "dormant", out.dormant);
-  write_strings(w, "archived", out.archived);
+  write_sweep_fields(w, out);
   w.key("summary");
   w.begin_object();
   for (auto st : stages)
@@ -194,18 +188,16 @@ void reply_triage(route_call& c, const work_sweep_result& out, const std::vector
   }
   w.end_object();
   w.field_uint("archived_count", out.archived.size());
-  write_strings(w, "archived_ids", out.archived);
+  w.field_strings("archived_ids", out.archived);
   w.end_object();
   c.reply_json(200, body);
 }
 
 void sweep_items(route_call& c) {
-  const std::string& agent = c.param("agent");
   json::document doc;
   json::object_reader r;
   work_sweep_options o;
-  o.agent_id = agent;
-  status s = c.body(&doc, &r);
+  status s = agent_body(c, &doc, &r, &o);
   if (s) s = r.boolean("auto_archive", &o.auto_archive, false);
   if (s) s = body_project(r, &o.project);
   if (!s) return c.fail(s);
@@ -213,7 +205,7 @@ void sweep_items(route_call& c) {
   if (s = c.rt().sweep_items(o, &out); !s) return c.fail(s);
   std::vector<work_entry> open;
   work_list_query q;
-  q.agent_id = agent;
+  q.agent_id = o.agent_id;
   q.project = o.project;
   q.limit = work_list_limit_max;
   q.totals = false;

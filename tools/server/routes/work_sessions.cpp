@@ -99,12 +99,10 @@ void dismiss_suggestion(route_call& c) {
 }
 
 void start_session(route_call& c) {
-  const std::string& agent = c.param("agent");
   json::document doc;
   json::object_reader r;
   work_session_start in;
-  in.agent_id = agent;
-  status s = c.body(&doc, &r);
+  status s = agent_body(c, &doc, &r, &in);
   if (s) s = r.string("session_id", &in.session_id, false);
   if (s) s = r.boolean("auto_archive", &in.auto_archive, false);
   if (s) s = body_project(r, &in.project);
@@ -127,9 +125,7 @@ void start_session(route_call& c) {
   }
   w.key("sweep");
   w.begin_object();
-  w.field_uint("examined", out.sweep.examined);
-  write_strings(w, "dormant", out.sweep.dormant);
-  write_strings(w, "archived", out.sweep.archived);
+  write_sweep_fields(w, out.sweep);
   w.end_object();
   w.end_object();
   c.reply_json(201, body);
