@@ -195,7 +195,9 @@ status jetstream::connect(const nats_options& o, std::unique_ptr<jetstream>* out
   // Reconnect for as long as the connection lives; a caller sees `unavailable` meanwhile.
   if (s == NATS_OK) s = natsOptions_SetMaxReconnect(p->opts, -1);
   if (s == NATS_OK) s = natsOptions_SetReconnectWait(p->opts, 250);
+  if (s == NATS_OK && !o.ca_file.empty()) s = natsOptions_SetSecure(p->opts, true);
   if (s == NATS_OK && !o.ca_file.empty()) s = natsOptions_LoadCATrustedCertificates(p->opts, o.ca_file.c_str());
+  if (s == NATS_OK && !o.user.empty()) s = natsOptions_SetUserInfo(p->opts, o.user.c_str(), o.password.c_str());
   if (s == NATS_OK && !o.credentials_file.empty())
     s = natsOptions_SetUserCredentialsFromFiles(p->opts, o.credentials_file.c_str(), nullptr);
   if (s != NATS_OK) return to_status(s, 0, "nats options");

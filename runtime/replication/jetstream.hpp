@@ -47,8 +47,9 @@ struct nats_options {
   std::chrono::milliseconds connect_timeout{2000};
   std::chrono::milliseconds request_timeout{2000};  // each JetStream call
   // TLS and credentials, when the servers ask for them.
-  std::string ca_file;           // trusted CAs: connect with TLS
-  std::string credentials_file;  // a NATS .creds file (user JWT and seed)
+  std::string ca_file;           // trusted CAs: connect with TLS (the server's name or IP checked)
+  std::string user, password;    // the servers' authorization block
+  std::string credentials_file;  // a NATS .creds file (user JWT and seed), for operator-mode servers
 };
 
 struct stream_config {

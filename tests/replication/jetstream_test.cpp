@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "tests/support/nats_cluster.hpp"
+#include "tests/support/tls_cert.hpp"
 
 using namespace skein;
 using namespace skein::replication;
@@ -267,4 +268,55 @@ TEST_CASE("jetstream: a bucket's ttl drops a key that is not put again, and keep
   }
   CHECK(dropped);
   CHECK(js->kv_get("short", "kept", &e).is_ok());
+}
+
+TEST_CASE("jetstream: a server asking for TLS and a password takes a client with both, and no other") {
+  if (!have_nats()) return;
+  skein::test::temp_dir certs;
+  auto ca = skein::test::make_test_ca();
+  auto server = skein::test::make_server_cert(ca, "IP:127.0.0.1,DNS:localhost");
+  nats_cluster::security sec;
+  sec.ca_file = (certs.path() / "ca.pem").string();
+  sec.cert_file = (certs.path() / "server.pem").string();
+  sec.key_file = (certs.path() / "server.key").string();
+  skein::test::write_text_file(sec.ca_file, ca.cert);
+  skein::test::write_text_file(sec.cert_file, server.cert);
+  skein::test::write_text_file(sec.key_file, server.key);
+  sec.user = "skein-node";
+  sec.password = "s3cret-but-long-enough";
+  nats_cluster nats{1, sec};
+
+  auto js = nats.connect();  // TLS, the CA, the password
+  REQUIRE(js->ensure_stream({"log", {"log.>"}, 1}).is_ok());
+  uint64_t seq = 0;
+  REQUIRE(js->publish("log.p1", "over tls", 0, &seq).is_ok());
+
+  auto refused = [&](replication::nats_options o, const char* what) {
+    INFO(what);
+    o.connect_timeout = 1000ms;
+    std::unique_ptr<jetstream> other;
+    status s = jetstream::connect(o, &other);
+    INFO(s.to_string());
+    CHECK_FALSE(s.is_ok());
+    CHECK(other == nullptr);
+  };
+  auto plain = nats.client_options();
+  plain.ca_file.clear();
+  refused(plain, "no TLS");
+  auto no_password = nats.client_options();
+  no_password.user.clear();
+  no_password.password.clear();
+  refused(no_password, "no password");
+  auto wrong = nats.client_options();
+  wrong.password = "guess";
+  refused(wrong, "a wrong password");
+  auto other_ca = nats.client_options();
+  auto stranger = skein::test::make_test_ca("another CA");
+  other_ca.ca_file = (certs.path() / "other.pem").string();
+  skein::test::write_text_file(other_ca.ca_file, stranger.cert);
+  refused(other_ca, "a CA that did not sign the server");
+  // Nothing a refused client tried reached the stream.
+  stream_message last;
+  REQUIRE(js->last_on_subject("log", "log.p1", &last).is_ok());
+  CHECK(last.seq == seq);
 }

@@ -37,9 +37,16 @@ class nats_cluster {
     return "";
   }
 
+  // What the servers ask of a client: TLS (their certificate and key, PEM
+  // files) and a user and password. Empty: plain, anyone.
+  struct security {
+    std::string cert_file, key_file, ca_file;  // ca_file: what a client trusts
+    std::string user, password;
+  };
+
   // Starts `count` servers and waits (bounded) until JetStream can place a
   // stream with a replica on each.
-  explicit nats_cluster(int count) {
+  explicit nats_cluster(int count, security sec = {}) : sec_(std::move(sec)) {
     REQUIRE(!binary().empty());
     for (int i = 0; i < count; ++i) servers_.push_back({free_port(), count > 1 ? free_port() : uint16_t{0}, -1});
     for (int i = 0; i < count; ++i) {
@@ -85,14 +92,23 @@ class nats_cluster {
 
   // Connects a client to every server (any may answer).
   std::unique_ptr<replication::jetstream> connect(std::chrono::milliseconds request_timeout = std::chrono::seconds(2)) const {
-    replication::nats_options o;
-    o.urls = urls();
+    replication::nats_options o = client_options();
     o.request_timeout = request_timeout;
     std::unique_ptr<replication::jetstream> js;
     auto s = replication::jetstream::connect(o, &js);
     INFO(s.to_string());
     REQUIRE(s.is_ok());
     return js;
+  }
+
+  // Options that reach every server with what they ask (TLS, the password).
+  replication::nats_options client_options() const {
+    replication::nats_options o;
+    o.urls = urls();
+    o.ca_file = sec_.ca_file;
+    o.user = sec_.user;
+    o.password = sec_.password;
+    return o;
   }
 
   // The last `bytes` of every server's log, for a failure's message.
@@ -129,6 +145,10 @@ class nats_cluster {
         << "listen: 127.0.0.1:" << s.client << "\n"
         << "log_file: \"" << (dir_.path() / ("s" + std::to_string(i) + ".log")).string() << "\"\n"
         << "jetstream { store_dir: \"" << store(i).string() << "\", max_mem: 64MB, max_file: 1GB }\n";
+    if (!sec_.cert_file.empty())
+      out << "tls { cert_file: \"" << sec_.cert_file << "\", key_file: \"" << sec_.key_file << "\" }\n";
+    if (!sec_.user.empty())
+      out << "authorization { user: \"" << sec_.user << "\", password: \"" << sec_.password << "\" }\n";
     if (servers_.size() > 1) {
       out << "cluster { name: skein, listen: 127.0.0.1:" << s.route << ", routes: [";
       for (size_t j = 0; j < servers_.size(); ++j)
@@ -158,8 +178,7 @@ class nats_cluster {
     auto deadline = std::chrono::steady_clock::now() + limit;
     status last = status::unavailable("not tried");
     while (std::chrono::steady_clock::now() < deadline) {
-      replication::nats_options o;
-      o.urls = urls();
+      replication::nats_options o = client_options();
       o.connect_timeout = std::chrono::milliseconds(500);
       std::unique_ptr<replication::jetstream> js;
       last = replication::jetstream::connect(o, &js);
@@ -175,6 +194,7 @@ class nats_cluster {
     REQUIRE(false);
   }
 
+  security sec_;
   temp_dir dir_;
   std::vector<server> servers_;
 };
