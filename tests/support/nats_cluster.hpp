@@ -71,6 +71,8 @@ class nats_cluster {
     return all;
   }
   bool running(int i) const { return servers_[static_cast<size_t>(i)].pid > 0; }
+  // Where server i keeps its JetStream files.
+  std::filesystem::path store_dir(int i) const { return store(i); }
 
   void kill(int i) {
     auto& s = servers_[static_cast<size_t>(i)];
