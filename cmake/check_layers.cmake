@@ -9,14 +9,14 @@ cmake_minimum_required(VERSION 3.25)
 #   runtime/ (façade)   everything below it and the engines, work and cluster rooms
 #   runtime/namespaces  above the façade: one runtime per namespace
 #   runtime/replication the replicated log and coordination store (NATS JetStream):
-#                       the model alone
+#                       the model and persistence
 # Run as: cmake -DROOT=<repo root> -P check_layers.cmake
 set(allowed_runtime/model "runtime/model")
 set(allowed_persistence "runtime/model;persistence")
 set(allowed_actors "runtime/model;persistence;actors")
 set(allowed_runtime/engines "runtime/model;runtime/engines")
 set(allowed_runtime/work "runtime/model;persistence;actors;runtime/work")
-set(allowed_runtime/replication "runtime/model;runtime/replication")
+set(allowed_runtime/replication "runtime/model;persistence;runtime/replication")
 set(allowed_runtime/cluster "runtime/model;persistence;actors;runtime;runtime/cluster;runtime/replication")
 set(allowed_runtime
     "runtime/model;persistence;actors;runtime/engines;runtime/work;runtime/cluster;runtime/replication;runtime")
