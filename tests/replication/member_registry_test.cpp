@@ -17,11 +17,13 @@ namespace {
 
 // One node: its own connection, its registry, and the live sets it was told of.
 struct node {
-  std::unique_ptr<jetstream> js;
-  std::unique_ptr<member_registry> reg;
+  // What the registry's callback uses is declared before the registry, so it
+  // outlives it: the registry's watcher may report until it is destroyed.
   std::mutex mu;
   std::condition_variable cv;
   std::vector<std::string> now;  // the last live set reported, by id
+  std::unique_ptr<jetstream> js;
+  std::unique_ptr<member_registry> reg;
 
   node(const nats_cluster& nats, const std::string& id, std::chrono::milliseconds ttl) {
     js = nats.connect();
