@@ -55,6 +55,25 @@ bool applied_within(const partition_follower& f, uint64_t seq, std::chrono::mill
   return false;
 }
 
+// One server with the stream "log", the namespace's sealer, and two logs: a
+// leader's holding threads t1 (`t1_events` events) and t2 (two), and an empty
+// follower's. Members in the order they must outlive each other.
+struct setup {
+  nats_cluster nats{1};
+  std::unique_ptr<jetstream> js = nats.connect();
+  message_sealer sealer = test_sealer();
+  skein::test::temp_dir leader_dir, follower_dir;
+  std::unique_ptr<event_log> leader_log = skein::test::open_log(leader_dir.str());
+  std::unique_ptr<event_log> follower_log = skein::test::open_log(follower_dir.str());
+
+  explicit setup(size_t t1_events) {
+    REQUIRE(js->ensure_stream({"log", {"log.>"}, 1}).is_ok());
+    tick a = skein::test::make_tick("t1", 1, t1_events), b = skein::test::make_tick("t2", 1, 2);
+    REQUIRE(leader_log->commit(a).is_ok());
+    REQUIRE(leader_log->commit(b).is_ok());
+  }
+};
+
 }  // namespace
 
 TEST_CASE("partition follower: a leader's messages land on the follower's disk once, across a stop midway") {
@@ -62,22 +81,17 @@ TEST_CASE("partition follower: a leader's messages land on the follower's disk o
     WARN("nats-server is not installed (packages.txt lists it): the follower tests did not run");
     return;
   }
-  nats_cluster nats{1};
-  auto js = nats.connect();
-  REQUIRE(js->ensure_stream({"log", {"log.>"}, 1}).is_ok());
-  auto sealer = test_sealer();
-  skein::test::temp_dir leader_dir, follower_dir;
-  auto leader_log = skein::test::open_log(leader_dir.str());
-  tick a = skein::test::make_tick("t1", 1, 3), b = skein::test::make_tick("t2", 1, 2);
-  REQUIRE(leader_log->commit(a).is_ok());
-  REQUIRE(leader_log->commit(b).is_ok());
+  setup env{3};
+  auto& js = env.js;
+  auto& sealer = env.sealer;
+  auto& leader_log = env.leader_log;
+  auto& follower_log = env.follower_log;
   auto t1 = puts_of(*leader_log, "t1"), t2 = puts_of(*leader_log, "t2");
 
   partition_writer w{*js, "log", "log.p5", "n1.1"};
   uint64_t s1 = 0, s2 = 0, s3 = 0;
   REQUIRE(w.append(message_of(sealer, "log.p5", t1), &s1).is_ok());
 
-  auto follower_log = skein::test::open_log(follower_dir.str());
   {
     std::unique_ptr<partition_follower> f;
     REQUIRE(partition_follower::start(*js, *follower_log, &sealer, "log", "log.p5", 5, &f).is_ok());
@@ -110,16 +124,11 @@ TEST_CASE("partition follower: a leader's messages land on the follower's disk o
 
 TEST_CASE("partition follower: a message that does not open stops its partition there, and only it") {
   if (nats_cluster::binary().empty()) return;
-  nats_cluster nats{1};
-  auto js = nats.connect();
-  REQUIRE(js->ensure_stream({"log", {"log.>"}, 1}).is_ok());
-  auto sealer = test_sealer();
-  skein::test::temp_dir leader_dir, follower_dir;
-  auto leader_log = skein::test::open_log(leader_dir.str());
-  tick a = skein::test::make_tick("t1", 1, 2), b = skein::test::make_tick("t2", 1, 2);
-  REQUIRE(leader_log->commit(a).is_ok());
-  REQUIRE(leader_log->commit(b).is_ok());
-  auto follower_log = skein::test::open_log(follower_dir.str());
+  setup env{2};
+  auto& js = env.js;
+  auto& sealer = env.sealer;
+  auto& leader_log = env.leader_log;
+  auto& follower_log = env.follower_log;
 
   uint64_t good = 0, bad = 0, after = 0, other = 0;
   REQUIRE(js->publish("log.p1", message_of(sealer, "log.p1", puts_of(*leader_log, "t1")), 0, &good).is_ok());
