@@ -3,7 +3,7 @@
 // routed to each other, each on reserved ports (free_port.hpp) with its store
 // and log in a temp dir; a server can be killed (SIGKILL), paused (SIGSTOP),
 // resumed and restarted on the same ports and store. Everything stops with
-// the object.
+// the object, and a server dies with its test process even when that crashes.
 //
 // nats_cluster::binary() is "" on a machine without nats-server (packages.txt
 // installs it); a test then skips itself with a hint.
@@ -11,6 +11,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -161,9 +162,13 @@ class nats_cluster {
 
   void start(int i) {
     std::string bin = binary(), conf = config(i).string();
+    const pid_t parent = ::getpid();
     pid_t pid = ::fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
+      // It dies with the test, even one that crashes before its destructor runs.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) std::_Exit(127);
       // Its own output goes to its log file; nothing on the test's terminal.
       int null = ::open("/dev/null", O_RDWR);
       ::dup2(null, 0);
