@@ -82,12 +82,7 @@ status open_doc(std::string_view value, std::string_view what, json::document* d
                 std::string_view* tail = nullptr) {
   std::string_view json = value;
   if (tail != nullptr) split_value(value, &json, tail);
-  SKEIN_TRY(json::parse_object(json, json_limits{}, what, doc, r));
-  int64_t v = work_rows_format_version;
-  SKEIN_TRY(r->int64("v", &v, false));
-  if (v > work_rows_format_version)
-    return status::invalid_input(std::string{what} + ".v: format version " + std::to_string(v) + " is newer than this skein understands");
-  return status::ok();
+  return json::parse_versioned(json, json_limits{}, what, work_rows_format_version, doc, r);
 }
 
 }  // namespace

@@ -192,12 +192,7 @@ status check_storable(const agent_config& a, const json_limits& limits) {
 status decode_agent(std::string_view text, agent_config* out, const json_limits& limits) {
   json::document doc;
   json::object_reader r;
-  SKEIN_TRY(json::parse_object(text, limits, "agent", &doc, &r));
-  int64_t version = agent_format_version;
-  SKEIN_TRY(r.int64("v", &version, false));
-  if (version > agent_format_version)
-    return status::invalid_input("agent.v: format version " + std::to_string(version) +
-                                 " is newer than this skein understands");
+  SKEIN_TRY(json::parse_versioned(text, limits, "agent", agent_format_version, &doc, &r));
   agent_config a;
   SKEIN_TRY(r.string("id", &a.id));
   SKEIN_TRY(r.string("system_prompt", &a.system_prompt, false));

@@ -584,13 +584,7 @@ status check_storable(const manifest& m, const json_limits& limits) {
 status decode_manifest(std::string_view json, manifest* out, const json_limits& limits) {
   json::document doc;
   object_reader r;
-  SKEIN_TRY(json::parse_object(json, limits, "manifest", &doc, &r));
-  int64_t version = manifest_format_version;
-  SKEIN_TRY(r.int64("v", &version, false));
-  if (version > manifest_format_version)
-    return status::invalid_input("manifest.v: format version " + std::to_string(version) +
-                                 " is newer than this skein understands (" +
-                                 std::to_string(manifest_format_version) + ")");
+  SKEIN_TRY(json::parse_versioned(json, limits, "manifest", manifest_format_version, &doc, &r));
   manifest m;
   SKEIN_TRY(r.string("id", &m.id));
   SKEIN_TRY(validate_id(m.id, "manifest.id"));

@@ -113,6 +113,17 @@ status parse_object(std::string_view text, const json_limits& limits, std::strin
   return object_reader::open(doc->root(), std::string{what}, r);
 }
 
+status parse_versioned(std::string_view text, const json_limits& limits, std::string_view what, int64_t known,
+                       document* doc, object_reader* r) {
+  SKEIN_TRY(parse_object(text, limits, what, doc, r));
+  int64_t version = known;
+  SKEIN_TRY(r->int64("v", &version, false));
+  if (version > known)
+    return status::invalid_input(std::string{what} + ".v: format version " + std::to_string(version) +
+                                 " is newer than this skein understands (" + std::to_string(known) + ")");
+  return status::ok();
+}
+
 status object_reader::open(dom::element el, std::string context, object_reader* out) {
   dom::object obj;
   if (el.get(obj) != simdjson::SUCCESS) {

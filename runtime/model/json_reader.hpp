@@ -62,6 +62,12 @@ class object_reader;
 status parse_object(std::string_view text, const json_limits& limits, std::string_view what,
                     document* doc, object_reader* r);
 
+// parse_object() of a stored value whose "v" (absent: `known`) names its
+// format version: one newer than `known` is refused, naming both, since this
+// skein would misread it.
+status parse_versioned(std::string_view text, const json_limits& limits, std::string_view what, int64_t known,
+                       document* doc, object_reader* r);
+
 // A parser grown past this capacity (bytes of JSON text; its memory is about 16
 // times that) is freed when its document dies instead of going back to the pool.
 inline constexpr size_t pooled_parser_capacity_bytes_max = 256 << 10;

@@ -231,12 +231,7 @@ status read_schedule_definition(const json::object_reader& r, bool id_required, 
 status decode_schedule(std::string_view text, schedule* out, const json_limits& limits) {
   json::document doc;
   json::object_reader r;
-  SKEIN_TRY(json::parse_object(text, limits, "schedule", &doc, &r));
-  int64_t version = schedule_format_version;
-  SKEIN_TRY(r.int64("v", &version, false));
-  if (version > schedule_format_version)
-    return status::invalid_input("schedule.v: format version " + std::to_string(version) +
-                                 " is newer than this skein understands");
+  SKEIN_TRY(json::parse_versioned(text, limits, "schedule", schedule_format_version, &doc, &r));
   schedule s;
   SKEIN_TRY(read_schedule_definition(r, true, &s));
   SKEIN_TRY(r.int64("created_at", &s.created_at_ms, false));
@@ -276,12 +271,7 @@ status encode_firing(const schedule_firing& f, std::string* out, const json_limi
 status decode_firing(std::string_view text, schedule_firing* out, const json_limits& limits) {
   json::document doc;
   json::object_reader r;
-  SKEIN_TRY(json::parse_object(text, limits, "firing", &doc, &r));
-  int64_t version = schedule_format_version;
-  SKEIN_TRY(r.int64("v", &version, false));
-  if (version > schedule_format_version)
-    return status::invalid_input("firing.v: format version " + std::to_string(version) +
-                                 " is newer than this skein understands");
+  SKEIN_TRY(json::parse_versioned(text, limits, "firing", schedule_format_version, &doc, &r));
   schedule_firing f;
   std::string outcome;
   SKEIN_TRY(r.string("schedule_id", &f.schedule_id));
