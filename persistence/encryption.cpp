@@ -34,9 +34,7 @@
 #include <unistd.h>
 
 namespace skein {
-namespace {
 
-// `n` bytes from the kernel's CSPRNG (blocks only until it is seeded, at boot).
 bool random_bytes(void* out, size_t n) {
   auto* p = static_cast<unsigned char*>(out);
   while (n > 0) {
@@ -48,6 +46,8 @@ bool random_bytes(void* out, size_t n) {
   }
   return true;
 }
+
+namespace {
 
 constexpr size_t block_bytes = 16;
 constexpr size_t nonce_bytes = 12;

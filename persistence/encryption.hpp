@@ -61,6 +61,11 @@ struct key_source {
   std::string describe() const;
 };
 
+// `n` bytes from the kernel's CSPRNG (getrandom; blocks only until it is
+// seeded, at boot). false when the kernel refuses. Not OpenSSL's RAND_bytes:
+// see encryption.cpp.
+bool random_bytes(void* out, size_t n);
+
 // Reads 64 hex characters (surrounding whitespace allowed) from the source.
 // not_found: the file cannot be read or the variable is unset; invalid_input:
 // anything else than one 64-hex-character key. Messages name the source, never

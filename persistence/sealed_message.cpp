@@ -3,7 +3,6 @@
 
 #include <openssl/evp.h>
 #include <openssl/kdf.h>
-#include <sys/random.h>
 
 #include <cstring>
 #include <memory>
@@ -20,16 +19,6 @@ struct ctx_free {
 struct pkey_ctx_free {
   void operator()(EVP_PKEY_CTX* c) const { EVP_PKEY_CTX_free(c); }
 };
-
-bool fill_random(uint8_t* p, size_t n) {
-  while (n > 0) {
-    ssize_t got = ::getrandom(p, n, 0);
-    if (got <= 0) return false;
-    p += got;
-    n -= static_cast<size_t>(got);
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -56,7 +45,7 @@ status message_sealer::seal(std::string_view subject, std::string_view plain, st
   uint8_t* nonce = p + head_bytes;
   uint8_t* body = nonce + nonce_bytes;
   uint8_t* tag = body + plain.size();
-  if (!fill_random(nonce, nonce_bytes)) return status::io_error("replicated log: getrandom failed for a nonce");
+  if (!random_bytes(nonce, nonce_bytes)) return status::io_error("replicated log: getrandom failed for a nonce");
   std::unique_ptr<EVP_CIPHER_CTX, ctx_free> ctx{EVP_CIPHER_CTX_new()};
   int n = 0;
   bool ok = ctx && EVP_EncryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, key_.data(), nonce) == 1 &&
