@@ -52,6 +52,15 @@ status to_status(natsStatus s, int jerr, const std::string& what) {
   }
 }
 
+// A compare-and-set on a key that lost: the client words an existing key (a
+// create is an update at revision 0) or a changed revision as a wrong last
+// sequence, in its text only.
+status cas_status(natsStatus s, const std::string& what) {
+  status st = to_status(s, 0, what);
+  if (!st && st.message().find("wrong last sequence") != std::string::npos) return status::conflict(st.message());
+  return st;
+}
+
 int64_t millis(std::chrono::milliseconds d) { return static_cast<int64_t>(d.count()); }
 
 // A stored message's subject, data and publish id (its sequence is read by the caller).
@@ -363,13 +372,7 @@ status jetstream::kv_create(const std::string& bucket, const std::string& key, s
   SKEIN_TRY(impl_->bucket(bucket, &kv));
   uint64_t rev = 0;
   natsStatus s = kvStore_Create(&rev, kv, key.c_str(), value.data(), static_cast<int>(value.size()));
-  // The client says an existing key is a wrong last sequence (a create is an
-  // update at revision 0), in its words only.
-  if (s != NATS_OK) {
-    status st = to_status(s, 0, "create key " + key + " of " + bucket);
-    if (st.message().find("wrong last sequence") != std::string::npos) return status::conflict(st.message());
-    return st;
-  }
+  if (s != NATS_OK) return cas_status(s, "create key " + key + " of " + bucket);
   if (revision != nullptr) *revision = rev;
   return status::ok();
 }
@@ -380,11 +383,7 @@ status jetstream::kv_update(const std::string& bucket, const std::string& key, s
   SKEIN_TRY(impl_->bucket(bucket, &kv));
   uint64_t rev = 0;
   natsStatus s = kvStore_Update(&rev, kv, key.c_str(), value.data(), static_cast<int>(value.size()), last);
-  if (s != NATS_OK) {
-    status st = to_status(s, 0, "update key " + key + " of " + bucket);
-    if (st.message().find("wrong last sequence") != std::string::npos) return status::conflict(st.message());
-    return st;
-  }
+  if (s != NATS_OK) return cas_status(s, "update key " + key + " of " + bucket);
   if (revision != nullptr) *revision = rev;
   return status::ok();
 }

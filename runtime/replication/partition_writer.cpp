@@ -5,11 +5,16 @@
 
 namespace skein::replication {
 
+status partition_writer::read_last(stream_message* m) const {
+  status s = js_.last_on_subject(stream_, subject_, m);
+  if (s.code() != errc::not_found) return s;
+  *m = {};  // nothing on the subject yet: seq 0
+  return status::ok();
+}
+
 status partition_writer::open() {
   stream_message m;
-  status s = js_.last_on_subject(stream_, subject_, &m);
-  if (s.code() == errc::not_found) m.seq = 0;
-  else SKEIN_TRY(s);
+  SKEIN_TRY(read_last(&m));
   last_ = m.seq;
   opened_ = true;
   uncertain_ = false;
@@ -21,9 +26,7 @@ status partition_writer::open() {
 // writer's (deposed).
 status partition_writer::resync() {
   stream_message m;
-  status s = js_.last_on_subject(stream_, subject_, &m);
-  if (s.code() == errc::not_found) m.seq = 0;
-  else SKEIN_TRY(s);
+  SKEIN_TRY(read_last(&m));
   if (m.seq != last_) {
     if (m.msg_id.compare(0, writer_.size() + 1, writer_ + ".") != 0) {
       deposed_ = true;
@@ -44,8 +47,7 @@ status partition_writer::append(std::string_view batch, uint64_t* seq) {
   const auto deadline = std::chrono::steady_clock::now() + retry_for_;
   for (bool resent = false;; resent = true) {
     uint64_t stored = 0;
-    bool duplicate = false;
-    status s = js_.publish(subject_, batch, last_, id, &stored, &duplicate);
+    status s = js_.publish(subject_, batch, last_, id, &stored, nullptr);
     if (s) {
       last_ = stored;
       if (seq != nullptr) *seq = stored;
@@ -56,7 +58,7 @@ status partition_writer::append(std::string_view batch, uint64_t* seq) {
       // elected meanwhile checks the expected sequence before it finds the id
       // (seen with nats-server 2.9.10). The subject's last message says which.
       stream_message m;
-      status r = js_.last_on_subject(stream_, subject_, &m);
+      status r = read_last(&m);
       if (r && m.msg_id == id) {
         last_ = m.seq;
         if (seq != nullptr) *seq = m.seq;

@@ -45,6 +45,8 @@ class partition_writer {
 
  private:
   status resync();
+  // The subject's last message; seq 0 and no id when it holds none.
+  status read_last(stream_message* m) const;
 
   jetstream& js_;
   std::string stream_, subject_, writer_;
