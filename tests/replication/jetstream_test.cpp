@@ -17,6 +17,7 @@ using namespace skein;
 using namespace skein::replication;
 using namespace std::chrono_literals;
 using skein::test::nats_cluster;
+using skein::test::until_available;
 
 namespace {
 
@@ -41,19 +42,6 @@ struct collected {
     return items;
   }
 };
-
-// Calls `fn` until it answers other than `unavailable` or `limit` passes: a
-// cluster that lost a server elects new stream leaders and the client
-// reconnects, each in bounded time. Every try is itself bounded.
-template <class F>
-status until_available(std::chrono::seconds limit, F fn) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  for (;;) {
-    status s = fn();
-    if (s.code() != errc::unavailable || std::chrono::steady_clock::now() > deadline) return s;
-    std::this_thread::sleep_for(50ms);  // between bounded tries ("no responders" answers at once)
-  }
-}
 
 bool have_nats() {
   if (!nats_cluster::binary().empty()) return true;

@@ -7,6 +7,7 @@
 #include "persistence/replicated_batch.hpp"
 #include "runtime/replication/partition_follower.hpp"
 #include "runtime/replication/partition_writer.hpp"
+#include "tests/support/eventually.hpp"
 #include "tests/support/log_fixtures.hpp"
 #include "tests/support/nats_cluster.hpp"
 
@@ -48,11 +49,8 @@ std::vector<replicated_row> erases_of(const std::vector<replicated_row>& puts) {
 }
 
 bool applied_within(const partition_follower& f, uint64_t seq, std::chrono::milliseconds limit = 10s) {
-  for (auto deadline = std::chrono::steady_clock::now() + limit; std::chrono::steady_clock::now() < deadline;) {
-    if (f.applied() >= seq || f.stopped()) return f.applied() >= seq;
-    std::this_thread::sleep_for(10ms);  // polls the follower's applied sequence, a real event
-  }
-  return false;
+  skein::test::eventually([&] { return f.applied() >= seq || f.stopped(); }, limit);
+  return f.applied() >= seq;
 }
 
 // One server with the stream "log", the namespace's sealer, and two logs: a
@@ -141,9 +139,7 @@ TEST_CASE("partition follower: a message that does not open stops its partition 
   REQUIRE(partition_follower::start(*js, *follower_log, &sealer, "log", "log.p1", 1, &f1).is_ok());
   REQUIRE(partition_follower::start(*js, *follower_log, &sealer, "log", "log.p2", 2, &f2).is_ok());
   REQUIRE(applied_within(*f2, other));
-  for (auto deadline = std::chrono::steady_clock::now() + 10s; !f1->stopped() && std::chrono::steady_clock::now() < deadline;)
-    std::this_thread::sleep_for(10ms);
-  REQUIRE(f1->stopped());
+  REQUIRE(skein::test::eventually([&] { return f1->stopped(); }, 10s));
   CHECK(f1->applied() == good);
   status e = f1->error();
   CHECK(e.code() == errc::corruption);

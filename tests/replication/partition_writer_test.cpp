@@ -11,6 +11,7 @@
 #include <set>
 
 #include "runtime/replication/partition_writer.hpp"
+#include "tests/support/eventually.hpp"
 #include "tests/support/nats_cluster.hpp"
 
 using namespace skein;
@@ -71,9 +72,7 @@ TEST_CASE("partition writer: through the loss of the stream's leader server, eve
   REQUIRE(js->publish("log.probe", "p", 0, &probe).is_ok());
   stream_health h;
   auto formed = [&] { return js->health("log", &h).is_ok() && !h.leader.empty() && h.current == 2; };
-  for (auto deadline = std::chrono::steady_clock::now() + 20s; !formed() && std::chrono::steady_clock::now() < deadline;)
-    std::this_thread::sleep_for(50ms);  // polls the stream's real state
-  REQUIRE(formed());
+  REQUIRE(skein::test::eventually(formed, 20s));
 
   partition_writer w{*js, "log", "log.p9", "n1.1", 10s};
   std::mutex mu;
@@ -93,11 +92,9 @@ TEST_CASE("partition writer: through the loss of the stream's leader server, eve
   });
   auto wait_appends = [&](int more) {
     int target = appended.load() + more;
-    for (auto deadline = std::chrono::steady_clock::now() + 30s;
-         appended.load() < target && std::chrono::steady_clock::now() < deadline;)
-      std::this_thread::sleep_for(10ms);
-    return appended.load() >= target;
+    return skein::test::eventually([&] { return appended.load() >= target; });
   };
+
   REQUIRE(wait_appends(50));
   // Kill the server that leads the stream, mid-load; later bring it back.
   REQUIRE(js->health("log", &h).is_ok());
@@ -116,16 +113,13 @@ TEST_CASE("partition writer: through the loss of the stream's leader server, eve
   std::condition_variable got_cv;
   std::vector<stream_message> got;
   std::unique_ptr<subscription> sub;
-  status followed;
-  for (auto deadline = std::chrono::steady_clock::now() + 20s;;) {
-    followed = js->follow("log", "log.p9", 1, [&](const stream_message& m) {
+  status followed = skein::test::until_available(20s, [&] {  // the returned server rejoins
+    return js->follow("log", "log.p9", 1, [&](const stream_message& m) {
       std::lock_guard<std::mutex> lock{got_mu};
       got.push_back(m);
       got_cv.notify_all();
     }, &sub);
-    if (followed.code() != errc::unavailable || std::chrono::steady_clock::now() > deadline) break;
-    std::this_thread::sleep_for(50ms);  // the returned server rejoins
-  }
+  });
   INFO(followed.to_string());
   REQUIRE(followed.is_ok());
   {

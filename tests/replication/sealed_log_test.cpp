@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "persistence/sealed_message.hpp"
+#include "tests/support/eventually.hpp"
 #include "tests/support/nats_cluster.hpp"
 
 using namespace skein;
@@ -90,12 +91,7 @@ TEST_CASE("sealed messages: a grep of the NATS server's files finds no planted p
   // The grep sees what is stored in the clear, once the server wrote its
   // block file (it writes lazily: a bounded wait). The sealed ones came
   // before it into the same file.
-  bool seen = false;
-  for (auto deadline = std::chrono::steady_clock::now() + 10s; !seen && std::chrono::steady_clock::now() < deadline;) {
-    seen = store_holds(nats.store_dir(0), control);
-    if (!seen) std::this_thread::sleep_for(20ms);
-  }
-  REQUIRE(seen);
+  REQUIRE(skein::test::eventually([&] { return store_holds(nats.store_dir(0), control); }, 10s));
   CHECK_FALSE(store_holds(nats.store_dir(0), planted));
   CHECK_FALSE(store_holds(nats.store_dir(0), "batch 3"));
   // A follower opens what it reads back.

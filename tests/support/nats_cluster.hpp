@@ -30,6 +30,19 @@
 
 namespace skein::test {
 
+// Calls `fn` until it answers other than `unavailable` or `limit` passes: a
+// cluster that lost a server elects new stream leaders and the client
+// reconnects, each in bounded time. Every try is itself bounded.
+template <class F>
+status until_available(std::chrono::seconds limit, F fn) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    status s = fn();
+    if (s.code() != errc::unavailable || std::chrono::steady_clock::now() > deadline) return s;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // between tries ("no responders" answers at once)
+  }
+}
+
 class nats_cluster {
  public:
   static std::string binary() {

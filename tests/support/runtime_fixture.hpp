@@ -5,6 +5,7 @@
 #include <chrono>
 #include <thread>
 
+#include "tests/support/eventually.hpp"
 #include "runtime/runtime.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -113,16 +114,10 @@ struct runtime_fixture {
     return s;
   }
 
-  // Polls `done` until it holds or `limit` passes: for effects that have no event
-  // to wait on (timers inside the runtime). Returns whether it held.
+  // test::eventually (eventually.hpp), where the tests have long called it.
   template <class F>
   static bool eventually(F done, std::chrono::seconds limit = std::chrono::seconds(30)) {
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (done()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return done();
+    return test::eventually(std::move(done), limit);
   }
 };
 
