@@ -15,6 +15,18 @@ namespace skein::tools::cli {
 // One argument of a command: a positional (`name` without dashes) or an option
 // ("--title", "-k"). Built with pos(), opt() and flag(), then the modifiers.
 struct arg {
+ private:
+  // A copy with one field set. Defined before the modifiers that call it:
+  // clang 14 takes a member template used above its definition for undefined
+  // in a constant expression.
+  template <class T>
+  constexpr arg with(T arg::*field, T value) const {
+    arg a = *this;
+    a.*field = value;
+    return a;
+  }
+
+ public:
   enum class kind : uint8_t { positional, option, flag };
   kind type = kind::option;
   std::string_view name;     // "id", "--title", "-k"
@@ -26,21 +38,13 @@ struct arg {
   std::string_view one_of;   // a group of options of which exactly one is given
   std::string_view env;      // an option: the environment variable read when it is not given
 
-  constexpr arg req() const { return with([](arg& a) { a.required = true; }); }
-  constexpr arg many() const { return with([](arg& a) { a.repeated = true; }); }
-  constexpr arg num() const { return with([](arg& a) { a.number = true; }); }
-  constexpr arg group(std::string_view g) const { return with([g](arg& a) { a.one_of = g; }); }
-  constexpr arg from_env(std::string_view e) const { return with([e](arg& a) { a.env = e; }); }
+  constexpr arg req() const { return with(&arg::required, true); }
+  constexpr arg many() const { return with(&arg::repeated, true); }
+  constexpr arg num() const { return with(&arg::number, true); }
+  constexpr arg group(std::string_view g) const { return with(&arg::one_of, g); }
+  constexpr arg from_env(std::string_view e) const { return with(&arg::env, e); }
   // The key of its value in `given`: the name without leading dashes.
   constexpr std::string_view key() const { return name.substr(name.find_first_not_of('-')); }
-
- private:
-  template <class F>
-  constexpr arg with(F f) const {
-    arg a = *this;
-    f(a);
-    return a;
-  }
 };
 
 // An argument of kind `type`: what pos(), opt() and flag() start from.
