@@ -20,6 +20,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <memory>
 #include <span>
 #include <string>
@@ -181,10 +182,19 @@ class event_log {
   // an unknown family or the meta family. Durable in the log's mode. One
   // applier per partition; partitions apply in parallel. A follower's
   // partition has no writer here: its rows bypass the writer's cached
-  // projections and the quota counts, which a node taking the lead reloads.
+  // projections and the quota counts; a node taking the lead calls
+  // resume_partition() before its first write there.
   status apply_replicated(uint32_t partition, uint64_t seq, const std::vector<replicated_row>& rows, bool* applied);
   // The last sequence applied for `partition`; 0 before the first.
   status replicated_seq(uint32_t partition, uint64_t* seq) const;
+  // A leader's writes of a partition after a replicate() that failed with its
+  // outcome unknown (a publish timed out: the message may be stored) are
+  // refused, `unavailable`, until the node applied the partition's log up to
+  // its end (apply_replicated) and calls this: the writer's cached
+  // projections are dropped and the partition's writes go on. Writer only.
+  void resume_partition(uint32_t partition);
+  // The partitions refused so, in order.
+  std::vector<uint32_t> unsettled_partitions() const { return {unsettled_.begin(), unsettled_.end()}; }
   // A cluster node's own rows in the meta family, under "node/" (its
   // membership, its handoff marks). Keys outside "node/" are refused. The
   // write is durable in the log's mode; any thread may call these.
@@ -323,7 +333,20 @@ class event_log {
   // The claims a creating tick makes, checked against the batch and the database.
   status prepare_claims(const tick& t, rocksdb::WriteBatch* batch,
                         std::unordered_map<std::string, std::string>* claims) const;
-  status write(rocksdb::WriteBatch* batch, size_t ticks);
+  // Which write a batch's entries belong to, for a replicated log: the
+  // entries before `end` (the batch's Count() once the piece was added) and
+  // at or past the previous mark's end are `route`'s (log_replicator).
+  struct route_mark {
+    uint32_t end = 0;
+    std::string route;
+  };
+  using route_marks = std::vector<route_mark>;
+  // Writes `batch`. With a replicator and `routes` given, its rows of the
+  // replicated families are replicated first, split by partition, and the
+  // partitions' sequences go into the batch (event_log_replica.cpp). A null
+  // `routes`: rows that stay on this node (agents, node rows, a follower's apply).
+  status write(rocksdb::WriteBatch* batch, size_t ticks, const route_marks* routes);
+  status replicate(rocksdb::WriteBatch* batch, const route_marks& routes);
   status prepare_side_rows(const tick& t, rocksdb::WriteBatch* batch) const;
   // The thread's work row and every graph triple naming it (erase_thread).
   status erase_work_rows(const std::string& id, const std::vector<std::string>& index_keys,
@@ -346,7 +369,7 @@ class event_log {
   // Writes `batch` (`ticks` of them) with the quota rows of a thread count of
   // `threads` and `days`' events; once written, those counts become the log's.
   status write_counted(rocksdb::WriteBatch* batch, size_t ticks, uint64_t threads,
-                       const std::map<int64_t, uint64_t>& days);
+                       const std::map<int64_t, uint64_t>& days, const route_marks& routes);
   // What the ticks a group accepted add once it is written: threads created and
   // events per UTC day (the quota rows), events and threads rows (the counters).
   struct group_tally {
@@ -361,10 +384,12 @@ class event_log {
   // written, the projections of `pending` are remembered and the counters
   // advance. On a failure, the ticks count as failed.
   status write_group(rocksdb::WriteBatch* batch, size_t ticks, const group_tally& tally,
-                     std::unordered_map<std::string, projection>* pending);
+                     std::unordered_map<std::string, projection>* pending, const route_marks& routes);
   // Writes a batch that stores or removes one whole thread (erase, adopt): the
   // thread count becomes `threads`, and its cached projection is forgotten.
   status write_whole_thread(rocksdb::WriteBatch* batch, uint64_t threads, const std::string& thread_id);
+  // A thread's or a schedule's rows written alone: one mark over the whole batch.
+  static route_marks whole(const rocksdb::WriteBatch& batch, std::string route);
   // At open: the thread count (counted when absent or `recount`, then recorded
   // with the schema version in one batch) and the day rows.
   status load_quota_rows(bool recount);
@@ -375,6 +400,9 @@ class event_log {
   std::unique_ptr<encrypted_env> encrypted_env_;  // outlives impl_ (declared before it)
   std::unique_ptr<impl> impl_;
   std::unordered_map<std::string, projection> cache_;  // writer-only
+  // Partitions an append to which may or may not have been stored (writer-only):
+  // their writes are refused until resume_partition().
+  std::set<uint32_t> unsettled_;
 
   // Quotas: limits any thread sets; counts the writer keeps and any thread reads.
   std::atomic<uint64_t> threads_max_{0}, events_per_day_max_{0}, storage_bytes_max_{0};

@@ -23,9 +23,9 @@ void event_log::group_tally::add(const tick& t, bool row_written) {
 }
 
 status event_log::write_group(rocksdb::WriteBatch* batch, size_t ticks, const group_tally& tally,
-                              std::unordered_map<std::string, projection>* pending) {
+                              std::unordered_map<std::string, projection>* pending, const route_marks& routes) {
   const uint64_t threads = threads_.load(std::memory_order_relaxed) + tally.creates;
-  if (status s = write_counted(batch, ticks, threads, tally.days); !s) {
+  if (status s = write_counted(batch, ticks, threads, tally.days, routes); !s) {
     counters_.failed.fetch_add(ticks, std::memory_order_relaxed);
     return s;
   }
@@ -36,7 +36,8 @@ status event_log::write_group(rocksdb::WriteBatch* batch, size_t ticks, const gr
   return status::ok();
 }
 
-status event_log::write(rocksdb::WriteBatch* batch, size_t ticks) {
+status event_log::write(rocksdb::WriteBatch* batch, size_t ticks, const route_marks* routes) {
+  if (routes != nullptr && options_.replicator) SKEIN_TRY(replicate(batch, *routes));
   auto s = impl_->db->Write(impl_->write_options, batch);
   if (!s.ok()) {
     // A failed write may have left the WAL in an unknown state; RocksDB does not
@@ -103,6 +104,8 @@ void event_log::commit_group(std::span<tick* const> ticks, std::span<status> res
   std::vector<size_t> accepted;
   accepted.reserve(ticks.size());
   group_tally tally;
+  route_marks routes;  // each accepted tick's and effect write's entries
+  auto mark = [&](std::string route) { routes.push_back({static_cast<uint32_t>(batch.Count()), std::move(route)}); };
 
   for (size_t i = 0; i < ticks.size(); ++i) {
     tick& t = *ticks[i];
@@ -117,6 +120,7 @@ void event_log::commit_group(std::span<tick* const> ticks, std::span<status> res
       }
       batch.PopSavePoint().PermitUncheckedError();
       accepted.push_back(i);
+      mark(side_route(t.side_rows.front()));
       continue;
     }
     const projection* prev = nullptr;
@@ -164,6 +168,7 @@ void event_log::commit_group(std::span<tick* const> ticks, std::span<status> res
     tally.add(t, prev == nullptr || next.row != prev->row);
     pending[t.thread_id] = std::move(next);
     accepted.push_back(i);
+    mark(t.thread_id);
   }
   // Effect writes after the ticks: a thread created or advanced by this group is
   // known to them through `pending`.
@@ -179,9 +184,10 @@ void event_log::commit_group(std::span<tick* const> ticks, std::span<status> res
     }
     batch.PopSavePoint().PermitUncheckedError();
     effects_accepted.push_back(i);
+    mark(effects[i]->thread_id);
   }
   if (accepted.empty() && effects_accepted.empty()) return;
-  status s = write_group(&batch, accepted.size(), tally, &pending);
+  status s = write_group(&batch, accepted.size(), tally, &pending, routes);
   for (size_t i : accepted) results[i] = s;
   for (size_t i : effects_accepted) effect_results[i] = s;
 }
@@ -203,7 +209,7 @@ status event_log::put_agent(const agent_config& agent) {
   SKEIN_TRY(encode_agent(agent, &value, options_.limits));
   rocksdb::WriteBatch batch;
   batch.Put(impl_->cf(cf_agents), agent.id, value);
-  return write(&batch, 0);
+  return write(&batch, 0, nullptr);  // agents are the cluster's, not a partition's
 }
 
 status event_log::commit_all(std::span<tick* const> ticks) {
@@ -215,6 +221,7 @@ status event_log::commit_all(std::span<tick* const> ticks) {
   std::unordered_map<std::string, projection> pending;  // threads touched by this call
   std::unordered_map<std::string, std::string> claims;  // claim keys put by this call
   group_tally tally;
+  route_marks routes;
   for (size_t i = 0; i < ticks.size(); ++i) {
     tick& t = *ticks[i];
     const projection* prev = nullptr;
@@ -244,9 +251,10 @@ status event_log::commit_all(std::span<tick* const> ticks) {
     }
     tally.add(t, prev == nullptr || next.row != prev->row);
     pending[t.thread_id] = std::move(next);
+    routes.push_back({static_cast<uint32_t>(batch.Count()), t.thread_id});
   }
   if (ticks.empty()) return status::ok();
-  return write_group(&batch, ticks.size(), tally, &pending);
+  return write_group(&batch, ticks.size(), tally, &pending, routes);
 }
 
 }  // namespace skein

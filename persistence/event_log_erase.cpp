@@ -73,7 +73,7 @@ status event_log::erase_thread(std::string_view thread_id, bool keep_claims) {
 }
 
 status event_log::write_whole_thread(rocksdb::WriteBatch* batch, uint64_t threads, const std::string& thread_id) {
-  SKEIN_TRY(write_counted(batch, 0, threads, {}));
+  SKEIN_TRY(write_counted(batch, 0, threads, {}, whole(*batch, thread_id)));
   cache_.erase(thread_id);
   return status::ok();
 }

@@ -40,6 +40,11 @@ inline cf_id cf_of(side_cf c) {
 
 status from_rocks(const rocksdb::Status& s, std::string_view what);
 
+// The route (log_replicator::partition_of) of a thread-less tick's side row:
+// a schedule's id, or the work home key of the agent whose session or
+// suggestion it is.
+std::string side_route(const side_row& row);
+
 // Days since the epoch of the UTC day holding ms (floor: before 1970 too): the
 // day an event counts against events_per_day_max in.
 inline int64_t day_of(int64_t ms) {

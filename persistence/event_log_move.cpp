@@ -8,6 +8,7 @@
 #include "persistence/event_log_internal.hpp"
 #include "persistence/keys.hpp"
 #include "persistence/work_rows.hpp"
+#include "runtime/model/cluster.hpp"
 #include "runtime/model/schedule.hpp"
 #include "runtime/model/ids.hpp"
 
@@ -271,7 +272,8 @@ status event_log::adopt_schedule(std::string_view schedule_id, const std::vector
   if (!g.IsNotFound()) return from_rocks(g, "read schedule " + id);
   rocksdb::WriteBatch batch;
   for (const auto& r : rows) batch.Put(impl_->cf(cf_schedules), r.key, r.value);
-  SKEIN_TRY(write(&batch, 0));
+  auto routes = whole(batch, id);
+  SKEIN_TRY(write(&batch, 0, &routes));
   *adopted = true;
   return status::ok();
 }
@@ -283,7 +285,8 @@ status event_log::erase_schedule(std::string_view schedule_id) {
   batch.Delete(impl_->cf(cf_schedules), keys::schedule_key(schedule_id));
   batch.DeleteRange(impl_->cf(cf_schedules), keys::schedule_history_prefix(schedule_id),
                     keys::schedule_history_end(schedule_id));
-  return write(&batch, 0);
+  auto routes = whole(batch, std::string{schedule_id});
+  return write(&batch, 0, &routes);
 }
 
 status event_log::work_agents(std::vector<std::string>* out) const {
@@ -354,7 +357,8 @@ status event_log::adopt_agent_work(std::string_view agent_id, const std::vector<
     batch.Put(impl_->cf(static_cast<cf_id>(r.family)), r.key, r.value);
   }
   if (batch.Count() == 0) return status::ok();
-  return write(&batch, 0);
+  auto routes = whole(batch, work_home_key(agent_id));
+  return write(&batch, 0, &routes);
 }
 
 status event_log::erase_agent_work(std::string_view agent_id) {
@@ -364,7 +368,8 @@ status event_log::erase_agent_work(std::string_view agent_id) {
   rocksdb::WriteBatch batch;
   batch.DeleteRange(impl_->cf(cf_sessions), prefix, end);
   batch.DeleteRange(impl_->cf(cf_suggestions), prefix, end);
-  return write(&batch, 0);
+  auto routes = whole(batch, work_home_key(agent_id));
+  return write(&batch, 0, &routes);
 }
 
 status event_log::claim_rows(std::vector<log_row>* out) const {
@@ -400,7 +405,8 @@ status event_log::put_claims(const std::vector<log_row>& rows) {
     batch.Put(impl_->cf(cf_index), r.key, r.value);
   }
   if (batch.Count() == 0) return status::ok();
-  return write(&batch, 0);
+  const route_marks unrouted;  // a handoff of the static cluster: a replicated log refuses it
+  return write(&batch, 0, &unrouted);
 }
 
 status event_log::erase_claims(const std::vector<std::string>& keys) {
@@ -411,7 +417,8 @@ status event_log::erase_claims(const std::vector<std::string>& keys) {
     batch.Delete(impl_->cf(cf_index), k);
   }
   if (batch.Count() == 0) return status::ok();
-  return write(&batch, 0);
+  const route_marks unrouted;  // as put_claims()
+  return write(&batch, 0, &unrouted);
 }
 
 status event_log::read_node_rows(std::string_view prefix, std::vector<std::pair<std::string, std::string>>* out) const {
@@ -436,7 +443,7 @@ status event_log::write_node_rows(const std::vector<std::pair<std::string, std::
     if (!std::string_view{k}.starts_with(node_prefix)) return status::invalid_input("node rows live under \"node/\"");
     batch.Delete(impl_->cf(cf_meta), k);
   }
-  return write(&batch, 0);
+  return write(&batch, 0, nullptr);  // this node's own rows
 }
 
 }  // namespace skein

@@ -194,10 +194,10 @@ void event_log::put_quota_rows(uint64_t threads, const std::map<int64_t, uint64_
 }
 
 status event_log::write_counted(rocksdb::WriteBatch* batch, size_t ticks, uint64_t threads,
-                                const std::map<int64_t, uint64_t>& days) {
+                                const std::map<int64_t, uint64_t>& days, const route_marks& routes) {
   std::map<int64_t, uint64_t> next_days;
   put_quota_rows(threads, days, batch, &next_days);
-  SKEIN_TRY(write(batch, ticks));
+  SKEIN_TRY(write(batch, ticks, &routes));
   adopt_quota_rows(threads, std::move(next_days));
   return status::ok();
 }

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -71,6 +72,8 @@ struct log_usage {
   uint64_t storage_bytes = 0;
 };
 
+class log_replicator;  // below
+
 struct log_options {
   std::string path;                  // database directory; a name only in memory mode
   durability mode = durability::sync;
@@ -88,6 +91,9 @@ struct log_options {
   size_t manifest_cache_max = 65536; // threads whose index projection the writer caches
   uint64_t wal_bytes_max = 256 << 20; // WAL kept before memtables are flushed: bounds replay at open
   log_quota quota;                   // initial quotas; set_quota() changes them
+  // A replicated cluster's leader side (see log_replicator); null: writes
+  // stay on this disk. Every family but agents and meta is replicated.
+  std::shared_ptr<log_replicator> replicator;
 };
 
 // The column families a tick may write beside its thread's own rows (side rows).
@@ -270,12 +276,43 @@ struct log_row {
 };
 // One row change carried by the replicated log to a partition's followers
 // (persistence/replicated_batch.hpp encodes a message's rows): a put of
-// `value`, or an erase of the key.
+// `value` at `key`, an erase of `key`, or an erase of the keys in [key, value).
 struct replicated_row {
+  enum class op : uint8_t { put, erase, erase_range };
   uint8_t family = 0;  // the column family, by its number (event_log_internal.hpp)
-  bool erase = false;
+  op kind = op::put;
   std::string key;
-  std::string value;  // "" for an erase
+  std::string value;  // put: the value; erase_range: the exclusive end key; erase: ""
+};
+
+// One partition's part of a write: the rows it changes there, and, once
+// replicated, the stream sequence its message got.
+struct replicated_part {
+  uint32_t partition = 0;
+  std::vector<replicated_row> rows;
+  uint64_t seq = 0;
+};
+
+// A leader's side of the replicated log, as the event log sees it
+// (runtime/replication implements it over JetStream). A log opened with one
+// hands every write's rows to it, split by partition, before it writes them:
+// a write is applied here only once replicate() stored each part. Called on
+// the log's writer thread only.
+class log_replicator {
+ public:
+  virtual ~log_replicator() = default;
+  // The partition of the rows a write makes for `route`: a thread id (its
+  // rows, index entries, claims, effect cursors, work rows and triples), or
+  // a schedule id (a schedule's rows written alone).
+  virtual uint32_t partition_of(std::string_view route) const = 0;
+  // Stores every part in its partition's log, setting each part's seq; ok
+  // only when every part is stored (on a quorum). An error fails the write,
+  // which is then not applied here: the parts stored before it keep their
+  // seq; conflict (this node does not, or no longer, lead the partition)
+  // says the failing part was not stored, any other (unavailable: a timeout)
+  // that it may have been. The log holds every partition that may hold
+  // such a part (event_log::resume_partition).
+  virtual status replicate(std::vector<replicated_part>& parts) = 0;
 };
 
 // The family of a thread's accepted inputs not yet run (its inbox).

@@ -39,11 +39,11 @@ void encode_replicated(const std::vector<replicated_row>& rows, std::string* out
   out->push_back(1);
   put_varint(rows.size(), out);
   for (const auto& r : rows) {
-    out->push_back(r.erase ? 1 : 0);
+    out->push_back(static_cast<char>(r.kind));
     out->push_back(static_cast<char>(r.family));
     put_varint(r.key.size(), out);
     out->append(r.key);
-    if (r.erase) continue;
+    if (r.kind == replicated_row::op::erase) continue;
     put_varint(r.value.size(), out);
     out->append(r.value);
   }
@@ -69,11 +69,12 @@ status decode_replicated(std::string_view in, std::vector<replicated_row>* out) 
     if (in.size() - pos < 2) return bad("truncated row " + std::to_string(i));
     replicated_row r;
     auto op = static_cast<unsigned char>(in[pos++]);
-    if (op > 1) return bad("unknown op " + std::to_string(op) + " in row " + std::to_string(i));
-    r.erase = op == 1;
+    if (op > 2) return bad("unknown op " + std::to_string(op) + " in row " + std::to_string(i));
+    r.kind = static_cast<replicated_row::op>(op);
     r.family = static_cast<uint8_t>(in[pos++]);
     if (!get_bytes(in, &pos, &r.key)) return bad("truncated key in row " + std::to_string(i));
-    if (!r.erase && !get_bytes(in, &pos, &r.value)) return bad("truncated value in row " + std::to_string(i));
+    if (r.kind != replicated_row::op::erase && !get_bytes(in, &pos, &r.value))
+      return bad("truncated value in row " + std::to_string(i));
     out->push_back(std::move(r));
   }
   if (pos != in.size()) return bad("bytes after the last row");

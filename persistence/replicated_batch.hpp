@@ -3,7 +3,8 @@
 //
 // Format (version 1), all integers LEB128 varints:
 //   'R' 1  count  { op family keylen key [vallen value] }*count
-// op 0 puts `value` at `key` in column family `family`, op 1 erases the key.
+// op 0 puts `value` at `key` in column family `family`, op 1 erases the key
+// (no value), op 2 erases the keys from `key` up to `value` (exclusive).
 // It is a stored format: followers and rebuilt replicas read what an older
 // node wrote, so a change is a new version byte, never an edit of this one.
 // decode_replicated refuses (corruption, naming the offset) anything but a

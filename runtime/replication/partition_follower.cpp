@@ -25,11 +25,20 @@ status partition_follower::error() const {
   return error_;
 }
 
+bool partition_follower::wait_applied(uint64_t seq, std::chrono::milliseconds limit) const {
+  std::unique_lock<std::mutex> lock{mu_};
+  progress_.wait_for(lock, limit, [&] { return applied() >= seq || stopped(); });
+  return applied() >= seq;
+}
+
 void partition_follower::fail(status s) {
-  std::lock_guard<std::mutex> lock{mu_};
-  if (failed_.load()) return;
-  error_ = std::move(s);
-  failed_.store(true, std::memory_order_release);
+  {
+    std::lock_guard<std::mutex> lock{mu_};
+    if (failed_.load()) return;
+    error_ = std::move(s);
+    failed_.store(true, std::memory_order_release);
+  }
+  progress_.notify_all();
 }
 
 void partition_follower::on_message(const stream_message& m) {
@@ -46,7 +55,11 @@ void partition_follower::on_message(const stream_message& m) {
   bool applied = false;
   if (status s = log_.apply_replicated(partition_, m.seq, rows, &applied); !s)
     return fail(status{s.code(), where + s.message()});
-  applied_.store(m.seq, std::memory_order_release);
+  {
+    std::lock_guard<std::mutex> lock{mu_};  // a waiter checks and sleeps under it: no lost wakeup
+    applied_.store(m.seq, std::memory_order_release);
+  }
+  progress_.notify_all();
 }
 
 }  // namespace skein::replication

@@ -15,6 +15,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -37,6 +39,9 @@ class partition_follower {
   uint64_t applied() const { return applied_.load(std::memory_order_acquire); }
   bool stopped() const { return failed_.load(std::memory_order_acquire); }
   status error() const;
+  // Waits until `seq` is applied or the follower stopped, at most `limit`:
+  // whether `seq` is applied.
+  bool wait_applied(uint64_t seq, std::chrono::milliseconds limit) const;
 
  private:
   partition_follower(event_log& log, const message_sealer* sealer, uint32_t partition)
@@ -49,7 +54,8 @@ class partition_follower {
   uint32_t partition_;
   std::atomic<uint64_t> applied_{0};
   std::atomic<bool> failed_{false};
-  mutable std::mutex mu_;  // guards error_
+  mutable std::mutex mu_;  // guards error_; progress_ waits on it
+  mutable std::condition_variable progress_;
   status error_;
   std::unique_ptr<subscription> sub_;
 };

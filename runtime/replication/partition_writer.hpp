@@ -1,8 +1,9 @@
 // partition_writer: a partition leader's side of its subject in the
 // replicated log. Each append publishes one batch (a journal group's ticks of
 // the partition), fenced at the last sequence this writer knows, under an id
-// of its own ("<writer>.<n>"; the writer id names the node and its lease
-// epoch), so that:
+// of its own ("<writer>.<n>"; the writer id names the node, the partition
+// and its lease epoch: it must be unique in the stream, whose duplicate
+// window spans all its subjects), so that:
 // - a batch is acknowledged once JetStream stored it on a quorum: append()
 //   returns ok with its sequence, never before;
 // - another writer's message on the subject (this one was deposed) refuses the

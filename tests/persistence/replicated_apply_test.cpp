@@ -15,7 +15,7 @@ namespace {
 
 std::vector<replicated_row> as_puts(const std::vector<log_row>& rows) {
   std::vector<replicated_row> out;
-  for (const auto& r : rows) out.push_back({r.family, false, r.key, r.value});
+  for (const auto& r : rows) out.push_back({r.family, replicated_row::op::put, r.key, r.value});
   return out;
 }
 
@@ -53,7 +53,7 @@ TEST_CASE("replicated apply: a leader's rows land on a follower once, with the p
     }
     // The same message again, or an older one, changes nothing.
     std::vector<replicated_row> erase_all;
-    for (const auto& r : rows) erase_all.push_back({r.family, true, r.key, ""});
+    for (const auto& r : rows) erase_all.push_back({r.family, replicated_row::op::erase, r.key, ""});
     REQUIRE(follower->apply_replicated(4, 17, erase_all, &applied).is_ok());
     CHECK_FALSE(applied);
     REQUIRE(follower->apply_replicated(4, 3, erase_all, &applied).is_ok());
@@ -73,7 +73,7 @@ TEST_CASE("replicated apply: a leader's rows land on a follower once, with the p
   CHECK(m.last_seq == 3);
   // The next message erases the thread's rows.
   std::vector<replicated_row> erase_all;
-  for (const auto& r : rows) erase_all.push_back({r.family, true, r.key, ""});
+  for (const auto& r : rows) erase_all.push_back({r.family, replicated_row::op::erase, r.key, ""});
   bool applied = false;
   REQUIRE(follower->apply_replicated(4, 18, erase_all, &applied).is_ok());
   CHECK(applied);
@@ -85,7 +85,7 @@ TEST_CASE("replicated apply: a row of a family outside the replicated ones is re
   auto log = open_log(dir.str());
   for (uint8_t family : {uint8_t{0}, uint8_t{9}, uint8_t{200}}) {
     INFO("family " << int{family});
-    std::vector<replicated_row> rows{{1, false, "t9", "{}"}, {family, false, "k", "v"}};
+    std::vector<replicated_row> rows{{1, replicated_row::op::put, "t9", "{}"}, {family, replicated_row::op::put, "k", "v"}};
     bool applied = true;
     status s = log->apply_replicated(1, 5, rows, &applied);
     CHECK(s.code() == errc::invalid_input);
@@ -99,16 +99,19 @@ TEST_CASE("replicated apply: a row of a family outside the replicated ones is re
 }
 
 TEST_CASE("replicated batch: every truncation and every bad byte of a message is corruption, never rows") {
-  std::vector<replicated_row> rows{{1, false, "t1", std::string(300, 'm')}, {2, true, "t1/000001", ""},
-                                   {6, false, "", ""}};
+  using op = replicated_row::op;
+  std::vector<replicated_row> rows{{1, op::put, "t1", std::string(300, 'm')}, {2, op::erase, "t1/000001", ""},
+                                   {6, op::put, "", ""}, {2, op::erase_range, "t1", "t2"}};
   std::string bytes;
   encode_replicated(rows, &bytes);
   std::vector<replicated_row> back;
   REQUIRE(decode_replicated(bytes, &back).is_ok());
-  REQUIRE(back.size() == 3);
+  REQUIRE(back.size() == 4);
   CHECK(back[0].value == rows[0].value);
-  CHECK(back[1].erase);
+  CHECK(back[1].kind == replicated_row::op::erase);
   CHECK(back[2].key.empty());
+  CHECK(back[3].kind == op::erase_range);
+  CHECK(back[3].value == "t2");
   for (size_t n = 0; n < bytes.size(); ++n) {
     INFO("first " << n << " bytes");
     status s = decode_replicated(std::string_view(bytes).substr(0, n), &back);

@@ -38,19 +38,18 @@ std::vector<replicated_row> puts_of(event_log& log, const std::string& thread) {
   std::vector<log_row> rows;
   REQUIRE(log.thread_rows(thread, &rows).is_ok());
   std::vector<replicated_row> out;
-  for (const auto& r : rows) out.push_back({r.family, false, r.key, r.value});
+  for (const auto& r : rows) out.push_back({r.family, replicated_row::op::put, r.key, r.value});
   return out;
 }
 
 std::vector<replicated_row> erases_of(const std::vector<replicated_row>& puts) {
   std::vector<replicated_row> out;
-  for (const auto& r : puts) out.push_back({r.family, true, r.key, ""});
+  for (const auto& r : puts) out.push_back({r.family, replicated_row::op::erase, r.key, ""});
   return out;
 }
 
 bool applied_within(const partition_follower& f, uint64_t seq, std::chrono::milliseconds limit = 10s) {
-  skein::test::eventually([&] { return f.applied() >= seq || f.stopped(); }, limit);
-  return f.applied() >= seq;
+  return f.wait_applied(seq, limit);
 }
 
 // One server with the stream "log", the namespace's sealer, and two logs: a
