@@ -28,6 +28,7 @@ status lease_keeper::try_take(uint32_t partition, clock::time_point now, lease* 
     SKEIN_TRY(s);
     *out = mine;
     seen_[partition] = {mine.revision, now};
+    taken_.insert(partition);
     return status::ok();
   }
   SKEIN_TRY(s);
@@ -37,14 +38,19 @@ status lease_keeper::try_take(uint32_t partition, clock::time_point now, lease* 
   *out = current;
   auto& sight = seen_[partition];
   if (sight.revision != e.revision) sight = {e.revision, now};  // renewed (or first seen): the clock starts again
-  bool lapsed = current.holder.empty() || now - sight.since >= ttl_;
-  if (!lapsed || current.holder == node_) return status::ok();
+  // A lease naming this node that this keeper did not take is a former
+  // incarnation's (a restart): taken again at once, at the next epoch, so
+  // that the new writer's message ids are never the old one's.
+  const bool mine_before = current.holder == node_ && !taken_.count(partition);
+  bool lapsed = current.holder.empty() || now - sight.since >= ttl_ || mine_before;
+  if (!lapsed || (current.holder == node_ && !mine_before)) return status::ok();
   lease mine{node_, current.epoch + 1, 0};
   s = js_.kv_update(bucket_, k, encode(mine), e.revision, &mine.revision);
   if (s.code() == errc::conflict) return status::ok();  // renewed or taken meanwhile
   SKEIN_TRY(s);
   *out = mine;
   sight = {mine.revision, now};
+  taken_.insert(partition);
   return status::ok();
 }
 
@@ -56,6 +62,7 @@ status lease_keeper::renew(uint32_t partition, lease* held) {
 }
 
 status lease_keeper::release(uint32_t partition, const lease& held) {
+  taken_.erase(partition);
   lease free{"", held.epoch, 0};
   return js_.kv_update(bucket_, key(partition), encode(free), held.revision, nullptr);
 }

@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 
 #include "runtime/replication/jetstream.hpp"
@@ -43,7 +44,9 @@ class lease_keeper {
   // Reads the lease and takes it when it is free or has lapsed (as this keeper
   // saw it at `now`). *out: the lease as it stands after the try; held() says
   // whether it is this node's. `conflict` is not an error here: another node
-  // took it first (then *out is the current lease as read next time).
+  // took it first (then *out is the current lease as read next time). A
+  // lease naming this node that this keeper never took (the node restarted)
+  // is taken again at the next epoch.
   status try_take(uint32_t partition, clock::time_point now, lease* out);
 
   // Renews this node's lease: `conflict` when it was taken meanwhile (deposed).
@@ -66,6 +69,7 @@ class lease_keeper {
   std::string bucket_, node_;
   std::chrono::milliseconds ttl_;
   std::map<uint32_t, sighting> seen_;  // each partition's lease revision as this keeper last saw it change
+  std::set<uint32_t> taken_;           // partitions whose lease this keeper took (not a former incarnation)
 };
 
 }  // namespace skein::replication

@@ -97,3 +97,28 @@ TEST_CASE("lease: of many nodes racing for a free lease, exactly one gets it") {
     CHECK(holders == 1);
   }
 }
+
+TEST_CASE("lease: a restarted node takes its former incarnation's lease at once, at the next epoch") {
+  if (nats_cluster::binary().empty()) return;
+  nats_cluster nats{1};
+  auto js = nats.connect();
+  REQUIRE(js->ensure_bucket({"leases", 1, 1}).is_ok());
+  using clock = lease_keeper::clock;
+  const auto t0 = clock::time_point{} + 1000s;
+  lease a;
+  {
+    lease_keeper before{*js, "leases", "n1", 3000ms};
+    REQUIRE(before.try_take(3, t0, &a).is_ok());
+    REQUIRE(before.holds(a));
+  }  // the process died holding it
+  lease_keeper after{*js, "leases", "n1", 3000ms}, other{*js, "leases", "n2", 3000ms};
+  lease b, c;
+  REQUIRE(after.try_take(3, t0, &b).is_ok());  // no lapse waited for
+  REQUIRE(after.holds(b));
+  CHECK(b.epoch == a.epoch + 1);  // a new writer id: never the former one's message ids
+  REQUIRE(after.try_take(3, t0 + 1s, &c).is_ok());  // its own now: kept as it is
+  CHECK(c.epoch == b.epoch);
+  CHECK(c.revision == b.revision);
+  REQUIRE(other.try_take(3, t0 + 1s, &c).is_ok());
+  CHECK_FALSE(other.holds(c));
+}

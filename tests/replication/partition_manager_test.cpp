@@ -1,0 +1,224 @@
+// A node's partitions (runtime/replication/partition_manager.hpp) with three
+// nodes in this process, each with its own connection, registry, replicator
+// and real RocksDB log, on a real nats-server: every partition comes to be led
+// by exactly one node, the placement's; when a leader fails (its renewals
+// stop), the next replica takes its partitions over with every acknowledged
+// write on its disk; and when the node comes back, placement hands its
+// partitions back through released leases, every replica ending identical.
+#include <catch2/catch.hpp>
+#include <map>
+#include <mutex>
+
+#include "runtime/replication/partition_manager.hpp"
+#include "runtime/replication/placement.hpp"
+#include "tests/support/eventually.hpp"
+#include "tests/support/log_fixtures.hpp"
+#include "tests/support/nats_cluster.hpp"
+
+using namespace skein;
+using namespace skein::replication;
+using namespace std::chrono_literals;
+using skein::test::nats_cluster;
+
+namespace {
+
+constexpr uint32_t partitions = 8;
+constexpr auto ttl = 900ms;
+
+// One node. Its log's writer is the test thread or the manager's on_writer,
+// one at a time (`writer`). Declared in the order they must outlive each other.
+struct node {
+  std::string id;
+  skein::test::temp_dir& dir;
+  std::mutex writer;
+  std::unique_ptr<jetstream> js;
+  std::shared_ptr<journal_replicator> rep;
+  std::unique_ptr<event_log> log;
+  std::unique_ptr<member_registry> reg;
+  std::unique_ptr<partition_manager> mgr;
+
+  node(const nats_cluster& nats, std::string node_id, skein::test::temp_dir& d) : id(std::move(node_id)), dir(d) {
+    js = nats.connect(1s);
+    journal_replication o;
+    o.node_id = id;
+    o.partitions = partitions;
+    o.retry_for = 1s;
+    rep = std::make_shared<journal_replicator>(*js, o, nullptr);
+    log_options lo;
+    lo.path = dir.str();
+    lo.replicator = rep;
+    log = skein::test::open_log(lo);
+    registry_options ro;
+    ro.node_id = id;
+    ro.member_ttl = ttl;
+    // The manager's rounds (every ttl / 3) read the live members themselves.
+    status s = member_registry::start(*js, ro, [](const std::vector<member>&) {}, &reg);
+    INFO(s.to_string());
+    REQUIRE(s.is_ok());
+    partition_options po;
+    po.node_id = id;
+    po.partitions = partitions;
+    po.replicas = 3;
+    po.lease_ttl = ttl;
+    partition_hooks hooks;
+    hooks.on_writer = [this](std::function<status(event_log&)> fn) {
+      std::lock_guard<std::mutex> lock{writer};
+      return fn(*log);
+    };
+    s = partition_manager::start(*js, *log, *rep, nullptr, *reg, po, hooks, &mgr);
+    INFO(s.to_string());
+    REQUIRE(s.is_ok());
+  }
+  // A crash as peers see it: renewals stop, nothing is released or left.
+  void fail() {
+    mgr->stop(false);
+    reg->stop(false);
+  }
+  bool leads(uint32_t p) const { return mgr->view()[p].leading; }
+  status commit(tick& t) {
+    std::lock_guard<std::mutex> lock{writer};
+    return log->commit(t);
+  }
+};
+
+// The node leading `p` when exactly one does, else null.
+node* leader_of(const std::vector<node*>& nodes, uint32_t p) {
+  node* found = nullptr;
+  for (node* n : nodes) {
+    if (!n->leads(p)) continue;
+    if (found != nullptr) return nullptr;
+    found = n;
+  }
+  return found;
+}
+
+// Every partition led by exactly one of `nodes`: its placement's first over them.
+bool converged(const std::vector<node*>& nodes) {
+  std::vector<std::string> ids;
+  for (node* n : nodes) ids.push_back(n->id);
+  for (uint32_t p = 0; p < partitions; ++p) {
+    node* l = leader_of(nodes, p);
+    if (l == nullptr || l->id != replicas_of(p, ids, 3).front()) return false;
+  }
+  return true;
+}
+
+// What each node sees, for a failure's message.
+std::string views_of(const std::vector<node*>& nodes) {
+  std::string out;
+  for (node* n : nodes) {
+    out += n->id + " (" + n->mgr->last_error().to_string() + "):";
+    for (const auto& v : n->mgr->view())
+      out += " p" + std::to_string(v.partition) + "=" + v.leader + (v.leading ? "*" : "") + (v.following ? "f" : "");
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("partition manager: a failed leader's partitions move to the next replica, acknowledged writes with them") {
+  if (nats_cluster::binary().empty()) {
+    WARN("nats-server is not installed (packages.txt lists it): the partition manager tests did not run");
+    return;
+  }
+  nats_cluster nats{1};
+  {
+    auto js = nats.connect();
+    REQUIRE(js->ensure_stream({"skein", {"skein.log.>"}, 1}).is_ok());
+  }
+  skein::test::temp_dir d1, d2, d3;
+  auto n1 = std::make_unique<node>(nats, "n1", d1);
+  auto n2 = std::make_unique<node>(nats, "n2", d2);
+  auto n3 = std::make_unique<node>(nats, "n3", d3);
+  std::vector<node*> nodes{n1.get(), n2.get(), n3.get()};
+  // Whoever started first took every lease; placement then moves each to
+  // its first replica over all three.
+  bool settled = skein::test::eventually([&] { return converged(nodes); }, 20s);
+  INFO(views_of(nodes));
+  REQUIRE(settled);
+
+  // Writes through each thread's leader, every one acknowledged.
+  std::map<std::string, uint64_t> acked;
+  auto write_round = [&](int round) {
+    for (int i = 0; i < 16; ++i) {
+      std::string id = "th" + std::to_string(i);
+      uint32_t p = n1->rep->partition_of(id);
+      node* l = leader_of(nodes, p);
+      REQUIRE(l != nullptr);
+      tick t = skein::test::make_tick(id, acked[id] + 1, 2);
+      t.create = acked[id] == 0;
+      status s = l->commit(t);
+      INFO(id << " round " << round << " on " << l->id << ": " << s.to_string());
+      REQUIRE(s.is_ok());
+      acked[id] += 2;
+    }
+  };
+  write_round(0);
+  write_round(1);
+
+  // n1 fails: every partition it led is led by another node within the lease's ttl and a few rounds.
+  std::vector<uint32_t> moved;
+  for (uint32_t p = 0; p < partitions; ++p)
+    if (n1->leads(p)) moved.push_back(p);
+  REQUIRE_FALSE(moved.empty());
+  auto failed_at = std::chrono::steady_clock::now();
+  n1->fail();
+  std::vector<node*> survivors{n2.get(), n3.get()};
+  settled = skein::test::eventually([&] { return converged(survivors); }, 20s);
+  INFO(views_of(survivors));
+  REQUIRE(settled);
+  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - failed_at);
+  WARN("failover of " << moved.size() << " partitions: " << took.count() << " ms (lease ttl " << ttl.count() << " ms)");
+  // Every acknowledged write is on the new leaders' disks.
+  for (const auto& [id, seq] : acked) {
+    node* l = leader_of(survivors, n2->rep->partition_of(id));
+    manifest m;
+    REQUIRE(l->log->read_manifest(id, &m).is_ok());
+    CHECK(m.last_seq == seq);
+  }
+  nodes = survivors;
+  write_round(2);
+  CHECK(n2->mgr->counters().took + n3->mgr->counters().took >= partitions);
+
+  // n1 comes back on its disk: it catches up, placement hands its partitions
+  // back (the others release them), and every replica ends with the same rows.
+  n1.reset();
+  n1 = std::make_unique<node>(nats, "n1", d1);
+  nodes = {n1.get(), n2.get(), n3.get()};
+  settled = skein::test::eventually([&] { return converged(nodes); }, 20s);
+  INFO(views_of(nodes));
+  REQUIRE(settled);
+  for (uint32_t p : moved) CHECK(n1->leads(p));
+  write_round(3);
+  // The followers apply the last writes; then all three disks agree.
+  REQUIRE(skein::test::eventually(
+      [&] {
+        for (uint32_t p = 0; p < partitions; ++p) {
+          uint64_t want = 0;
+          REQUIRE(leader_of(nodes, p)->log->replicated_seq(p, &want).is_ok());
+          for (node* n : nodes) {
+            uint64_t have = 0;
+            REQUIRE(n->log->replicated_seq(p, &have).is_ok());
+            if (have != want) return false;
+          }
+        }
+        return true;
+      },
+      20s));
+  for (const auto& [id, seq] : acked) {
+    INFO("thread " << id);
+    std::vector<log_row> first;
+    REQUIRE(n1->log->thread_rows(id, &first).is_ok());
+    for (node* n : {n2.get(), n3.get()}) {
+      std::vector<log_row> rows;
+      REQUIRE(n->log->thread_rows(id, &rows).is_ok());
+      REQUIRE(rows.size() == first.size());
+      for (size_t i = 0; i < rows.size(); ++i) CHECK(rows[i].value == first[i].value);
+    }
+    manifest m;
+    REQUIRE(n1->log->read_manifest(id, &m).is_ok());
+    CHECK(m.last_seq == seq);
+  }
+  CHECK(n2->mgr->counters().released + n3->mgr->counters().released >= moved.size());
+}
