@@ -133,7 +133,15 @@ class watcher : public subscription {
       kvEntry* e = nullptr;
       natsStatus s = kvWatcher_Next(&e, w_, 250);
       if (s == NATS_TIMEOUT) continue;
-      if (s != NATS_OK) break;  // stopped
+      if (s == NATS_INVALID_SUBSCRIPTION || s == NATS_CONNECTION_CLOSED || stop_.load()) break;  // stopped
+      if (s != NATS_OK) {
+        // A hiccup the client recovers from (a slow consumer, a missed
+        // heartbeat that resets the ordered consumer): the watch goes on. A
+        // watcher that ended here would leave its owner blind for good
+        // (membership, leases), and tell no one.
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        continue;
+      }
       if (e == nullptr) continue;  // the end of the initial values
       kv_entry out;
       out.key = kvEntry_Key(e);

@@ -11,24 +11,10 @@
 using namespace skein;
 using namespace skein::test;
 
-namespace {
-
-schedule hourly(const std::string& id) {
-  schedule s;
-  s.id = id;
-  s.agent_id = "a";
-  s.kind = schedule_kind::cron;
-  s.cron = "0 * * * *";
-  s.input_text = "x";
-  return s;
-}
-
-}  // namespace
-
 TEST_CASE("schedule rows ride a thread's tick, all or nothing", "[scheduler]") {
   temp_dir dir;
   auto log = open_log(dir.str());
-  schedule s = hourly("s1");
+  schedule s = hourly_schedule("s1");
   s.history_seq = 1;
   s.fire_count = 1;
   schedule_firing f;
@@ -65,7 +51,7 @@ TEST_CASE("schedule rows alone, their erasure and their key shapes", "[scheduler
   temp_dir dir;
   auto log = open_log(dir.str());
   tick t;  // no thread: the rows alone
-  REQUIRE(schedule_rows_of(hourly("s2"), nullptr, &t.side_rows).is_ok());
+  REQUIRE(schedule_rows_of(hourly_schedule("s2"), nullptr, &t.side_rows).is_ok());
   REQUIRE(log->commit(t).is_ok());
   std::vector<schedule> all;
   std::string next;

@@ -149,8 +149,10 @@ TEST_CASE("jetstream: a bucket's keys change only at the revision their writer r
   CHECK(js->kv_get("nobucket", "p.7", &e).code() == errc::not_found);
 
   // The watcher saw each change, in revision order, the delete as a marker.
-  REQUIRE(seen.wait_for(5));
+  bool all = seen.wait_for(5);
   auto items = seen.snapshot();
+  for (const auto& i : items) UNSCOPED_INFO("saw " << i.key << " rev " << i.revision << (i.deleted ? " deleted" : " ") << i.value);
+  REQUIRE(all);
   REQUIRE(items.size() == 5);
   CHECK(items[0].revision == r1);
   CHECK(items[1].value == "n1:1 renewed");

@@ -10,6 +10,7 @@
 #include "runtime/replication/journal_replicator.hpp"
 #include "tests/support/log_fixtures.hpp"
 #include "tests/support/nats_cluster.hpp"
+#include "tests/support/sealers.hpp"
 
 using namespace skein;
 using namespace skein::replication;
@@ -21,14 +22,6 @@ using skein::test::thread_keys;
 namespace {
 
 constexpr uint32_t partitions = 4;
-
-message_sealer test_sealer() {
-  std::array<uint8_t, key_bytes> bytes{};
-  bytes.fill(7);
-  message_sealer s;
-  REQUIRE(message_sealer::make(master_key{bytes}, &s).is_ok());
-  return s;
-}
 
 // A node: its log, opened with a replicator of its own.
 struct node {
@@ -67,7 +60,7 @@ void check_same_thread(event_log& a, event_log& b, const std::string& id) {
 struct setup {
   nats_cluster nats{1};
   std::unique_ptr<jetstream> js = nats.connect(500ms);
-  message_sealer sealer = test_sealer();
+  message_sealer sealer = skein::test::sealer_for(7);
 
   setup() { REQUIRE(js->ensure_stream({"skein", {"skein.log.>"}, 1}).is_ok()); }
 };

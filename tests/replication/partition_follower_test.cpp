@@ -10,6 +10,7 @@
 #include "tests/support/eventually.hpp"
 #include "tests/support/log_fixtures.hpp"
 #include "tests/support/nats_cluster.hpp"
+#include "tests/support/sealers.hpp"
 
 using namespace skein;
 using namespace skein::replication;
@@ -17,14 +18,6 @@ using namespace std::chrono_literals;
 using skein::test::nats_cluster;
 
 namespace {
-
-message_sealer test_sealer() {
-  std::array<uint8_t, key_bytes> bytes{};
-  bytes.fill(3);
-  message_sealer s;
-  REQUIRE(message_sealer::make(master_key{bytes}, &s).is_ok());
-  return s;
-}
 
 // One message's bytes: the rows, encoded and sealed for `subject`.
 std::string message_of(const message_sealer& sealer, const std::string& subject, const std::vector<replicated_row>& rows) {
@@ -58,7 +51,7 @@ bool applied_within(const partition_follower& f, uint64_t seq, std::chrono::mill
 struct setup {
   nats_cluster nats{1};
   std::unique_ptr<jetstream> js = nats.connect();
-  message_sealer sealer = test_sealer();
+  message_sealer sealer = skein::test::sealer_for(3);
   skein::test::temp_dir leader_dir, follower_dir;
   std::unique_ptr<event_log> leader_log = skein::test::open_log(leader_dir.str());
   std::unique_ptr<event_log> follower_log = skein::test::open_log(follower_dir.str());

@@ -55,11 +55,7 @@ struct node {
     status s = member_registry::start(*js, ro, [](const std::vector<member>&) {}, &reg);
     INFO(s.to_string());
     REQUIRE(s.is_ok());
-    partition_options po;
-    po.node_id = id;
-    po.partitions = partitions;
-    po.replicas = 3;
-    po.lease_ttl = ttl;
+    partition_options po{.node_id = id, .partitions = partitions, .replicas = 3, .lease_ttl = ttl};
     partition_hooks hooks;
     hooks.on_writer = [this](std::function<status(event_log&)> fn) {
       std::lock_guard<std::mutex> lock{writer};

@@ -11,21 +11,15 @@
 #include "persistence/sealed_message.hpp"
 #include "tests/support/eventually.hpp"
 #include "tests/support/nats_cluster.hpp"
+#include "tests/support/sealers.hpp"
 
 using namespace skein;
 using namespace skein::replication;
 using namespace std::chrono_literals;
 using skein::test::nats_cluster;
+using skein::test::sealer_for;
 
 namespace {
-
-message_sealer sealer_for(uint8_t fill) {
-  std::array<uint8_t, key_bytes> bytes{};
-  bytes.fill(fill);
-  message_sealer s;
-  REQUIRE(message_sealer::make(master_key{bytes}, &s).is_ok());
-  return s;
-}
 
 // Whether any file under `dir` holds `needle`.
 bool store_holds(const std::filesystem::path& dir, const std::string& needle) {

@@ -55,6 +55,17 @@ inline tick make_tick(const std::string& thread, uint64_t first, size_t count,
   return t;
 }
 
+// An hourly cron schedule of `agent` with input "x".
+inline schedule hourly_schedule(const std::string& id, const std::string& agent = "a") {
+  schedule s;
+  s.id = id;
+  s.agent_id = agent;
+  s.kind = schedule_kind::cron;
+  s.cron = "0 * * * *";
+  s.input_text = "x";
+  return s;
+}
+
 // How many keys `log` holds for `thread` (0 once it is erased); the test stops
 // if they cannot be counted.
 inline size_t thread_keys(event_log& log, const std::string& thread) {
