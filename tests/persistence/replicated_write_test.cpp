@@ -28,16 +28,17 @@ class recorded_log : public log_replicator {
   }
   status replicate(std::vector<replicated_part>& parts) override {
     ++calls;
-    if (!answer.is_ok()) return answer;
-    for (auto& part : parts) {
-      part.seq = parts_of[part.partition].size() + 1;
-      parts_of[part.partition].push_back(part);
+    for (size_t i = 0; i < parts.size(); ++i) {
+      if (!answer.is_ok() && i >= stored_before_answer) return answer;
+      parts[i].seq = parts_of[parts[i].partition].size() + 1;
+      parts_of[parts[i].partition].push_back(parts[i]);
     }
-    return status::ok();
+    return answer;
   }
 
   std::map<uint32_t, std::vector<replicated_part>> parts_of;
   status answer = status::ok();
+  size_t stored_before_answer = 0;  // parts a refused write stores before it is refused
   size_t calls = 0;
 };
 
@@ -141,13 +142,17 @@ TEST_CASE("replicated write: a follower applying a leader's parts holds exactly 
   CHECK(rec->calls == calls);
 }
 
-TEST_CASE("replicated write: a refused replication writes nothing, an uncertain one holds its partitions") {
+TEST_CASE("replicated write: a refused replication writes nothing here, an uncertain one holds its partitions") {
   temp_dir dir;
   auto rec = std::make_shared<recorded_log>();
   auto leader = open_leader(dir.str(), rec);
   tick first = make_tick("t1", 1, 2);
   REQUIRE(leader->commit(first).is_ok());
 
+  // A thread of another partition than t1's.
+  std::string other;
+  for (char c = 'a'; other.empty(); ++c)
+    if (rec->partition_of(std::string("u") + c) != rec->partition_of("t1")) other = std::string("u") + c;
   // t1's third event, refused with `answer`: nothing of it is written here.
   auto refused = [&](status answer) {
     rec->answer = std::move(answer);
@@ -176,28 +181,32 @@ TEST_CASE("replicated write: a refused replication writes nothing, an uncertain 
     CHECK(s.message().find("partition " + std::to_string(p)) != std::string::npos);
     CHECK(rec->calls == calls);  // refused before any publish
     // A thread of another partition is written.
-    std::string other;
-    for (char c = 'a'; other.empty(); ++c)
-      if (rec->partition_of(std::string("u") + c) != p) other = std::string("u") + c;
     tick elsewhere = make_tick(other, 1, 1);
     REQUIRE(leader->commit(elsewhere).is_ok());
     leader->resume_partition(p);
     tick resumed = make_tick("t1", 3, 1);
     REQUIRE(leader->commit(resumed).is_ok());
   }
+  SECTION("a write refused after one of its partitions stored its part holds that partition alone") {
+    tick a = make_tick("t1", 3, 1), b = make_tick(other, 1, 1);
+    tick* group[] = {&a, &b};
+    status results[2];
+    rec->answer = status::conflict("the second partition is led elsewhere");
+    rec->stored_before_answer = 1;
+    leader->commit_group(group, results);
+    CHECK(results[0].code() == errc::conflict);
+    CHECK(results[1].code() == errc::conflict);
+    CHECK(leader->unsettled_partitions() == std::vector<uint32_t>{rec->partition_of("t1")});
+    CHECK(thread_keys(*leader, other) == 0);
+  }
+  SECTION("a row of no thread or schedule is refused, not written unreplicated") {
+    // The static cluster's claim handoff names no thread of its own.
+    std::vector<log_row> claims{{3, "c/task/x", "t1"}};
+    status s = leader->put_claims(claims);
+    CHECK(s.code() == errc::invalid_input);
+    CHECK(s.message().find("no thread or schedule") != std::string::npos);
+    std::string holder;
+    CHECK(leader->find_claim("task", "x", &holder).code() == errc::not_found);
+  }
 }
 
-TEST_CASE("replicated write: a row of no thread or schedule is refused, not written unreplicated") {
-  temp_dir dir;
-  auto rec = std::make_shared<recorded_log>();
-  auto leader = open_leader(dir.str(), rec);
-  tick first = make_tick("t1", 1, 1);
-  REQUIRE(leader->commit(first).is_ok());
-  // The static cluster's claim handoff names no thread of its own.
-  std::vector<log_row> claims{{3, "c/task/x", "t1"}};
-  status s = leader->put_claims(claims);
-  CHECK(s.code() == errc::invalid_input);
-  CHECK(s.message().find("no thread or schedule") != std::string::npos);
-  std::string holder;
-  CHECK(leader->find_claim("task", "x", &holder).code() == errc::not_found);
-}

@@ -304,3 +304,32 @@ TEST_CASE("http server: a stream client's stray bytes are dropped, and past 64 K
   CHECK(got.find("data: hello") == std::string::npos);  // cut off before its frame
   CHECK(steady::now() - start < 1500ms);
 }
+
+// A stream a handler keeps (a subscription's sink in an actor) may outlive the
+// server: the session it holds is then the server's last owner, and must be
+// torn down with the server's I/O services still there (ASan and UBSan catch
+// the order; the suite runs under them in CI).
+TEST_CASE("http server: a stream kept by its handler may outlive the server") {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::shared_ptr<http::event_stream> kept;
+  {
+    http::service svc;
+    svc.on_request = [&](http::request&, std::shared_ptr<http::exchange> ex) {
+      auto s = ex->stream({});
+      std::lock_guard<std::mutex> lock{mu};
+      kept = std::move(s);
+      cv.notify_all();
+    };
+    std::unique_ptr<http::server> srv;
+    REQUIRE(http::server::start("127.0.0.1", 0, {}, svc, 2, &srv).is_ok());
+    conn c{srv->port()};
+    REQUIRE(c.send(stream_request));
+    std::unique_lock<std::mutex> lock{mu};
+    REQUIRE(cv.wait_for(lock, 10s, [&] { return kept != nullptr; }));
+    lock.unlock();
+    srv->stop();
+  }  // the server object is gone; its session lives on in `kept`
+  CHECK_FALSE(kept->send("data: late\n\n"));  // nobody to send to
+  kept.reset();
+}

@@ -121,7 +121,7 @@ class session_exchange : public exchange {
 class session : public std::enable_shared_from_this<session> {
  public:
   session(tcp::socket socket, std::shared_ptr<server::impl> srv)
-      : stream_(std::move(socket)), server_(std::move(srv)) {}
+      : server_(std::move(srv)), stream_(std::move(socket)) {}
 
   // Called by the server's sweeper (any thread): closes the connection, on its
   // strand, once its deadline has passed.
@@ -617,11 +617,14 @@ class session : public std::enable_shared_from_this<session> {
   static constexpr std::chrono::seconds write_timeout{30};  // a response, from its first byte to its last
   static constexpr int64_t no_deadline_ns = std::numeric_limits<int64_t>::max();
 
+  // First, so destroyed last: the socket and timers below use its io_context's
+  // services, and a session a handler keeps (a stream) may be the server's
+  // last owner.
+  std::shared_ptr<server::impl> server_;
   tcp::socket stream_;  // on the session's strand
   std::atomic<int64_t> deadline_ns_{no_deadline_ns};  // steady clock; the sweeper closes the connection past it
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
-  std::shared_ptr<server::impl> server_;
   std::optional<net::steady_timer> keepalive_;
   request req_;                   // the request being read
   bool keep_alive_ = false;
