@@ -19,12 +19,14 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "runtime/replication/jetstream.hpp"
+#include "tests/support/eventually.hpp"
 #include "tests/support/free_port.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -97,7 +99,14 @@ class nats_cluster {
     ::waitpid(s.pid, &st, 0);
     s.pid = -1;
   }
-  void pause(int i) { ::kill(servers_[static_cast<size_t>(i)].pid, SIGSTOP); }
+  // Stops server i (SIGSTOP) and returns once it is stopped: the signal is
+  // only queued by kill(), and a server still running would answer the next
+  // request.
+  void pause(int i) {
+    const pid_t pid = servers_[static_cast<size_t>(i)].pid;
+    ::kill(pid, SIGSTOP);
+    REQUIRE(eventually([&] { return process_state(pid) == 'T'; }, std::chrono::seconds(10)));
+  }
   void resume(int i) { ::kill(servers_[static_cast<size_t>(i)].pid, SIGCONT); }
 
   // Starts a killed server again on its ports and store.
@@ -150,6 +159,14 @@ class nats_cluster {
     uint16_t client, route;
     pid_t pid;
   };
+
+  // A process's state letter in /proc (R, S, T, ...); '?' if unreadable.
+  static char process_state(pid_t pid) {
+    std::ifstream in{"/proc/" + std::to_string(pid) + "/stat"};
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto close = stat.rfind(')');  // the name, in parentheses, may hold spaces
+    return close == std::string::npos || close + 2 >= stat.size() ? '?' : stat[close + 2];
+  }
 
   std::filesystem::path store(int i) const { return dir_.path() / ("s" + std::to_string(i)); }
   std::filesystem::path config(int i) const { return dir_.path() / ("s" + std::to_string(i) + ".conf"); }
