@@ -22,8 +22,12 @@ status journal_replicator::lead(uint32_t partition, uint64_t epoch) {
     return status::invalid_input("partition " + std::to_string(partition) + " of " +
                                  std::to_string(options_.partitions));
   // The writer's id is unique in the stream (its message ids are, and the
-  // stream's duplicate window spans every subject): node, partition, epoch.
-  std::string writer = options_.node_id + ".p" + std::to_string(partition) + "." + std::to_string(epoch);
+  // stream's duplicate window spans every subject, so a repeated id would be
+  // answered as stored): node, partition, epoch, and the how-manieth writer
+  // of this replicator it is (a node may lead again at the same epoch; a
+  // restarted one takes a new epoch, lease.hpp).
+  std::string writer = options_.node_id + ".p" + std::to_string(partition) + "." + std::to_string(epoch) + "." +
+                       std::to_string(generation_.fetch_add(1) + 1);
   auto w = std::make_shared<partition_writer>(js_, options_.stream, subject_of(partition), std::move(writer),
                                               options_.retry_for);
   SKEIN_TRY(w->open());

@@ -18,6 +18,7 @@
 // and steps down.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -38,7 +39,7 @@ struct journal_replication {
   std::string subject_prefix = "skein.log";  // a partition's subject: <prefix>.<namespace>.<partition>
   std::string ns = "default";      // the log's namespace (its partitions' hash and subjects)
   uint32_t partitions = 64;
-  std::string node_id;             // names the node's writers: <node>.p<partition>.<epoch>
+  std::string node_id;             // names the node's writers: <node>.p<partition>.<epoch>.<n>
   std::chrono::milliseconds retry_for{5000};  // an append's resends before it is unavailable
 };
 
@@ -62,6 +63,7 @@ class journal_replicator : public log_replicator {
   jetstream& js_;
   const journal_replication options_;
   const message_sealer* sealer_;
+  std::atomic<uint64_t> generation_{0};  // writers opened
   mutable std::mutex mu_;  // guards writers_
   std::map<uint32_t, std::shared_ptr<partition_writer>> writers_;
 };

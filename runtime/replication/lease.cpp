@@ -43,7 +43,22 @@ status lease_keeper::try_take(uint32_t partition, clock::time_point now, lease* 
   // that the new writer's message ids are never the old one's.
   const bool mine_before = current.holder == node_ && !taken_.count(partition);
   bool lapsed = current.holder.empty() || now - sight.since >= ttl_ || mine_before;
-  if (!lapsed || (current.holder == node_ && !mine_before)) return status::ok();
+  if (current.holder == node_ && !mine_before) {
+    // Read as this node's: confirmed by a write at the revision read, never
+    // by the read alone (a lagging replica may answer a read with a lease
+    // long since taken by another).
+    lease mine = current;
+    s = js_.kv_update(bucket_, k, encode(mine), e.revision, &mine.revision);
+    if (s.code() == errc::conflict) {
+      *out = lease{};  // not this node's after all; who holds it is read next time
+      return status::ok();
+    }
+    SKEIN_TRY(s);
+    *out = mine;
+    sight = {mine.revision, now};
+    return status::ok();
+  }
+  if (!lapsed) return status::ok();
   lease mine{node_, current.epoch + 1, 0};
   s = js_.kv_update(bucket_, k, encode(mine), e.revision, &mine.revision);
   if (s.code() == errc::conflict) return status::ok();  // renewed or taken meanwhile

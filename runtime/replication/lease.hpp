@@ -46,7 +46,8 @@ class lease_keeper {
   // whether it is this node's. `conflict` is not an error here: another node
   // took it first (then *out is the current lease as read next time). A
   // lease naming this node that this keeper never took (the node restarted)
-  // is taken again at the next epoch.
+  // is taken again at the next epoch; one it took is confirmed by a write
+  // (a read may be a lagging replica's), else reported as not held.
   status try_take(uint32_t partition, clock::time_point now, lease* out);
 
   // Renews this node's lease: `conflict` when it was taken meanwhile (deposed).

@@ -16,14 +16,15 @@ struct member_registry::impl {
   std::unique_ptr<subscription> watch;
   std::thread renewer;
 
-  mutable std::mutex mu;  // guards view, last_ids, stopping
+  mutable std::mutex mu;  // guards view, last_ids, value, stopping
   std::condition_variable wake;
   std::vector<std::string> last_ids;
+  std::string value;  // what this node registers (opts.value, then set_value())
   bool stopping = false;
   std::mutex notify_mu;  // one on_change at a time, outside mu
 
   impl(jetstream& j, registry_options o, on_change_fn fn)
-      : js(j), opts(std::move(o)), on_change(std::move(fn)), view(opts.member_ttl) {}
+      : js(j), opts(std::move(o)), on_change(std::move(fn)), view(opts.member_ttl), value(opts.value) {}
 
   // Calls on_change if the live set differs from the last one reported.
   void report(membership_view::clock::time_point now) {
@@ -64,7 +65,12 @@ struct member_registry::impl {
       if (now >= next_renewal) {
         // A failed renewal is tried again at the next period; peers judge by
         // member_ttl, which spans three periods.
-        js.kv_put(opts.bucket, opts.node_id, opts.value, nullptr).ignore();
+        std::string v;
+        {
+          std::lock_guard<std::mutex> lock{mu};
+          v = value;
+        }
+        js.kv_put(opts.bucket, opts.node_id, v, nullptr).ignore();
         next_renewal = now + period;
       }
       report(clock::now());
@@ -87,6 +93,14 @@ status member_registry::start(jetstream& js, registry_options opts, on_change_fn
   p->renewer = std::thread([raw = p.get()] { raw->run(); });
   out->reset(new member_registry(std::move(p)));
   return status::ok();
+}
+
+status member_registry::set_value(std::string value) {
+  {
+    std::lock_guard<std::mutex> lock{impl_->mu};
+    impl_->value = value;
+  }
+  return impl_->js.kv_put(impl_->opts.bucket, impl_->opts.node_id, value, nullptr);
 }
 
 member_registry::~member_registry() { stop(true); }

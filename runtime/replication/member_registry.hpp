@@ -48,6 +48,9 @@ class member_registry {
   void stop(bool leave);
 
   std::vector<member> alive() const;
+  // Registers `value` instead, now and at every renewal after (a node that
+  // starts draining says so). Fails when this put does; renewals keep it.
+  status set_value(std::string value);
 
   struct impl;
 

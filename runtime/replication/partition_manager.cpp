@@ -25,16 +25,23 @@ struct partition_manager::impl {
   // What the rounds keep of one partition (the rounds' thread only).
   struct slot {
     lease held;  // this node's lease while it leads
+    lease_keeper::clock::time_point renewed;  // when its last renewal (or take) that succeeded began
     bool leading = false;
     std::unique_ptr<partition_follower> follower;
+    uint64_t follow_seen = 0;                        // its applied sequence when last looked at
+    lease_keeper::clock::time_point follow_since;    // since when it has not moved
   };
 
   void run();
   void round();
   void step(uint32_t p, const std::vector<std::string>& alive);
-  // Makes this node the partition's server once it holds `l`; false if a step failed.
-  bool establish(uint32_t p, const lease& l);
+  // Makes this node the partition's server once it holds `l` (read or taken
+  // from `taken` on); false if a step failed.
+  bool establish(uint32_t p, const lease& l, lease_keeper::clock::time_point taken);
   void step_down(uint32_t p, bool release);
+  // Whether the partition's follower has stood still, behind the subject's
+  // end, for the longer of lease_ttl and 2 s (then it is started again).
+  bool stalled(uint32_t p);
   void fail(uint32_t p, const status& s);
   void publish_view(uint32_t p, const std::vector<std::string>& replicas);
 
@@ -145,8 +152,9 @@ void partition_manager::impl::run() {
 }
 
 void partition_manager::impl::round() {
-  std::vector<std::string> alive;
-  for (const auto& m : members.alive()) alive.push_back(m.id);
+  std::vector<std::string> alive;  // the members placement places partitions on
+  for (const auto& m : members.alive())
+    if (!hooks.draining || !hooks.draining(m)) alive.push_back(m.id);
   for (uint32_t p = 0; p < options.partitions; ++p) {
     {
       std::lock_guard<std::mutex> lock{mu};
@@ -165,14 +173,20 @@ void partition_manager::impl::step(uint32_t p, const std::vector<std::string>& a
   slot& s = slots[p];
 
   if (s.leading) {
+    const auto began = lease_keeper::clock::now();
     status renewed = keeper.renew(p, &s.held);
-    if (renewed.code() == errc::conflict || !rep.leads(p)) {
-      // Deposed: the lease was taken, or the writer was fenced off by another's append.
+    if (renewed) s.renewed = began;
+    // Deposed: the lease was taken, or the writer was fenced off by another's
+    // append, or no renewal got through for a lease's ttl (another may hold
+    // it by now: this node stops serving before its writes are fenced off).
+    if (renewed.code() == errc::conflict || !rep.leads(p) ||
+        (!renewed && lease_keeper::clock::now() - s.renewed >= options.lease_ttl)) {
+      if (!renewed) fail(p, renewed);
       step_down(p, false);
       std::lock_guard<std::mutex> lock{mu};
       ++counts.deposed;
     } else if (!renewed) {
-      fail(p, renewed);  // still the writer until fenced; renewed again next round
+      fail(p, renewed);  // still the writer until its ttl runs out or it is fenced; renewed next round
     } else if (!should_lead) {
       step_down(p, true);
       std::lock_guard<std::mutex> lock{mu};
@@ -184,14 +198,16 @@ void partition_manager::impl::step(uint32_t p, const std::vector<std::string>& a
     const auto now = lease_keeper::clock::now();
     if (status t = keeper.try_take(p, now, &l); !t) {
       fail(p, t);
-    } else if (keeper.holds(l) && establish(p, l)) {
+    } else if (keeper.holds(l) && establish(p, l, now)) {
       std::lock_guard<std::mutex> lock{mu};
       ++counts.took;
     }
   }
+  if (!s.leading && replica && s.follower && !s.follower->stopped() && stalled(p)) s.follower.reset();
   if (!s.leading && replica && (!s.follower || s.follower->stopped())) {
     if (s.follower && s.follower->stopped()) fail(p, s.follower->error());
     s.follower.reset();
+    s.follow_since = lease_keeper::clock::now();
     std::unique_ptr<partition_follower> f;
     if (status st = partition_follower::start(js, log, sealer, options.stream, rep.subject_of(p), p, &f); !st)
       fail(p, st);
@@ -202,7 +218,32 @@ void partition_manager::impl::step(uint32_t p, const std::vector<std::string>& a
   publish_view(p, replicas);
 }
 
-bool partition_manager::impl::establish(uint32_t p, const lease& l) {
+bool partition_manager::impl::stalled(uint32_t p) {
+  slot& s = slots[p];
+  const auto now = lease_keeper::clock::now();
+  const uint64_t applied = s.follower->applied();
+  if (applied != s.follow_seen) {
+    s.follow_seen = applied;
+    s.follow_since = now;
+    return false;
+  }
+  if (now - s.follow_since < std::max<std::chrono::milliseconds>(options.lease_ttl, std::chrono::seconds(2)))
+    return false;
+  // Still for a while: behind the subject's end, it is stuck (its consumer
+  // lost in a server's restart or a stream leader's change, say).
+  s.follow_since = now;
+  stream_message last;
+  if (status st = js.last_on_subject(options.stream, rep.subject_of(p), &last); !st) {
+    if (st.code() != errc::not_found) fail(p, st);
+    return false;
+  }
+  if (last.seq <= applied) return false;
+  std::lock_guard<std::mutex> lock{mu};
+  ++counts.restarts;
+  return true;
+}
+
+bool partition_manager::impl::establish(uint32_t p, const lease& l, lease_keeper::clock::time_point taken) {
   slot& s = slots[p];
   s.follower.reset();  // the catch-up applies from here on
   // The writer first, at the subject's end; then everything up to the end as
@@ -220,6 +261,7 @@ bool partition_manager::impl::establish(uint32_t p, const lease& l) {
     return false;
   }
   s.held = l;
+  s.renewed = taken;
   s.leading = true;
   if (hooks.led) hooks.led(p);
   return true;
@@ -229,6 +271,11 @@ void partition_manager::impl::step_down(uint32_t p, bool release) {
   slot& s = slots[p];
   rep.step_down(p);
   s.leading = false;
+  {
+    // Seen as not leading before the lease is free for another to take.
+    std::lock_guard<std::mutex> lock{mu};
+    views[p].leading = false;
+  }
   if (hooks.lost) hooks.lost(p);
   if (release) {
     if (status r = keeper.release(p, s.held); !r) fail(p, r);

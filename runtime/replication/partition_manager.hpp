@@ -8,12 +8,15 @@
 //   partition's writer (journal_replicator::lead), applies anything another
 //   writer appended meanwhile, and then calls `led`: from there the node
 //   serves the partition. It renews the lease each round; a renewal refused
-//   (the lease was taken: this node was deposed) or a writer fenced off
+//   (the lease was taken: this node was deposed), a writer fenced off, or no
+//   renewal through for lease_ttl (cut off: another may hold it by now)
 //   steps it down (`lost`) and it follows again;
-// - another replica: it follows the subject (partition_follower.hpp);
+// - another replica: it follows the subject (partition_follower.hpp), and
+//   starts the follower again when it has stood still behind the subject's
+//   end for a while (its consumer lost in a server's restart);
 // - a leader that placement no longer names (a member joined, or this node is
-//   draining) steps down and releases the lease, so the new leader takes it
-//   without waiting for it to lapse.
+//   draining: partition_hooks::draining) steps down and releases the lease,
+//   so the new leader takes it without waiting for it to lapse.
 // A partition whose leader failed is unavailable from then until its next
 // leader serves: at most lease_ttl after the last renewal this node saw, plus
 // a round and the catch-up.
@@ -52,6 +55,10 @@ struct partition_hooks {
   std::function<status(std::function<status(event_log&)>)> on_writer;
   std::function<void(uint32_t)> led;   // this node now serves the partition
   std::function<void(uint32_t)> lost;  // it no longer does
+  // Whether a live member is draining (by what it registered): placement
+  // leaves it out, so it leads and follows nothing and its partitions move
+  // to the others, its leases released. Null: none is.
+  std::function<bool(const member&)> draining;
 };
 
 // One partition as this node sees it.
@@ -70,6 +77,7 @@ struct partition_counters {
   uint64_t took = 0;       // leases taken (failovers and first takes)
   uint64_t deposed = 0;    // renewals refused or writers fenced off
   uint64_t released = 0;   // leases given up to a new placement
+  uint64_t restarts = 0;   // followers started again, found stuck behind their subject
   uint64_t errors = 0;     // rounds' steps that failed (retried next round)
 };
 

@@ -47,7 +47,16 @@ status partition_writer::append(std::string_view batch, uint64_t* seq) {
   const auto deadline = std::chrono::steady_clock::now() + retry_for_;
   for (bool resent = false;; resent = true) {
     uint64_t stored = 0;
-    status s = js_.publish(subject_, batch, last_, id, &stored, nullptr);
+    bool duplicate = false;
+    status s = js_.publish(subject_, batch, last_, id, &stored, &duplicate);
+    if (s && stored <= last_) {
+      // Answered as an older message: its id was used before (ids must never
+      // repeat, partition_writer.hpp). Nothing new is stored; refuse, for good.
+      deposed_ = true;
+      return status::conflict("partition " + subject_ + ": message id " + id + " answered as stored at seq " +
+                              std::to_string(stored) + (duplicate ? " (a duplicate)" : "") + ", not after " +
+                              std::to_string(last_));
+    }
     if (s) {
       last_ = stored;
       if (seq != nullptr) *seq = stored;

@@ -184,3 +184,25 @@ TEST_CASE("journal replicator: with the server gone a write is unavailable, stor
   REQUIRE(follower.catch_up(*env.js, env.sealer, p).is_ok());
   check_same_thread(*leader.log, *follower.log, "t1");
 }
+
+TEST_CASE("journal replicator: a partition led again at the same epoch appends new messages, never duplicates") {
+  if (nats_cluster::binary().empty()) return;
+  setup env;
+  node n{*env.js, "n1", env.sealer};
+  const uint32_t p = n.rep->partition_of("t1");
+  REQUIRE(n.rep->lead(p, 1).is_ok());
+  tick first = make_tick("t1", 1, 1);
+  REQUIRE(n.log->commit(first).is_ok());
+  // Stepped down (its writer fenced off, say) and leading again under the
+  // same lease: a new writer, whose message ids are not the first one's.
+  n.rep->step_down(p);
+  REQUIRE(n.rep->lead(p, 1).is_ok());
+  tick second = make_tick("t1", 2, 1);
+  REQUIRE(n.log->commit(second).is_ok());
+  stream_message last;
+  REQUIRE(env.js->last_on_subject("skein", n.rep->subject_of(p), &last).is_ok());
+  uint64_t seq = 0;
+  REQUIRE(n.log->replicated_seq(p, &seq).is_ok());
+  CHECK(seq == last.seq);
+  CHECK(last.seq == 2);  // stored, not answered as the first one's duplicate
+}

@@ -116,9 +116,31 @@ TEST_CASE("lease: a restarted node takes its former incarnation's lease at once,
   REQUIRE(after.try_take(3, t0, &b).is_ok());  // no lapse waited for
   REQUIRE(after.holds(b));
   CHECK(b.epoch == a.epoch + 1);  // a new writer id: never the former one's message ids
-  REQUIRE(after.try_take(3, t0 + 1s, &c).is_ok());  // its own now: kept as it is
+  REQUIRE(after.try_take(3, t0 + 1s, &c).is_ok());  // its own now: kept, confirmed by a write
+  REQUIRE(after.holds(c));
   CHECK(c.epoch == b.epoch);
-  CHECK(c.revision == b.revision);
+  CHECK(c.revision > b.revision);
   REQUIRE(other.try_take(3, t0 + 1s, &c).is_ok());
   CHECK_FALSE(other.holds(c));
+}
+
+TEST_CASE("lease: a lease read as this node's is held only once a write confirms it") {
+  if (nats_cluster::binary().empty()) return;
+  nats_cluster nats{1};
+  auto js = nats.connect();
+  REQUIRE(js->ensure_bucket({"leases", 1, 1}).is_ok());
+  using clock = lease_keeper::clock;
+  const auto t0 = clock::time_point{} + 1000s;
+  lease_keeper n1{*js, "leases", "n1", 3000ms};
+  lease a;
+  REQUIRE(n1.try_take(5, t0, &a).is_ok());
+  REQUIRE(n1.holds(a));
+  // The key changes under n1 while still naming it (what n1 read was stale by
+  // the time it wrote): its confirmation at the revision it read is refused.
+  uint64_t rev = 0;
+  REQUIRE(js->kv_put("leases", lease_keeper::key(5), lease_keeper::encode({"n2", a.epoch + 1, 0}), &rev).is_ok());
+  lease seen;
+  REQUIRE(n1.try_take(5, t0 + 1s, &seen).is_ok());
+  CHECK_FALSE(n1.holds(seen));
+  CHECK(seen.holder == "n2");
 }
