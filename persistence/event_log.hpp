@@ -195,6 +195,8 @@ class event_log {
   void resume_partition(uint32_t partition);
   // The partitions refused so, in order.
   std::vector<uint32_t> unsettled_partitions() const { return {unsettled_.begin(), unsettled_.end()}; }
+  // How many there are; any thread (the partition manager looks before it asks the writer).
+  size_t unsettled_count() const { return unsettled_count_.load(std::memory_order_acquire); }
   // A cluster node's own rows in the meta family, under "node/" (its
   // membership, its handoff marks). Keys outside "node/" are refused. The
   // write is durable in the log's mode; any thread may call these.
@@ -403,6 +405,7 @@ class event_log {
   // Partitions an append to which may or may not have been stored (writer-only):
   // their writes are refused until resume_partition().
   std::set<uint32_t> unsettled_;
+  std::atomic<size_t> unsettled_count_{0};  // its size, for any thread
 
   // Quotas: limits any thread sets; counts the writer keeps and any thread reads.
   std::atomic<uint64_t> threads_max_{0}, events_per_day_max_{0}, storage_bytes_max_{0};

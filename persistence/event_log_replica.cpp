@@ -179,6 +179,7 @@ status event_log::replicate(rocksdb::WriteBatch* batch, const route_marks& route
     const bool certain = s.code() == errc::conflict || s.code() == errc::invalid_input;
     for (const auto& part : parts)
       if (part.seq != 0 || !certain) unsettled_.insert(part.partition);
+    unsettled_count_.store(unsettled_.size(), std::memory_order_release);
     return s;
   }
   for (const auto& part : parts) {
@@ -190,6 +191,7 @@ status event_log::replicate(rocksdb::WriteBatch* batch, const route_marks& route
 
 void event_log::resume_partition(uint32_t partition) {
   unsettled_.erase(partition);
+  unsettled_count_.store(unsettled_.size(), std::memory_order_release);
   cache_.clear();
 }
 

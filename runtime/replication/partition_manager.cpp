@@ -39,6 +39,9 @@ struct partition_manager::impl {
   // from `taken` on); false if a step failed.
   bool establish(uint32_t p, const lease& l, lease_keeper::clock::time_point taken);
   void step_down(uint32_t p, bool release);
+  // Partitions this node leads whose last append's outcome is unknown (the
+  // log holds them): each is caught up from its subject and resumed.
+  void settle();
   // Whether the partition's follower has stood still, behind the subject's
   // end, for the longer of lease_ttl and 2 s (then it is started again).
   bool stalled(uint32_t p);
@@ -155,6 +158,7 @@ void partition_manager::impl::round() {
   std::vector<std::string> alive;  // the members placement places partitions on
   for (const auto& m : members.alive())
     if (!hooks.draining || !hooks.draining(m)) alive.push_back(m.id);
+  settle();
   for (uint32_t p = 0; p < options.partitions; ++p) {
     {
       std::lock_guard<std::mutex> lock{mu};
@@ -216,6 +220,27 @@ void partition_manager::impl::step(uint32_t p, const std::vector<std::string>& a
   }
   if (!replica && !s.leading) s.follower.reset();
   publish_view(p, replicas);
+}
+
+void partition_manager::impl::settle() {
+  if (log.unsettled_count() == 0) return;
+  std::vector<uint32_t> held;
+  status st = hooks.on_writer([&held](event_log& w) {
+    held = w.unsettled_partitions();
+    return status::ok();
+  });
+  if (!st) return fail(held.empty() ? 0 : held.front(), st);
+  for (uint32_t p : held) {
+    if (p >= slots.size() || !slots[p].leading) continue;  // settled when it is led again (establish)
+    // An append here may have landed: apply the subject up to its end (this
+    // node's own message included, if it did), then let the writer go on.
+    st = catch_up(js, log, sealer, options.stream, rep.subject_of(p), p, options.catch_up_limit);
+    if (st) st = hooks.on_writer([p](event_log& w) {
+      w.resume_partition(p);
+      return status::ok();
+    });
+    if (!st) fail(p, st);
+  }
 }
 
 bool partition_manager::impl::stalled(uint32_t p) {

@@ -7,7 +7,10 @@
 //   (catch_up), lets the log's writer resume the partition, opens the
 //   partition's writer (journal_replicator::lead), applies anything another
 //   writer appended meanwhile, and then calls `led`: from there the node
-//   serves the partition. It renews the lease each round; a renewal refused
+//   serves the partition. A write whose append timed out holds the
+//   partition in the log (event_log::resume_partition): the next round
+//   applies the subject up to its end, the write's message too if it landed,
+//   and resumes it. It renews the lease each round; a renewal refused
 //   (the lease was taken: this node was deposed), a writer fenced off, or no
 //   renewal through for lease_ttl (cut off: another may hold it by now)
 //   steps it down (`lost`) and it follows again;

@@ -94,8 +94,18 @@ TEST_CASE("partition writer: through the loss of the stream's leader server, eve
     int target = appended.load() + more;
     return skein::test::eventually([&] { return appended.load() >= target; });
   };
+  // Acknowledged ones: service, not just attempts (a failed one is quick
+  // while the stream has no leader, and a slow machine's election is long).
+  auto acked_count = [&] {
+    std::lock_guard<std::mutex> lock{mu};
+    return acked.size();
+  };
+  auto wait_acked = [&](size_t more) {
+    size_t target = acked_count() + more;
+    return skein::test::eventually([&] { return acked_count() >= target; }, 60s);
+  };
 
-  REQUIRE(wait_appends(50));
+  REQUIRE(wait_acked(50));
   // Kill the server that leads the stream, mid-load; later bring it back.
   REQUIRE(js->health("log", &h).is_ok());
   int leader = h.leader.empty() ? 0 : std::stoi(h.leader.substr(1));
@@ -103,7 +113,7 @@ TEST_CASE("partition writer: through the loss of the stream's leader server, eve
   nats.kill(leader);
   CHECK(wait_appends(50));
   nats.restart(leader);
-  CHECK(wait_appends(50));
+  CHECK(wait_acked(50));
   stop = true;
   writer.join();
   CHECK_FALSE(w.deposed());
@@ -142,5 +152,5 @@ TEST_CASE("partition writer: through the loss of the stream's leader server, eve
     CHECK(copies[n] == 1);  // acknowledged: there, once
   }
   for (const auto& [n, count] : copies) CHECK((acked.count(n) == 1 || failed.count(n) == 1));
-  CHECK(acked.size() >= 150);
+  CHECK(acked.size() >= 100);
 }
