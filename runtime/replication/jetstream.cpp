@@ -38,6 +38,9 @@ status to_status(natsStatus s, int jerr, const std::string& what) {
     case JSConsumerOfflineErr: return status::unavailable(msg);
     default: break;
   }
+  // The key-value calls give no JetStream code, only its text (10008: the
+  // meta leader being elected).
+  if (jerr == 0 && msg.find("temporarily unavailable") != std::string::npos) return status::unavailable(msg);
   switch (s) {
     case NATS_TIMEOUT:
     case NATS_NO_RESPONDERS:

@@ -46,6 +46,13 @@ bool journal_replicator::leads(uint32_t partition) const {
   return writers_.count(partition) != 0;
 }
 
+status journal_replicator::barrier(uint32_t partition, uint64_t* seq) {
+  std::vector<replicated_part> parts{{partition, {}, 0}};
+  SKEIN_TRY(replicate(parts));
+  *seq = parts.front().seq;
+  return status::ok();
+}
+
 status journal_replicator::replicate(std::vector<replicated_part>& parts) {
   for (auto& part : parts) {
     std::shared_ptr<partition_writer> w;
@@ -67,9 +74,12 @@ status journal_replicator::replicate(std::vector<replicated_part>& parts) {
 }
 
 status catch_up(jetstream& js, event_log& log, const message_sealer* sealer, const std::string& stream,
-                const std::string& subject, uint32_t partition, std::chrono::milliseconds limit) {
+                const std::string& subject, uint32_t partition, std::chrono::milliseconds limit,
+                uint64_t through) {
   stream_message last;
-  if (status s = js.last_on_subject(stream, subject, &last); !s && s.code() != errc::not_found) return s;
+  last.seq = through;
+  if (through == 0)
+    if (status s = js.last_on_subject(stream, subject, &last); !s && s.code() != errc::not_found) return s;
   uint64_t done = 0;
   SKEIN_TRY(log.replicated_seq(partition, &done));
   if (last.seq <= done) return status::ok();

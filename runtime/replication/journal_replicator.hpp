@@ -56,6 +56,13 @@ class journal_replicator : public log_replicator {
   void step_down(uint32_t partition);
   bool leads(uint32_t partition) const;
 
+  // Appends an empty message to the partition (a leader's barrier): stored
+  // at *seq only if the subject ended where this node's writer believes, so
+  // once this node applied the subject through *seq its disk holds all of
+  // it. A read of the subject's end may be a stale replica's; a fenced
+  // append is not. conflict (writer dropped) when another wrote meanwhile.
+  status barrier(uint32_t partition, uint64_t* seq);
+
   uint32_t partition_of(std::string_view route) const override;
   status replicate(std::vector<replicated_part>& parts) override;
 
@@ -69,11 +76,12 @@ class journal_replicator : public log_replicator {
 };
 
 // Applies the partition's subject to `log` from its applied sequence up to
-// the subject's last message, as a follower does (partition_follower.hpp):
+// `through` (0: the subject's last message, as read now), as a follower does (partition_follower.hpp):
 // what a node does before it leads the partition, and after an append whose
 // outcome it does not know. unavailable if that end is not reached within
 // `limit`; the error of a message that does not apply.
 status catch_up(jetstream& js, event_log& log, const message_sealer* sealer, const std::string& stream,
-                const std::string& subject, uint32_t partition, std::chrono::milliseconds limit);
+                const std::string& subject, uint32_t partition, std::chrono::milliseconds limit,
+                uint64_t through = 0);
 
 }  // namespace skein::replication

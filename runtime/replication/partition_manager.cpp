@@ -232,9 +232,13 @@ void partition_manager::impl::settle() {
   if (!st) return fail(held.empty() ? 0 : held.front(), st);
   for (uint32_t p : held) {
     if (p >= slots.size() || !slots[p].leading) continue;  // settled when it is led again (establish)
-    // An append here may have landed: apply the subject up to its end (this
-    // node's own message included, if it did), then let the writer go on.
-    st = catch_up(js, log, sealer, options.stream, rep.subject_of(p), p, options.catch_up_limit);
+    // An append here may have landed: a barrier after it (fenced: refused if
+    // the writer does not know where the subject ends, and the writer is
+    // dropped), then everything applied through it, this node's own message
+    // included if it landed; then the writer goes on.
+    uint64_t barrier = 0;
+    st = rep.barrier(p, &barrier);
+    if (st) st = catch_up(js, log, sealer, options.stream, rep.subject_of(p), p, options.catch_up_limit, barrier);
     if (st) st = hooks.on_writer([p](event_log& w) {
       w.resume_partition(p);
       return status::ok();
@@ -271,11 +275,14 @@ bool partition_manager::impl::stalled(uint32_t p) {
 bool partition_manager::impl::establish(uint32_t p, const lease& l, lease_keeper::clock::time_point taken) {
   slot& s = slots[p];
   s.follower.reset();  // the catch-up applies from here on
-  // The writer first, at the subject's end; then everything up to the end as
-  // it is now. An append another writer made after the writer opened fences
-  // this node's first append off, and the next round starts again.
+  // The writer first, at the subject's end as read; then a barrier appended
+  // there, fenced: stored only if nothing came after what was read (a read
+  // may be a lagging replica's), else this try ends and the next round starts
+  // again; then everything applied through the barrier.
   status st = rep.lead(p, l.epoch);
-  if (st) st = catch_up(js, log, sealer, options.stream, rep.subject_of(p), p, options.catch_up_limit);
+  uint64_t barrier = 0;
+  if (st) st = rep.barrier(p, &barrier);
+  if (st) st = catch_up(js, log, sealer, options.stream, rep.subject_of(p), p, options.catch_up_limit, barrier);
   if (st) st = hooks.on_writer([p](event_log& w) {
     w.resume_partition(p);
     return status::ok();

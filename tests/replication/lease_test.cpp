@@ -98,13 +98,23 @@ TEST_CASE("lease: of many nodes racing for a free lease, exactly one gets it") {
   }
 }
 
+namespace {
+
+// One server with the bucket "leases"; t0 stands for a keeper's clock.
+struct one_server {
+  nats_cluster nats{1};
+  std::unique_ptr<jetstream> js = nats.connect();
+  const lease_keeper::clock::time_point t0 = lease_keeper::clock::time_point{} + 1000s;
+  one_server() { REQUIRE(js->ensure_bucket({"leases", 1, 1}).is_ok()); }
+};
+
+}  // namespace
+
 TEST_CASE("lease: a restarted node takes its former incarnation's lease at once, at the next epoch") {
   if (nats_cluster::binary().empty()) return;
-  nats_cluster nats{1};
-  auto js = nats.connect();
-  REQUIRE(js->ensure_bucket({"leases", 1, 1}).is_ok());
-  using clock = lease_keeper::clock;
-  const auto t0 = clock::time_point{} + 1000s;
+  one_server env;
+  auto& js = env.js;
+  const auto t0 = env.t0;
   lease a;
   {
     lease_keeper before{*js, "leases", "n1", 3000ms};
@@ -126,11 +136,9 @@ TEST_CASE("lease: a restarted node takes its former incarnation's lease at once,
 
 TEST_CASE("lease: a lease read as this node's is held only once a write confirms it") {
   if (nats_cluster::binary().empty()) return;
-  nats_cluster nats{1};
-  auto js = nats.connect();
-  REQUIRE(js->ensure_bucket({"leases", 1, 1}).is_ok());
-  using clock = lease_keeper::clock;
-  const auto t0 = clock::time_point{} + 1000s;
+  one_server env;
+  auto& js = env.js;
+  const auto t0 = env.t0;
   lease_keeper n1{*js, "leases", "n1", 3000ms};
   lease a;
   REQUIRE(n1.try_take(5, t0, &a).is_ok());

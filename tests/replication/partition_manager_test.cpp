@@ -116,6 +116,18 @@ struct node {
     std::lock_guard<std::mutex> lock{writer};
     return log->unsettled_partitions();
   }
+  // Appends the event after what this node's disk holds of `thread`, with `text`.
+  status append(const std::string& thread, const std::string& text) {
+    tick t;
+    {
+      std::lock_guard<std::mutex> lock{writer};
+      manifest m;
+      status r = log->read_manifest(thread, &m);
+      t = skein::test::make_tick(thread, r ? m.last_seq + 1 : 1, 1);
+    }
+    t.events[0].text = text;
+    return commit(t);
+  }
 };
 
 // The node leading `p` when exactly one does, else null.
@@ -138,6 +150,33 @@ bool converged(const std::vector<node*>& nodes) {
     if (l == nullptr || l->id != replicas_of(p, ids, 3).front()) return false;
   }
   return true;
+}
+
+// The replicas of `ps` behind their leader's disk, said for a failure's
+// message: "" when every one has applied what its leader has.
+std::string lagging(const std::vector<node*>& nodes, const std::vector<uint32_t>& ps) {
+  std::string out;
+  for (uint32_t p : ps) {
+    node* l = leader_of(nodes, p);
+    if (l == nullptr) return "p" + std::to_string(p) + " has no leader";
+    uint64_t want = 0;
+    REQUIRE(l->log->replicated_seq(p, &want).is_ok());
+    for (node* n : nodes) {
+      uint64_t have = 0;
+      REQUIRE(n->log->replicated_seq(p, &have).is_ok());
+      if (have != want)
+        out += n->id + " p" + std::to_string(p) + " at " + std::to_string(have) + " of " + std::to_string(want) +
+               (n->mgr->view()[p].following ? " following" : " not following") + " (restarts " +
+               std::to_string(n->mgr->counters().restarts) + ", " + n->mgr->last_error().to_string() + ") ";
+    }
+  }
+  return out;
+}
+
+std::vector<uint32_t> every_partition() {
+  std::vector<uint32_t> out;
+  for (uint32_t p = 0; p < partitions; ++p) out.push_back(p);
+  return out;
 }
 
 // What each node sees, for a failure's message.
@@ -229,20 +268,10 @@ TEST_CASE("partition manager: a failed leader's partitions move to the next repl
   for (uint32_t p : moved) CHECK(n1->leads(p));
   write_round(3);
   // The followers apply the last writes; then all three disks agree.
-  REQUIRE(skein::test::eventually(
-      [&] {
-        for (uint32_t p = 0; p < partitions; ++p) {
-          uint64_t want = 0;
-          REQUIRE(leader_of(nodes, p)->log->replicated_seq(p, &want).is_ok());
-          for (node* n : nodes) {
-            uint64_t have = 0;
-            REQUIRE(n->log->replicated_seq(p, &have).is_ok());
-            if (have != want) return false;
-          }
-        }
-        return true;
-      },
-      20s));
+  std::string behind;
+  bool applied = skein::test::eventually([&] { return (behind = lagging(nodes, every_partition())).empty(); }, 20s);
+  INFO(behind);
+  REQUIRE(applied);
   for (const auto& [id, seq] : acked) {
     INFO("thread " << id);
     std::vector<log_row> first;
@@ -270,17 +299,7 @@ TEST_CASE("partition manager: a write whose acknowledgement was lost holds its p
   skein::test::temp_dir d;
   node n{nats, "n1", d};
   REQUIRE(skein::test::eventually([&] { return converged({&n}); }, 30s));
-  auto write = [&](const std::string& text) {
-    tick t;
-    {
-      std::lock_guard<std::mutex> lock{n.writer};
-      manifest m;
-      status r = n.log->read_manifest("t1", &m);
-      t = skein::test::make_tick("t1", r ? m.last_seq + 1 : 1, 1);
-    }
-    t.events[0].text = text;
-    return n.commit(t);
-  };
+  auto write = [&](const std::string& text) { return n.append("t1", text); };
   REQUIRE(write("first").is_ok());
   n.loser->lose_next = true;
   CHECK(write("lost ack").code() == errc::unavailable);  // stored, but the node cannot know
@@ -435,22 +454,8 @@ TEST_CASE("partition manager: a leader cut off past its lease is deposed, and ev
   REQUIRE(victim->commit(last).is_ok());
   acked += 1;
   // Every replica applies up to the leader's sequence, then holds the same rows.
-  uint64_t want = 0;
-  REQUIRE(victim->log->replicated_seq(p, &want).is_ok());
   std::string behind;
-  bool applied = skein::test::eventually(
-      [&] {
-        behind.clear();
-        for (node* n : nodes) {
-          uint64_t have = 0;
-          REQUIRE(n->log->replicated_seq(p, &have).is_ok());
-          if (have != want)
-            behind += n->id + " at " + std::to_string(have) + " of " + std::to_string(want) + " (restarts " +
-                      std::to_string(n->mgr->counters().restarts) + ", " + n->mgr->last_error().to_string() + ") ";
-        }
-        return behind.empty();
-      },
-      20s);
+  bool applied = skein::test::eventually([&] { return (behind = lagging(nodes, {p})).empty(); }, 20s);
   INFO(behind << "\n" << views_of(nodes));
   REQUIRE(applied);
   std::vector<log_row> rows;
@@ -544,16 +549,8 @@ TEST_CASE("partition manager: a history under random node and server faults keep
     if (l == nullptr) continue;  // moving: a client retries later
     // The next event after what the leader's disk holds, with a text of its own.
     std::string text = "w" + std::to_string(step);
-    tick t;
-    {
-      std::lock_guard<std::mutex> lock{l->writer};
-      manifest m;
-      status r = l->log->read_manifest(id, &m);
-      t = skein::test::make_tick(id, r ? m.last_seq + 1 : 1, 1);
-    }
-    t.events[0].text = text;
     writes[text] = {id, false};
-    if (l->commit(t).is_ok()) {
+    if (l->append(id, text).is_ok()) {
       writes[text].acked = true;
       ++acked;
     } else {
@@ -575,24 +572,7 @@ TEST_CASE("partition manager: a history under random node and server faults keep
   INFO(views_of(all));
   REQUIRE(settled);
   std::string behind;
-  bool caught_up = skein::test::eventually(
-      [&] {
-        behind.clear();
-        for (uint32_t p = 0; p < partitions; ++p) {
-          uint64_t want = 0;
-          REQUIRE(leader_of(all, p)->log->replicated_seq(p, &want).is_ok());
-          for (node* n : all) {
-            uint64_t have = 0;
-            REQUIRE(n->log->replicated_seq(p, &have).is_ok());
-            if (have != want)
-              behind += n->id + " p" + std::to_string(p) + " at " + std::to_string(have) + " of " +
-                        std::to_string(want) + (n->mgr->view()[p].following ? " following" : " not following") +
-                        " (restarts " + std::to_string(n->mgr->counters().restarts) + ") ";
-          }
-        }
-        return behind.empty();
-      },
-      60s);
+  bool caught_up = skein::test::eventually([&] { return (behind = lagging(all, every_partition())).empty(); }, 60s);
   INFO(behind);
   REQUIRE(caught_up);
   // Healed means writable: no partition stays held by a write that timed out.
@@ -600,32 +580,14 @@ TEST_CASE("partition manager: a history under random node and server faults keep
     std::string id = "th" + std::to_string(i);
     node* l = leader_of(all, partition_of("default", id, partitions));
     std::string text = "after" + std::to_string(i);
-    status s = skein::test::until_available(30s, [&] {
-      tick t;
-      {
-        std::lock_guard<std::mutex> lock{l->writer};
-        manifest m;
-        status r = l->log->read_manifest(id, &m);
-        t = skein::test::make_tick(id, r ? m.last_seq + 1 : 1, 1);
-      }
-      t.events[0].text = text;
-      return l->commit(t);
-    });
+    status s = skein::test::until_available(30s, [&] { return l->append(id, text); });
     INFO(id << ": " << s.to_string());
     REQUIRE(s.is_ok());
     writes[text] = {id, true};
   }
-  REQUIRE(skein::test::eventually(
-      [&] {
-        for (uint32_t p = 0; p < partitions; ++p) {
-          uint64_t want = 0, have = 0;
-          REQUIRE(leader_of(all, p)->log->replicated_seq(p, &want).is_ok());
-          for (node* n : all)
-            if (n->log->replicated_seq(p, &have).is_ok() && have != want) return false;
-        }
-        return true;
-      },
-      60s));
+  caught_up = skein::test::eventually([&] { return (behind = lagging(all, every_partition())).empty(); }, 60s);
+  INFO(behind);
+  REQUIRE(caught_up);
   for (int i = 0; i < 6; ++i) {
     std::string id = "th" + std::to_string(i);
     INFO("thread " << id);
