@@ -406,6 +406,7 @@ class event_log {
   // their writes are refused until resume_partition().
   std::set<uint32_t> unsettled_;
   std::atomic<size_t> unsettled_count_{0};  // its size, for any thread
+  std::map<uint32_t, uint8_t> families_;    // RocksDB's column family ids -> cf_id (writer-only, filled once)
 
   // Quotas: limits any thread sets; counts the writer keeps and any thread reads.
   std::atomic<uint64_t> threads_max_{0}, events_per_day_max_{0}, storage_bytes_max_{0};

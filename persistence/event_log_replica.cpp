@@ -145,12 +145,12 @@ class batch_splitter : public rocksdb::WriteBatch::Handler {
 }  // namespace
 
 status event_log::replicate(rocksdb::WriteBatch* batch, const route_marks& routes) {
-  std::map<uint32_t, uint8_t> families;  // RocksDB's column family ids -> cf_id
-  for (size_t i = 0; i < cf_count; ++i) families[impl_->cfs[i]->GetID()] = static_cast<uint8_t>(i);
+  if (families_.empty())  // RocksDB's column family ids -> cf_id: fixed once the log is open
+    for (size_t i = 0; i < cf_count; ++i) families_[impl_->cfs[i]->GetID()] = static_cast<uint8_t>(i);
   batch_splitter::route_marks marks;
   marks.reserve(routes.size());
   for (const auto& r : routes) marks.emplace_back(r.end, &r.route);
-  batch_splitter split{families, std::move(marks)};
+  batch_splitter split{families_, std::move(marks)};
   SKEIN_TRY(from_rocks(batch->Iterate(&split), "split a batch by partition"));
   if (split.unrouted)
     return status::invalid_input("entry " + std::to_string(*split.unrouted + 1) +

@@ -39,6 +39,10 @@ struct partition_manager::impl {
   // from `taken` on); false if a step failed.
   bool establish(uint32_t p, const lease& l, lease_keeper::clock::time_point taken);
   void step_down(uint32_t p, bool release);
+  // With this node's writer open: a barrier appended, fenced at the end the
+  // writer knows (refused, and the writer dropped, if another wrote after
+  // it), the subject applied through it, and the partition resumed in the log.
+  status apply_through_barrier(uint32_t p);
   // Partitions this node leads whose last append's outcome is unknown (the
   // log holds them): each is caught up from its subject and resumed.
   void settle();
@@ -232,18 +236,9 @@ void partition_manager::impl::settle() {
   if (!st) return fail(held.empty() ? 0 : held.front(), st);
   for (uint32_t p : held) {
     if (p >= slots.size() || !slots[p].leading) continue;  // settled when it is led again (establish)
-    // An append here may have landed: a barrier after it (fenced: refused if
-    // the writer does not know where the subject ends, and the writer is
-    // dropped), then everything applied through it, this node's own message
-    // included if it landed; then the writer goes on.
-    uint64_t barrier = 0;
-    st = rep.barrier(p, &barrier);
-    if (st) st = catch_up(js, log, sealer, options.stream, rep.subject_of(p), p, options.catch_up_limit, barrier);
-    if (st) st = hooks.on_writer([p](event_log& w) {
-      w.resume_partition(p);
-      return status::ok();
-    });
-    if (!st) fail(p, st);
+    // An append here may have landed: applied through a barrier after it
+    // (this node's own message included, if it did), then the writer goes on.
+    if (status a = apply_through_barrier(p); !a) fail(p, a);
   }
 }
 
@@ -272,6 +267,16 @@ bool partition_manager::impl::stalled(uint32_t p) {
   return true;
 }
 
+status partition_manager::impl::apply_through_barrier(uint32_t p) {
+  uint64_t barrier = 0;
+  SKEIN_TRY(rep.barrier(p, &barrier));
+  SKEIN_TRY(catch_up(js, log, sealer, options.stream, rep.subject_of(p), p, options.catch_up_limit, barrier));
+  return hooks.on_writer([p](event_log& w) {
+    w.resume_partition(p);
+    return status::ok();
+  });
+}
+
 bool partition_manager::impl::establish(uint32_t p, const lease& l, lease_keeper::clock::time_point taken) {
   slot& s = slots[p];
   s.follower.reset();  // the catch-up applies from here on
@@ -280,13 +285,7 @@ bool partition_manager::impl::establish(uint32_t p, const lease& l, lease_keeper
   // may be a lagging replica's), else this try ends and the next round starts
   // again; then everything applied through the barrier.
   status st = rep.lead(p, l.epoch);
-  uint64_t barrier = 0;
-  if (st) st = rep.barrier(p, &barrier);
-  if (st) st = catch_up(js, log, sealer, options.stream, rep.subject_of(p), p, options.catch_up_limit, barrier);
-  if (st) st = hooks.on_writer([p](event_log& w) {
-    w.resume_partition(p);
-    return status::ok();
-  });
+  if (st) st = apply_through_barrier(p);
   if (!st) {
     rep.step_down(p);
     fail(p, st);
