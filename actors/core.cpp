@@ -13,14 +13,14 @@ namespace skein {
 
 std::string mint_thread_id(const core_options& options, int64_t now_ms) {
   // With n members about n tries: the hash spreads ids evenly over members.
-  for (;;) {
-    std::string id = new_thread_id(now_ms);
-    if (!options.owns_id || options.owns_id(id)) return id;
-  }
+  constexpr int tries_max = 1 << 16;
+  std::string id = new_thread_id(now_ms);
+  for (int i = 1; i < tries_max && options.owns_id && !options.owns_id(id); ++i) id = new_thread_id(now_ms);
+  return id;
 }
 
 status start_core(caf::actor_system& sys, event_log& log, core_config config, core* out) {
-  SKEIN_TRY(repair_interrupted(log, &out->repaired, &out->quarantined));
+  if (config.recover) SKEIN_TRY(repair_interrupted(log, &out->repaired, &out->quarantined));
   directory_config dc;
   SKEIN_TRY(log.list_agents(&dc.agents));
   if (!config.journal.wall_clock) config.journal.wall_clock = config.options.wall_clock;
@@ -43,7 +43,7 @@ status start_core(caf::actor_system& sys, event_log& log, core_config config, co
   // Inputs accepted before a stop wait in their threads' inboxes: activating
   // those threads replays them (each thread actor loads its inbox).
   std::vector<std::string> waiting;
-  SKEIN_TRY(log.list_inbox_threads(&waiting));
+  if (config.recover) SKEIN_TRY(log.list_inbox_threads(&waiting));
   for (const auto& id : waiting) caf::anon_send(out->directory, resolve_atom::value, id);
   return status::ok();
 }

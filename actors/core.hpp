@@ -20,6 +20,9 @@ struct core_config {
   registry reg;
   journal_options journal;
   effects_config effects;
+  // Close interrupted runs and replay waiting inputs at start (recovery.hpp).
+  // A replicated cluster's node does it per partition, when it takes the lead.
+  bool recover = true;
 };
 
 struct core {

@@ -142,6 +142,7 @@ class directory_impl : public directory_actor::base {
         },
         [this](delete_atom, std::string& id) -> caf::result<void> { return erase(id); },
         [this](freeze_atom, std::string& id, bool on) -> caf::result<bool> { return freeze(id, on); },
+        [this](stop_atom, thread_filter& f) { stop_selected(f); },
         [this](retire_atom, std::string& id, int64_t before_ms) -> caf::result<bool> { return retire(id, before_ms); },
         [this](caf::get_atom, stats_atom) { return stats(); },
         [this](caf::close_atom) -> caf::result<void> { return close(); },
@@ -173,8 +174,26 @@ class directory_impl : public directory_actor::base {
     return spec;
   }
 
+  // Another node leads these threads now: their actors go at once (a run in
+  // flight there could not write anyway, its partition's writes refused here).
+  void stop_selected(const thread_filter& f) {
+    std::vector<std::string> ids;
+    for (const auto& [id, e] : threads_)
+      if (f.fn(id)) ids.push_back(id);
+    for (const auto& id : ids) {
+      auto it = threads_.find(id);
+      thread_actor a = it->second.actor;
+      demonitor(a.address());
+      remove(it);
+      send_exit(a, caf::exit_reason::user_shutdown);
+    }
+  }
+
   caf::result<thread_actor> resolve(const std::string& id) {
     if (closing_) return to_error(status::overloaded("the runtime is closing"));
+    if (config_.options.serves && !config_.options.serves(id))
+      return to_error(status::unavailable("thread " + id +
+                                          ": this node does not lead its partition now (it moved): retry"));
     if (auto it = threads_.find(id); it != threads_.end()) {
       lru_.splice(lru_.begin(), lru_, it->second.lru);
       return it->second.actor;

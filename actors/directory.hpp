@@ -23,12 +23,16 @@
 //        and its actor stops; until deleted or unfrozen no call reaches it (unavailable).
 //        false: busy, left as it is
 //   (passivate_atom, thread id, thread) a thread actor that quit idle
+//   (stop_atom, thread_filter)                            stops the actors of the threads it
+//        selects at once (a replicated cluster's partition this node no longer leads)
 //   (caf::get_atom, stats_atom)         -> directory_stats
 //   (caf::close_atom)                                     stops every thread actor (gracefully)
 #pragma once
 
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
+#include <functional>
+#include <string_view>
 #include <vector>
 
 #include "actors/agent_protocol.hpp"
@@ -39,6 +43,11 @@
 namespace skein {
 
 using freeze_atom = caf::atom_constant<caf::atom("freeze")>;
+
+// Selects thread ids (directory: stop_atom). Local only.
+struct thread_filter {
+  std::function<bool(std::string_view thread_id)> fn;
+};
 
 using directory_actor = caf::typed_actor<
     caf::replies_to<resolve_atom, std::string>::with<thread_actor>,
@@ -56,6 +65,7 @@ using directory_actor = caf::typed_actor<
     caf::replies_to<import_atom, std::vector<tick>>::with<std::vector<manifest>>,
     caf::reacts_to<delete_atom, std::string>,
     caf::replies_to<freeze_atom, std::string, bool>::with<bool>,
+    caf::reacts_to<stop_atom, thread_filter>,
     caf::replies_to<retire_atom, std::string, int64_t>::with<bool>,
     caf::replies_to<caf::get_atom, stats_atom>::with<directory_stats>,
     caf::reacts_to<caf::close_atom>>;
@@ -72,3 +82,5 @@ struct directory_config {
 directory_actor spawn_directory(caf::actor_system& sys, directory_config config);
 
 }  // namespace skein
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(skein::thread_filter)

@@ -129,9 +129,14 @@ struct core_options {
   // A cluster node mints only the thread ids it owns (runtime/model/cluster.hpp);
   // empty: every id is this runtime's.
   std::function<bool(std::string_view)> owns_id;
+  // A replicated cluster's node serves only the threads of the partitions it
+  // leads: the directory activates no other (unavailable). Empty: every one.
+  std::function<bool(std::string_view thread_id)> serves;
 };
 
-// A new thread id (ids.hpp) that `options.owns_id` accepts.
+// A new thread id (ids.hpp) that `options.owns_id` accepts, within a bounded
+// number of tries (the last one tried after them: its write is refused where
+// a replicated cluster's node leads none of the partitions).
 std::string mint_thread_id(const core_options& options, int64_t now_ms);
 
 // Whether a manifest describes a run nobody is driving any more, at wall time `now_ms`.

@@ -64,7 +64,8 @@ set_target_properties(skein_shared PROPERTIES
 # the engines, tools and embedders it registers); linking the archives as well
 # brings their own dependencies (CAF, RocksDB, simdjson, OpenSSL, date) along.
 target_sources(skein_shared PRIVATE $<TARGET_OBJECTS:skein_namespaces> $<TARGET_OBJECTS:skein_runtime>
-  $<TARGET_OBJECTS:skein_cluster> $<TARGET_OBJECTS:skein_work> $<TARGET_OBJECTS:skein_engines>
+  $<TARGET_OBJECTS:skein_cluster> $<TARGET_OBJECTS:skein_replication> $<TARGET_OBJECTS:skein_work>
+  $<TARGET_OBJECTS:skein_engines>
   $<TARGET_OBJECTS:skein_actors> $<TARGET_OBJECTS:skein_persistence> $<TARGET_OBJECTS:skein_model>)
 target_link_libraries(skein_shared PRIVATE skein_namespaces)
 target_link_options(skein_shared PRIVATE "LINKER:--version-script=${SKEIN_GENERATED_DIR}/skein.map")

@@ -268,7 +268,8 @@ class recovery {
 }  // namespace
 
 status repair_interrupted(event_log& log, std::vector<std::string>* repaired,
-                          std::vector<quarantined_thread>* quarantined) {
+                          std::vector<quarantined_thread>* quarantined,
+                          const std::function<bool(std::string_view)>& only) {
   repaired->clear();
   std::vector<quarantined_thread> ignored;
   if (quarantined == nullptr) quarantined = &ignored;
@@ -276,7 +277,8 @@ status repair_interrupted(event_log& log, std::vector<std::string>* repaired,
   std::vector<std::string> running;
   SKEIN_TRY(log.list_running(&running));
   recovery r{log, repaired, quarantined};
-  for (const auto& id : running) SKEIN_TRY(r.visit(id));
+  for (const auto& id : running)
+    if (!only || only(id)) SKEIN_TRY(r.visit(id));
   return r.finish();
 }
 

@@ -14,7 +14,9 @@
 // recovery. Call before the journal starts: it writes through the log directly.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "persistence/event_log.hpp"
@@ -28,8 +30,11 @@ struct quarantined_thread {
   bool written = false;  // false: not even the quarantine could be committed (see reason)
 };
 
+// `only`, when given, selects the threads to repair (a replicated cluster's
+// partition, taken over by this node); the others are left as they are.
 status repair_interrupted(event_log& log, std::vector<std::string>* repaired,
-                          std::vector<quarantined_thread>* quarantined = nullptr);
+                          std::vector<quarantined_thread>* quarantined = nullptr,
+                          const std::function<bool(std::string_view)>& only = {});
 
 // The events that close a thread's last run, given its log: error results for
 // its unanswered tool calls, signal `signal_name` (thread.interrupted after a

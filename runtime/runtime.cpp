@@ -41,6 +41,7 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   auto p = std::make_unique<impl>();
   p->options = std::move(options);
   const bool clustered = !p->options.cluster.node_id.empty();
+  const bool replicated = clustered && p->options.cluster.replication.enabled();
   if (clustered) {  // before anything is opened: a refusal touches nothing
     SKEIN_TRY(check_cluster(p->options.cluster));
     if (p->options.cluster.tls.enabled()) {
@@ -55,6 +56,10 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   lo.env = p->options.env;
   lo.encryption = p->options.encryption;
   lo.quota = p->options.quota;
+  if (replicated) {  // every write of the log replicates first (runtime/cluster/replicated_cluster.hpp)
+    SKEIN_TRY(replicated_cluster::connect(p->options.cluster, p->options.encryption, &p->replicated));
+    lo.replicator = p->replicated->replicator();
+  }
   SKEIN_TRY(event_log::open(lo, &p->log));
 
   // The memory index first, alone on the cores (memory_service::rebuild).
@@ -74,9 +79,16 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   p->sys = std::make_unique<caf::actor_system>(p->cfg);
   release_logger();  // this thread may not be the one that closes (actors/caller.hpp)
   std::function<bool(std::string_view)> owns_id;
+  std::function<bool(std::string_view)> serves;
   if (clustered) {
     p->cluster = std::make_unique<cluster_link>(*p->sys, p->options.cluster);
-    SKEIN_TRY(p->load_membership());
+    if (replicated) {
+      replicated_cluster* r = p->replicated.get();
+      p->cluster->set_placement([r](std::string_view key) { return r->owner(key); });
+      serves = [r](std::string_view id) { return r->serves(cluster_key(id)); };
+    } else {
+      SKEIN_TRY(p->load_membership());
+    }
     owns_id = p->cluster->id_filter();
   }
 
@@ -89,6 +101,8 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   cc.options.heartbeat_stale_ms = p->options.heartbeat_stale_ms;
   cc.options.start_stale_ms = p->options.start_stale_ms;
   cc.options.owns_id = owns_id;
+  cc.options.serves = serves;
+  cc.recover = !replicated;  // a replicated node recovers each partition it takes (partition_led)
   p->core_opts = cc.options;
   cc.reg.engines["scripted"] = make_scripted_engine;
   cc.reg.engines["openai"] = make_openai_engine;
@@ -185,9 +199,13 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   std::unique_ptr<runtime> rt{new runtime(std::move(p))};
   if (clustered) {
     SKEIN_TRY(rt->impl_->cluster->start(*rt, rt->impl_->hooks()));
-    SKEIN_TRY(rt->impl_->learn_membership());
-    // Agents written while this node was down: best effort, creations fetch them again.
-    rt->impl_->sync_agents().ignore();
+    if (replicated) {
+      SKEIN_TRY(rt->impl_->start_replication());
+    } else {
+      SKEIN_TRY(rt->impl_->learn_membership());
+      // Agents written while this node was down: best effort, creations fetch them again.
+      rt->impl_->sync_agents().ignore();
+    }
   }
   *out = std::move(rt);
   return status::ok();
@@ -223,6 +241,9 @@ status runtime::close() {
   status result = impl_->tell(impl_->actors.directory, caf::close_atom::value);
   status journal = journal_close(*impl_->sys, impl_->actors.journal);
   if (result.is_ok()) result = journal;
+  // A planned stop: the node's leases released and its membership deleted,
+  // so that the next leaders take its partitions at once.
+  if (impl_->replicated) impl_->replicated->stop(true);
   {
     std::lock_guard<std::mutex> subs{impl_->subs_mu};
     // Each subscriber hears that nothing more comes ("closed": the runtime closed,
@@ -249,6 +270,7 @@ status runtime::close() {
   impl_->memory_timers.reset();
   impl_->work.reset();  // borrows the log
   impl_->log.reset();
+  impl_->replicated.reset();  // the log's replicator borrowed its NATS connection
   return result;
 }
 

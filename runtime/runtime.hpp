@@ -400,6 +400,9 @@ class runtime {
   // The cluster's members and their state, asking each reachable one for its
   // counts (one entry, this node, when the runtime is alone).
   status cluster_members(std::vector<cluster_member_state>* out);
+  // A replicated cluster's partitions as this node sees them; not_found on a
+  // runtime that is not a node of one.
+  status replication(replication_status* out);
   // A membership change (docs/cluster.md). reload_cluster() takes
   // a node's new cluster file (serve's SIGHUP): when it differs from the active
   // members it becomes the target, and ownership stays with the active members

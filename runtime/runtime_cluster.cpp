@@ -29,7 +29,8 @@ status runtime::impl::route(std::string_view id, std::string* node) const {
   auto v = cluster->view();
   const std::string& self = cluster->self();
   std::string_view key = cluster_key(id);
-  const std::string& a = v->active_ring.owner_id(key);
+  std::string a;
+  SKEIN_TRY(owner_of(key, &a));
   const std::string& t = v->changing() ? v->target_ring.owner_id(key) : a;
   if (t == a) {
     if (a != self) *node = a;
@@ -54,7 +55,8 @@ status runtime::impl::route_claim(const std::string& key, std::string* node) con
   node->clear();
   if (!cluster) return status::ok();
   auto v = cluster->view();
-  const std::string& a = v->active_ring.owner_id(key);
+  std::string a;
+  SKEIN_TRY(owner_of(key, &a));
   if (v->changing() && v->target_ring.owner_id(key) != a)
     return status::unavailable("claim " + key + " moves to node " + v->target_ring.owner_id(key) +
                                " in the rebalance under way: retry once it is done");
@@ -133,8 +135,16 @@ status runtime::impl::put_agent_local(agent_config config, agent_config* out) {
   return status::ok();
 }
 
-status runtime::impl::sync_agents() {
-  if (!cluster || cluster->self() == cluster->coordinator()) return status::ok();
+status runtime::impl::sync_agents(const std::string& agent_id) {
+  if (replicated && !agent_id.empty()) {  // the cluster's bucket has every agent
+    std::string json;
+    SKEIN_TRY(replicated->get_agent(agent_id, &json));
+    if (json.empty()) return status::not_found("agent " + agent_id + " does not exist");
+    agent_config a;
+    SKEIN_TRY(decode_agent(json, &a));
+    return put_agent_local(std::move(a), nullptr);
+  }
+  if (!cluster || replicated || cluster->self() == cluster->coordinator()) return status::ok();
   std::vector<agent_config> all;
   SKEIN_TRY(cluster->call(cluster->coordinator(), [&](std::vector<agent_config>& v) { all = std::move(v); },
                           agent_atom::value));
@@ -142,9 +152,39 @@ status runtime::impl::sync_agents() {
   return status::ok();
 }
 
+namespace {
+
+// A listed thread's place in its index: what a listing's cursor encodes (hex).
+std::string listing_suffix(const thread_query& q, const manifest& m) {
+  return q.index == thread_query::by::updated ? keys::updated_value(m.updated_at_ms) + "/" + m.id : m.id;
+}
+
+}  // namespace
+
 status runtime::impl::list_local(const thread_query& q, thread_page* out) {
   SKEIN_TRY(check_open());
-  return log->list_threads(q, out);
+  if (!replicated) return log->list_threads(q, out);
+  // A replicated node stores the partitions it follows too: it lists those it
+  // leads, so that every thread is listed once, by its leader.
+  out->threads.clear();
+  out->unreadable.clear();
+  out->next_cursor.clear();
+  thread_query next = q;
+  for (;;) {
+    thread_page page;
+    SKEIN_TRY(log->list_threads(next, &page));
+    for (auto& m : page.threads) {
+      if (!replicated->serves(cluster_key(m.id))) continue;
+      out->threads.push_back(std::move(m));
+      if (out->threads.size() == q.limit) {
+        out->next_cursor = detail::hex_encode(listing_suffix(q, out->threads.back()));
+        return status::ok();
+      }
+    }
+    for (auto& u : page.unreadable) out->unreadable.push_back(std::move(u));
+    if (page.next_cursor.empty()) return status::ok();
+    next.cursor = std::move(page.next_cursor);
+  }
 }
 
 status runtime::impl::counts(uint64_t* threads, uint64_t* active) {
@@ -203,6 +243,7 @@ edge_hooks runtime::impl::hooks() {
 status runtime::create_agent(agent_config config, agent_config* out) {
   cluster_link* c = impl_->cluster.get();
   if (c == nullptr) return impl_->put_agent_local(std::move(config), out);
+  if (impl_->replicated) return impl_->put_agent_cluster(std::move(config), out);
   if (c->self() != c->coordinator()) {
     // The coordinator decides (same config: no-op; another: conflict) and writes to every node.
     agent_config decided;
@@ -226,13 +267,12 @@ status runtime::list_threads(const thread_query& query, thread_page* out) {
   // Scatter-gather: every node's first page after the cursor, merged in index
   // order; the page is the first `limit` of the merge, and its cursor (the index
   // suffix of its last thread) is valid on every node.
+  if (impl_->replicated) SKEIN_TRY(impl_->replicated->check_led());  // whole or refused
   std::vector<thread_page> pages;
   SKEIN_TRY(cluster_gather(*c, &pages, [&](thread_page* page) { return impl_->list_local(query, page); }, list_atom::value,
                    query));
   const bool newest_first = query.index == thread_query::by::updated;
-  auto suffix = [&](const manifest& m) {
-    return newest_first ? keys::updated_value(m.updated_at_ms) + "/" + m.id : m.id;
-  };
+  auto suffix = [&](const manifest& m) { return listing_suffix(query, m); };
   std::vector<std::pair<std::string, manifest>> merged;
   bool more = false;
   out->threads.clear();

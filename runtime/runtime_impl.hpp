@@ -25,6 +25,7 @@
 #include "actors/timers.hpp"
 #include "runtime/cluster/cluster_link.hpp"
 #include "runtime/cluster/cluster_tls.hpp"
+#include "runtime/cluster/replicated_cluster.hpp"
 #include "runtime/host_sink.hpp"
 #include "runtime/memory_service.hpp"
 #include "runtime/runtime.hpp"
@@ -94,6 +95,23 @@ struct runtime::impl {
   // This node's link to the others (runtime_options::cluster); null when alone.
   // Declared after sys: it goes before the actor system does.
   std::unique_ptr<cluster_link> cluster;
+  // A replicated cluster's NATS side (cluster_options::replication); null otherwise.
+  // Declared before the log's users stop: closed after the actors, before the log.
+  std::unique_ptr<replicated_cluster> replicated;
+  // The owner of `key` by the members' view now. In a replicated cluster a
+  // partition with no leader known (a failover under way) is waited for up to
+  // the request timeout, then unavailable.
+  status owner_of(std::string_view key, std::string* out) const;
+  // At a partition's lead: its interrupted runs closed and its waiting inputs
+  // replayed, as at open; at its loss: its thread actors stopped.
+  void partition_led(uint32_t partition);
+  void partition_lost(uint32_t partition);
+  // Agents of the cluster's bucket, put here as they come (replicated cluster).
+  void agent_seen(const std::string& json);
+  // runtime::create_agent in a replicated cluster: through the agents bucket.
+  status put_agent_cluster(agent_config config, agent_config* out);
+  // Registers this node and starts leading and following (after the link started).
+  status start_replication();
 
   // The cluster's side of the runtime (runtime_cluster.cpp).
   // Where a call about thread `id` runs: *node is the node to forward it to,
@@ -158,7 +176,8 @@ struct runtime::impl {
   // Calls that are not forwarded yet: refused, never answered from the wrong node.
   status put_agent_local(agent_config config, agent_config* out);
   // A node that missed an agent's fan-out (it was down) fetches the coordinator's agents.
-  status sync_agents();
+  // In a replicated cluster, the one agent named is fetched from the agents bucket.
+  status sync_agents(const std::string& agent_id = {});
   status list_local(const thread_query& q, thread_page* out);
   status counts(uint64_t* threads, uint64_t* active);
   // Usage and memory search over every node (runtime_cluster.cpp): each node's

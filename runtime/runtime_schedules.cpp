@@ -27,7 +27,8 @@ status runtime::impl::route_schedule(const std::string& id, std::string* node, b
     auto v = cluster->view();
     const std::string& self = cluster->self();
     std::string_view key = cluster_key(id);
-    const std::string& a = v->active_ring.owner_id(key);
+    std::string a;
+    SKEIN_TRY(owner_of(key, &a));
     const std::string& t = v->changing() ? v->target_ring.owner_id(key) : a;
     if (t != a && (a == self || t == self)) {
       schedule stored;

@@ -66,13 +66,13 @@ status runtime::create_thread(thread_options options, manifest* out, bool* creat
     if (s && created != nullptr) *created = true;
     return s;
   };
-  if (c == nullptr || c->self() == c->coordinator()) return here(std::move(options));
+  if (c == nullptr || (!impl_->replicated && c->self() == c->coordinator())) return here(std::move(options));
   // An agent this node missed (it was down when the agent was written) is
   // fetched from the coordinator, and the creation tried once more.
   status s = here(options);
   if (s.code() != errc::not_found) return s;
   // Not known here is no answer while the coordinator cannot be asked.
-  status synced = impl_->sync_agents();
+  status synced = impl_->sync_agents(options.agent_id);
   if (synced) return here(std::move(options));
   if (synced.code() == errc::unavailable)
     return status::unavailable(s.message() + " on node " + c->self() + ", which cannot ask the coordinator (" +

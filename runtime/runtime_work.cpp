@@ -42,7 +42,8 @@ status runtime::impl::route_work(const std::string& key, std::string* node) cons
   if (!cluster) return status::ok();
   auto v = cluster->view();
   const std::string& self = cluster->self();
-  const std::string& a = v->active_ring.owner_id(key);
+  std::string a;
+  SKEIN_TRY(owner_of(key, &a));
   const std::string& t = v->changing() ? v->target_ring.owner_id(key) : a;
   if (t != a && a == self) {
     if (!marked(key)) return status::ok();  // not released yet: served here

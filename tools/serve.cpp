@@ -52,6 +52,12 @@ struct serve_config {
   // TLS between nodes (PEM files; all three or none): this node's certificate
   // and key, and the cluster CA every member's certificate is signed by.
   std::string cluster_cert, cluster_key, cluster_ca;
+  // A replicated cluster (cluster = nats://…): its servers' TLS CA and
+  // credentials, this node's link address, and the cluster's shape.
+  std::string cluster_listen = "127.0.0.1:0";
+  std::string nats_ca, nats_user, nats_password, nats_creds;
+  uint64_t cluster_partitions = 64, cluster_replicas = 3, cluster_log_replicas = 1;
+  uint64_t cluster_lease_ttl_ms = 3000, cluster_member_ttl_ms = 3000;
   bool demo = false;
 };
 
@@ -68,7 +74,9 @@ setting_fields fields_of(serve_config& c) {
       {"listen", &c.listen}, {"data", &c.data}, {"durability", &c.durability},
       {"tokens", &c.tokens}, {"port_file", &c.port_file}, {"work_auto_archive", &c.work_auto_archive},
       {"key_file", &c.key_file}, {"key_env", &c.key_env}, {"node_id", &c.node_id}, {"cluster", &c.cluster},
-      {"cluster_cert", &c.cluster_cert}, {"cluster_key", &c.cluster_key}, {"cluster_ca", &c.cluster_ca}};
+      {"cluster_cert", &c.cluster_cert}, {"cluster_key", &c.cluster_key}, {"cluster_ca", &c.cluster_ca},
+      {"cluster_listen", &c.cluster_listen}, {"nats_ca", &c.nats_ca}, {"nats_user", &c.nats_user},
+      {"nats_password", &c.nats_password}, {"nats_creds", &c.nats_creds}};
   f.numbers = {
       {"http_threads", &c.http_threads},
       {"body_bytes_max", &c.body_bytes_max},
@@ -85,7 +93,12 @@ setting_fields fields_of(serve_config& c) {
       {"heartbeat_stale_ms", &c.heartbeat_stale_ms},
       {"start_stale_ms", &c.start_stale_ms},
       {"work_sweep_interval_ms", &c.work_sweep_interval_ms},
-      {"cluster_timeout_ms", &c.cluster_timeout_ms}};
+      {"cluster_timeout_ms", &c.cluster_timeout_ms},
+      {"cluster_partitions", &c.cluster_partitions},
+      {"cluster_replicas", &c.cluster_replicas},
+      {"cluster_log_replicas", &c.cluster_log_replicas},
+      {"cluster_lease_ttl_ms", &c.cluster_lease_ttl_ms},
+      {"cluster_member_ttl_ms", &c.cluster_member_ttl_ms}};
   return f;
 }
 
@@ -114,7 +127,9 @@ const char* setting_names[] = {"listen", "data", "durability", "tokens", "port_f
                                "heartbeat_interval_ms", "heartbeat_stale_ms", "start_stale_ms",
                                "work_sweep_interval_ms", "work_auto_archive", "key_file", "key_env",
                                "node_id", "cluster", "cluster_timeout_ms", "cluster_cert", "cluster_key",
-                               "cluster_ca"};
+                               "cluster_ca", "cluster_listen", "cluster_partitions", "cluster_replicas",
+                               "cluster_log_replicas", "cluster_lease_ttl_ms", "cluster_member_ttl_ms", "nats_ca",
+                               "nats_user", "nats_password", "nats_creds"};
 
 status load_file(serve_config& c, const std::string& path) {
   std::ifstream in{path};
@@ -261,10 +276,45 @@ const char* metavar_of(const std::string& name) {
   static const std::map<std::string, const char*> named = {
       {"listen", "HOST:PORT"}, {"data", "DIR"}, {"durability", "sync|flush|memory"}, {"tokens", "FILE"},
       {"port_file", "FILE"}, {"work_auto_archive", "true|false"}, {"key_file", "P"}, {"key_env", "NAME"},
-      {"node_id", "ID"}, {"cluster", "FILE"}, {"cluster_cert", "FILE"}, {"cluster_key", "FILE"},
-      {"cluster_ca", "FILE"}};
+      {"node_id", "ID"}, {"cluster", "FILE|nats://HOST:PORT,…"}, {"cluster_cert", "FILE"}, {"cluster_key", "FILE"},
+      {"cluster_ca", "FILE"}, {"cluster_listen", "HOST:PORT"}, {"nats_ca", "FILE"}, {"nats_user", "NAME"},
+      {"nats_password", "TEXT"}, {"nats_creds", "FILE"}};
   auto it = named.find(name);
   return it == named.end() ? "N" : it->second;
+}
+
+// Whether --cluster names NATS servers (a replicated cluster) rather than a file.
+bool is_nats_list(const std::string& cluster) {
+  return cluster.starts_with("nats://") || cluster.starts_with("tls://");
+}
+
+// A replicated cluster's options from the settings.
+status replication_options(const serve_config& c, cluster_replication* out) {
+  cluster_replication r;
+  for (size_t at = 0; at <= c.cluster.size();) {
+    size_t comma = c.cluster.find(',', at);
+    if (comma == std::string::npos) comma = c.cluster.size();
+    r.nats.push_back(trim(c.cluster.substr(at, comma - at)));
+    at = comma + 1;
+  }
+  if (status s = split_listen(c.cluster_listen, &r.host, &r.port); !s)
+    return status::invalid_input("cluster_listen: " + s.message()).with_field("cluster_listen");
+  r.nats_ca = c.nats_ca;
+  r.nats_user = c.nats_user;
+  r.nats_password = c.nats_password;
+  r.nats_creds = c.nats_creds;
+  auto narrow = [](uint64_t v, uint64_t max, const char* name, auto* to) -> status {
+    if (v > max) return status::invalid_input(std::string{name} + ": at most " + std::to_string(max)).with_field(name);
+    *to = static_cast<std::remove_pointer_t<decltype(to)>>(v);
+    return status::ok();
+  };
+  SKEIN_TRY(narrow(c.cluster_partitions, 4096, "cluster_partitions", &r.partitions));
+  SKEIN_TRY(narrow(c.cluster_replicas, cluster_members_max, "cluster_replicas", &r.replicas));
+  SKEIN_TRY(narrow(c.cluster_log_replicas, 5, "cluster_log_replicas", &r.log_replicas));
+  r.lease_ttl_ms = c.cluster_lease_ttl_ms;
+  r.member_ttl_ms = c.cluster_member_ttl_ms;
+  *out = std::move(r);
+  return status::ok();
 }
 
 // The members a cluster file lists (runtime/model/cluster.hpp).
@@ -337,16 +387,28 @@ int run_serve(const cli::given& a) {
     ro.cluster.node_id = c.node_id;
     ro.cluster.request_timeout_ms = c.cluster_timeout_ms;
     ro.cluster.tls = {c.cluster_cert, c.cluster_key, c.cluster_ca};
-    if (status s = read_cluster_file(c.cluster, &ro.cluster.members); !s)
+    const bool replicated = is_nats_list(c.cluster);
+    if (replicated) {
+      if (status s = replication_options(c, &ro.cluster.replication); !s) return fail("skein serve", s, 64);
+    } else if (status s = read_cluster_file(c.cluster, &ro.cluster.members); !s) {
       return fail("skein serve", s, s.code() == errc::invalid_input ? 64 : 1);
-    if (status s = runtime::open(ro, &opened.single); !s) return fail("skein serve", s, 1);
+    }
+    if (status s = runtime::open(ro, &opened.single); !s)
+      return fail("skein serve", s, s.code() == errc::invalid_input ? 64 : 1);
     opened.rt = std::shared_ptr<runtime>(opened.single.get(), [](runtime*) {});
+    const char* link = ro.cluster.tls.enabled() ? "TLS, peers verified against the cluster CA"
+                                                : "plain TCP, for tests on one machine: loopback only";
+    if (replicated) {
+      replication_status rs;
+      opened.rt->replication(&rs).ignore();
+      std::printf("skein serve: node %s of a replicated cluster (NATS %s): %u partitions, %zu replicas each; node "
+                  "link on %s (%s)\n",
+                  c.node_id.c_str(), c.cluster.c_str(), rs.partitions, rs.replicas, rs.link.c_str(), link);
+    }
     for (const auto& m : ro.cluster.members)
       if (m.id == c.node_id)
         std::printf("skein serve: node %s of a cluster of %zu; node link on %s:%u (%s)\n", c.node_id.c_str(),
-                    ro.cluster.members.size(), m.host.c_str(), m.port,
-                    ro.cluster.tls.enabled() ? "TLS, peers verified against the cluster CA"
-                                             : "plain TCP, for tests on one machine: loopback only");
+                    ro.cluster.members.size(), m.host.c_str(), m.port, link);
   } else {
     // On disk, a namespace set (runtime/namespaces/namespaces.hpp): one database per
     // namespace under the data directory. In memory there is one namespace.
@@ -396,8 +458,8 @@ int run_serve(const cli::given& a) {
   for (sigwait(&signals, &sig); sig == SIGHUP; sigwait(&signals, &sig)) {
     // The cluster file again: a new member list becomes this node's target
     // (`skein cluster rebalance` moves the threads); a bad file changes nothing.
-    if (c.cluster.empty()) {
-      std::printf("skein serve: SIGHUP: no cluster file to reload (not a cluster node)\n");
+    if (c.cluster.empty() || is_nats_list(c.cluster)) {
+      std::printf("skein serve: SIGHUP: no cluster file to reload (not a node of a static cluster)\n");
     } else {
       std::vector<cluster_member> members;
       status s = read_cluster_file(c.cluster, &members);

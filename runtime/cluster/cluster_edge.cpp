@@ -50,7 +50,7 @@ void edge_worker(caf::blocking_actor* self, runtime* rt, cluster_link* link, edg
     SKEIN_TRY(validate_id(id, "thread id"));
     auto v = link->view();
     std::string_view key = cluster_key(id);
-    const std::string& owner = v->active_ring.owner_id(key);
+    const std::string& owner = v->owner(key);
     if (owner == node || (v->changing() && v->target_ring.owner_id(key) == node) ||
         (!v->previous.empty() && v->previous_ring.owner_id(key) == node))
       return status::ok();
@@ -61,7 +61,7 @@ void edge_worker(caf::blocking_actor* self, runtime* rt, cluster_link* link, edg
   // is under way (creations go straight to their new home).
   auto decides = [link](const std::string& key) {
     auto v = link->view();
-    return v->changing() ? v->target_ring.owner_id(key) : v->active_ring.owner_id(key);
+    return v->changing() ? v->target_ring.owner_id(key) : v->owner(key);
   };
   worker_state st;
   bool running = true;
@@ -284,7 +284,7 @@ void edge_worker(caf::blocking_actor* self, runtime* rt, cluster_link* link, edg
       },
       [&](task_atom, std::string& task) -> caf::result<manifest> {
         manifest m;
-        if (decides(task_key(task)) != node && link->view()->active_ring.owner_id(task_key(task)) != node)
+        if (decides(task_key(task)) != node && link->view()->owner(task_key(task)) != node)
           return to_error(status::unavailable("node " + node + " does not own task " + task));
         if (status s = rt->find_task_thread(task, &m); !s) return to_error(s);
         return m;

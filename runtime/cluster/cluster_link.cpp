@@ -213,6 +213,7 @@ struct cluster_link::peers {
 struct cluster_link::views {
   mutable std::mutex mu;
   std::shared_ptr<const cluster_view> now;  // guarded by mu
+  std::function<std::string(std::string_view)> placement;  // guarded by mu
   std::shared_ptr<const cluster_view> get() const {
     std::lock_guard lock{mu};
     return now;
@@ -242,7 +243,18 @@ cluster_link::cluster_link(caf::actor_system& sys, cluster_options options)
     : sys_(sys), options_(std::move(options)), views_(std::make_shared<views>()),
       timeout_(options_.request_timeout_ms), interface_(sys.message_types<edge_actor>()),
       peers_(std::make_shared<peers>()) {
-  set_view(options_.members, {}, {});
+  if (options_.replication.enabled())  // the others come from the members bucket
+    set_view({{options_.node_id, options_.replication.host, options_.replication.port}}, {}, {});
+  else
+    set_view(options_.members, {}, {});
+}
+
+void cluster_link::set_placement(std::function<std::string(std::string_view)> placement) {
+  std::lock_guard lock{views_->mu};
+  views_->placement = std::move(placement);
+  auto v = std::make_shared<cluster_view>(*views_->now);
+  v->placement = views_->placement;
+  views_->now = std::move(v);
 }
 
 std::shared_ptr<const cluster_view> cluster_link::view() const { return views_->get(); }
@@ -268,6 +280,7 @@ void cluster_link::set_view(std::vector<cluster_member> active, std::vector<clus
     }
   }
   std::lock_guard lock{views_->mu};
+  v->placement = views_->placement;
   views_->now = std::move(v);
 }
 
@@ -276,8 +289,24 @@ std::function<bool(std::string_view)> cluster_link::id_filter() const {
     auto v = views->get();
     std::string_view key = cluster_key(id);
     if (v->changing() && v->in_target(self)) return v->target_ring.owner_id(key) == self;
-    return v->active_ring.owner_id(key) == self;
+    return v->owner(key) == self;
   };
+}
+
+bool cluster_link::link_down(const std::string& node) const {
+  std::lock_guard lock{peers_->mu};
+  auto it = peers_->members.find(node);
+  return it != peers_->members.end() && !it->second.edge && !it->second.last_error.empty();
+}
+
+void cluster_link::forget_failure(const std::string& node) {
+  std::lock_guard lock{peers_->mu};
+  auto it = peers_->members.find(node);
+  if (it == peers_->members.end() || it->second.edge) return;
+  it->second.tried = false;
+  it->second.retry_at = {};
+  it->second.backoff_ms = 0;
+  it->second.last_error.clear();
 }
 
 void cluster_link::forget_failures() {
@@ -313,7 +342,10 @@ status cluster_link::start(runtime& rt, edge_hooks hooks) {
   edge_ = caf::actor_pool::make(sys_.dummy_execution_unit(), ws.size(),
                                 [ws, next]() mutable { return ws[next++ % ws.size()]; },
                                 caf::actor_pool::round_robin());
-  const auto& me = peers_->members.at(options_.node_id);
+  const peers::entry me = [&] {
+    std::lock_guard lock{peers_->mu};
+    return peers_->members.at(options_.node_id);
+  }();
   // Published with its interface (edge_protocol.hpp), which a connecting node
   // compares with its own. The workers are blocking actors (CAF 0.17 has no
   // typed ones): each answers exactly edge_actor's calls (cluster_edge.cpp).
@@ -327,6 +359,13 @@ status cluster_link::start(runtime& rt, edge_hooks hooks) {
         .with_field("cluster");
   }
   port_ = *port;
+  if (me.port == 0) {  // any free port was asked: peers learn the bound one
+    auto v = view();
+    std::vector<cluster_member> active = v->active;
+    for (auto& m : active)
+      if (m.id == options_.node_id) m.port = port_;
+    set_view(std::move(active), v->target, v->previous);
+  }
   return status::ok();
 }
 

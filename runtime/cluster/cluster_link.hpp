@@ -91,6 +91,13 @@ struct cluster_view {
   std::vector<cluster_member> target;    // the new members, until a rebalance commits them; empty: none
   std::vector<cluster_member> previous;  // the members before the last committed change; empty: none
   rendezvous active_ring, target_ring, previous_ring;
+  // A replicated cluster's owner of a key (its partition's leader; "" while
+  // none is known); null: a static cluster's, by active_ring.
+  std::function<std::string(std::string_view key)> placement;
+  // The node that serves `key` (a cluster_key, a claim's): "" when none is known.
+  std::string owner(std::string_view key) const {
+    return placement ? placement(key) : active_ring.owner_id(key);
+  }
   bool changing() const { return !target.empty(); }
   bool in_target(std::string_view node) const;
   // active, then the target's members not in it: everyone to ask.
@@ -123,6 +130,10 @@ class cluster_link {
   std::shared_ptr<const cluster_view> view() const;
   void set_view(std::vector<cluster_member> active, std::vector<cluster_member> target,
                 std::vector<cluster_member> previous);
+  // A replicated cluster: who owns a key (cluster_view::placement), from now on.
+  void set_placement(std::function<std::string(std::string_view key)> placement);
+  // The port the edge listens on (after start(): the one bound when 0 was asked).
+  uint16_t port() const { return port_; }
   // The first active member: it decides agents.
   std::string coordinator() const { return view()->active.front().id; }
   // Whether new thread ids minted here are this node's: by the target members
@@ -133,6 +144,11 @@ class cluster_link {
   // True on an edge worker's thread while it runs another node's call: the
   // node it forwards to must not forward it back (runtime::impl::route).
   static bool serving_edge();
+  // Whether `node`'s link is down: it was lost, or the last connection
+  // failed (a replicated cluster waits for another leader then).
+  bool link_down(const std::string& node) const;
+  // Clears one member's failed-connection state: it joined again.
+  void forget_failure(const std::string& node);
   // Clears every member's failed-connection backoff: after asking members at
   // open, when some were not up yet.
   void forget_failures();

@@ -66,6 +66,47 @@ status parse_address(std::string_view a, size_t line, cluster_member* m) {
   return status::ok();
 }
 
+
+bool loopback(std::string_view host) { return host == "127.0.0.1" || host == "::1" || host == "localhost"; }
+
+// A replicated cluster's options (cluster_replication).
+status check_replicated(const cluster_options& o) {
+  const cluster_replication& r = o.replication;
+  if (!o.members.empty())
+    return status::invalid_input("cluster: a member list and NATS servers: give one (a static or a replicated cluster)")
+        .with_field("cluster");
+  if (o.node_id.size() > node_id_bytes_max)
+    return status::invalid_input("node id: longer than " + std::to_string(node_id_bytes_max) + " bytes").with_field("node_id");
+  if (status s = validate_id(o.node_id, "node id"); !s) return s.with_field("node_id");
+  for (const auto& url : r.nats) {
+    std::string_view u = url;
+    bool known = u.starts_with("nats://") || u.starts_with("tls://");
+    if (!known || u.size() > 512 || u.substr(u.find("://") + 3).empty())
+      return status::invalid_input("cluster: '" + quote_input(url, 80) +
+                                   "' is not a NATS server's URL (nats://host:port or tls://host:port)")
+          .with_field("cluster");
+  }
+  if (r.partitions == 0 || r.partitions > 4096)
+    return status::invalid_input("cluster_partitions: between 1 and 4096").with_field("cluster_partitions");
+  if (r.replicas == 0 || r.replicas > cluster_members_max)
+    return status::invalid_input("cluster_replicas: between 1 and " + std::to_string(cluster_members_max))
+        .with_field("cluster_replicas");
+  if (r.log_replicas != 1 && r.log_replicas != 3 && r.log_replicas != 5)
+    return status::invalid_input("cluster_log_replicas: 1, 3 or 5 (copies among the NATS servers)")
+        .with_field("cluster_log_replicas");
+  if (r.lease_ttl_ms < 100 || r.member_ttl_ms < 100)
+    return status::invalid_input("cluster_lease_ttl_ms and cluster_member_ttl_ms: at least 100").with_field("cluster_lease_ttl_ms");
+  if (!o.tls.enabled() && !loopback(r.host))
+    return status::invalid_input("cluster_host: " + quote_input(r.host, 80) +
+                                 ": plain TCP node links are for loopback only; give cluster_cert, cluster_key "
+                                 "and cluster_ca for TLS between machines")
+        .with_field("cluster_host");
+  if (o.request_timeout_ms == 0 || o.edge_workers == 0 || o.reconnect_min_ms == 0 ||
+      o.reconnect_max_ms < o.reconnect_min_ms)
+    return status::invalid_input("cluster: timeouts and edge_workers must be positive").with_field("cluster");
+  return status::ok();
+}
+
 }  // namespace
 
 status parse_cluster(std::string_view text, std::vector<cluster_member>* out) {
@@ -136,8 +177,9 @@ size_t rendezvous::owner(std::string_view key) const {
 }
 
 status check_cluster(const cluster_options& o) {
-  if (o.members.empty()) return status::invalid_input("cluster: no members").with_field("cluster");
   const cluster_tls& t = o.tls;
+  if (o.replication.enabled()) return check_replicated(o);
+  if (o.members.empty()) return status::invalid_input("cluster: no members").with_field("cluster");
   if (t.enabled()) {
     const char* missing = t.certificate.empty() ? "cluster_cert" : t.key.empty() ? "cluster_key"
                           : t.ca.empty()        ? "cluster_ca"
@@ -150,7 +192,7 @@ status check_cluster(const cluster_options& o) {
   bool found = false;
   for (const auto& m : o.members) {
     if (m.id == o.node_id) found = true;
-    if (!t.enabled() && m.host != "127.0.0.1" && m.host != "::1" && m.host != "localhost")
+    if (!t.enabled() && !loopback(m.host))
       return status::invalid_input("cluster: member " + m.id + " at " + m.host +
                                    ": plain TCP node links are for loopback only; give cluster_cert, cluster_key "
                                    "and cluster_ca for TLS between machines")

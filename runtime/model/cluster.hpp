@@ -63,9 +63,26 @@ struct cluster_tls {
   bool enabled() const { return !certificate.empty() || !key.empty() || !ca.empty(); }
 };
 
+// A replicated cluster (docs/cluster.md, "Replication"): its members find each
+// other through NATS JetStream, which also carries every partition's log.
+struct cluster_replication {
+  std::vector<std::string> nats;  // the servers: nats://host:port (tls://…); empty: a static cluster
+  std::string nats_ca;            // trusted CA of the servers' certificates: connect with TLS
+  std::string nats_user, nats_password, nats_creds;  // the servers' authorization, when they ask
+  uint32_t partitions = 64;       // when this node creates the cluster; a running one keeps its own
+  size_t replicas = 3;            // copies of each partition among the live nodes
+  int log_replicas = 1;           // copies of the log and the buckets among the NATS servers (1, 3, 5)
+  uint64_t lease_ttl_ms = 3000;   // a partition's leader renews its lease within this
+  uint64_t member_ttl_ms = 3000;  // a node not renewed within this is gone
+  std::string host = "127.0.0.1";  // where this node's link listens and peers reach it
+  uint16_t port = 0;               // 0: any free port (registered as bound)
+  bool enabled() const { return !nats.empty(); }
+};
+
 struct cluster_options {
   std::string node_id;                   // this node: one of the members
-  std::vector<cluster_member> members;   // parse_cluster(); the same list on every node
+  std::vector<cluster_member> members;   // parse_cluster(); the same list on every node (a static cluster)
+  cluster_replication replication;       // or a replicated one: members found through NATS
   // A forwarded call unanswered this long is `unavailable` naming the owner (a
   // send waits for its run instead, and fails when the owner's link drops).
   uint64_t request_timeout_ms = 5000;
@@ -117,6 +134,26 @@ struct cluster_member_state {
   uint64_t threads = 0;        // threads stored on it (when up or self)
   uint64_t active = 0;         // thread actors alive on it
   uint64_t forwarded = 0;      // calls this node forwarded to it
+};
+
+// One partition of a replicated cluster as a node sees it (GET /v1/cluster).
+struct partition_state {
+  uint32_t partition = 0;
+  std::vector<std::string> replicas;  // by placement over the live members, the leader first
+  std::string leader;                 // its lease's holder as last seen ("" when none)
+  uint64_t epoch = 0;                 // the lease's epoch
+  uint64_t applied = 0;               // the stream sequence this node's disk has applied
+  bool leading = false, following = false;
+};
+
+// A node's view of its replicated cluster (runtime::replication).
+struct replication_status {
+  uint32_t partitions = 0;
+  size_t replicas = 0;
+  std::string link;  // this node's link, host:port
+  std::vector<partition_state> views;
+  uint64_t rounds = 0, took = 0, deposed = 0, released = 0, restarts = 0, errors = 0;
+  std::string last_error;
 };
 
 // A membership change (runtime::rebalance): each node hands the threads whose

@@ -137,6 +137,11 @@ std::vector<partition_view> partition_manager::view() const {
   return impl_->views;
 }
 
+std::string partition_manager::holder(uint32_t partition) const {
+  std::lock_guard<std::mutex> lock{impl_->mu};
+  return partition < impl_->views.size() ? impl_->views[partition].leader : std::string{};
+}
+
 partition_counters partition_manager::counters() const {
   std::lock_guard<std::mutex> lock{impl_->mu};
   return impl_->counts;

@@ -100,6 +100,8 @@ class partition_manager {
   void poke();
 
   std::vector<partition_view> view() const;
+  // The partition's lease holder as last seen ("" when free or unknown).
+  std::string holder(uint32_t partition) const;
   partition_counters counters() const;
   status last_error() const;
 

@@ -33,6 +33,40 @@ void rebalance(route_call& c) {
   c.reply_json(202, body);
 }
 
+// A replicated cluster's partitions as this node sees them, and its counters.
+void write_replication(json_writer& w, const replication_status& r) {
+  w.key("replication");
+  w.begin_object();
+  w.field_uint("partition_count", r.partitions);
+  w.field_uint("replicas", r.replicas);
+  w.field("link", r.link);
+  w.field_uint("rounds", r.rounds);
+  w.field_uint("leases_taken", r.took);
+  w.field_uint("deposed", r.deposed);
+  w.field_uint("released", r.released);
+  w.field_uint("follower_restarts", r.restarts);
+  w.field_uint("errors", r.errors);
+  if (!r.last_error.empty()) w.field("last_error", r.last_error);
+  w.key("partitions");
+  w.begin_array();
+  for (const auto& p : r.views) {
+    w.begin_object();
+    w.field_uint("partition", p.partition);
+    w.field("leader", p.leader);
+    w.key("replicas");
+    w.begin_array();
+    for (const auto& id : p.replicas) w.string(id);
+    w.end_array();
+    w.field_uint("epoch", p.epoch);
+    w.field_uint("applied", p.applied);
+    w.field_bool("leading", p.leading);
+    w.field_bool("following", p.following);
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+}
+
 // GET /v1/cluster: the members of this node's cluster, their state and counts
 // (admin only: it names every node), and the last rebalance started here.
 // Alone, one member: this node.
@@ -65,6 +99,8 @@ void cluster_state(route_call& c) {
   }
   w.end_array();
   write_rebalance(w, rebalance);
+  replication_status r;
+  if (c.rt().replication(&r)) write_replication(w, r);
   w.end_object();
   c.reply_json(200, body);
 }

@@ -1,0 +1,138 @@
+// skein::runtime as a node of a replicated cluster (cluster_options::
+// replication; runtime/cluster/replicated_cluster.hpp): routing by partition
+// leader, a partition's recovery when this node takes it and its actors'
+// stop when it loses it, and agents kept in the cluster's bucket.
+#include <caf/send.hpp>
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "persistence/recovery.hpp"
+#include "runtime/model/agent.hpp"
+#include "runtime/runtime_impl.hpp"
+#include "skein/version.hpp"
+
+namespace skein {
+
+status runtime::impl::owner_of(std::string_view key, std::string* out) const {
+  *out = cluster->view()->owner(key);
+  if (!replicated) return status::ok();
+  // A failover under way (no leader known, or the last one known cannot be
+  // reached): the next leader serves within a lease's ttl and a catch-up; a
+  // request waits for it up to its timeout.
+  auto settled = [&] { return !out->empty() && !cluster->link_down(*out); };
+  if (settled()) return status::ok();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.cluster.request_timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    *out = cluster->view()->owner(key);
+    if (settled()) return status::ok();
+  }
+  if (!out->empty()) return status::ok();  // the call says why it cannot reach it
+  return status::unavailable("partition " + std::to_string(replicated->partition_of(key)) + " of " +
+                             std::string{key} + " has no leader now (a failover under way): retry shortly");
+}
+
+status runtime::impl::start_replication() {
+  replicated_hooks h;
+  h.on_writer = [this](std::function<status(event_log&)> fn) {
+    SKEIN_TRY(check_open());
+    return journal_run(*sys, actors.journal, std::move(fn));
+  };
+  h.recover = [this](uint32_t p) { partition_led(p); };
+  h.led = [this](uint32_t p) {
+    // Inputs accepted before the last leader stopped wait in their threads'
+    // inboxes: activating those threads replays them, as at open.
+    std::vector<std::string> waiting;
+    if (status s = log->list_inbox_threads(&waiting); !s) return;
+    for (const auto& id : waiting)
+      if (replicated->partition_of(cluster_key(id)) == p) caf::anon_send(actors.directory, resolve_atom::value, id);
+  };
+  h.lost = [this](uint32_t p) { partition_lost(p); };
+  h.members = [this](std::vector<cluster_member> members) {
+    auto v = cluster->view();
+    for (auto& m : members) {
+      // This node as its link listens, whatever the bucket showed of it last.
+      if (m.id == cluster->self())
+        for (const auto& a : v->active)
+          if (a.id == m.id) m = a;
+      // A member back after it was gone (a restart): its link is tried again.
+      bool known = std::any_of(v->active.begin(), v->active.end(), [&](const cluster_member& a) { return a.id == m.id; });
+      if (!known) cluster->forget_failure(m.id);
+    }
+    cluster->set_view(std::move(members), {}, {});
+  };
+  h.agent = [this](const std::string& json) { agent_seen(json); };
+  const auto& r = options.cluster.replication;
+  return replicated->start(*log, r.host, cluster->port(), library_version(), std::move(h));
+}
+
+void runtime::impl::partition_led(uint32_t p) {
+  // Its interrupted runs closed on the log's writer, as recovery does at open:
+  // the last leader's runs in flight there stopped with it.
+  auto in_partition = [this, p](std::string_view id) { return replicated->partition_of(cluster_key(id)) == p; };
+  std::vector<std::string> repaired;
+  std::vector<quarantined_thread> quarantined;
+  status s = journal_run(*sys, actors.journal, [&](event_log& w) {
+    return repair_interrupted(w, &repaired, &quarantined, in_partition);
+  });
+  (void)s;  // a storage error shows in the next write; the partition is served either way
+}
+
+void runtime::impl::partition_lost(uint32_t p) {
+  auto in_partition = [r = replicated.get(), p](std::string_view id) { return r->partition_of(cluster_key(id)) == p; };
+  caf::anon_send(actors.directory, stop_atom::value, thread_filter{in_partition});
+}
+
+status runtime::impl::put_agent_cluster(agent_config config, agent_config* out) {
+  // The cluster's bucket decides: an agent there is the cluster's, the same
+  // again a no-op, another configuration a conflict; a new one is checked and
+  // stored here, then put there unless another node put one first.
+  auto settle = [&](const std::string& stored) -> status {
+    agent_config theirs;
+    SKEIN_TRY(decode_agent(stored, &theirs));
+    SKEIN_TRY(put_agent_local(std::move(theirs), nullptr));
+    // The directory judges it as it would here alone: the same again, or a conflict.
+    return put_agent_local(std::move(config), out);
+  };
+  std::string stored;
+  SKEIN_TRY(replicated->get_agent(config.id, &stored));
+  if (!stored.empty()) return settle(stored);
+  agent_config created;
+  SKEIN_TRY(put_agent_local(config, &created));
+  std::string json;
+  SKEIN_TRY(encode_agent(created, &json));
+  SKEIN_TRY(replicated->put_agent(created.id, json, &stored));
+  if (!stored.empty()) return settle(stored);
+  if (out != nullptr) *out = std::move(created);
+  return status::ok();
+}
+
+void runtime::impl::agent_seen(const std::string& json) {
+  agent_config a;
+  if (!decode_agent(json, &a)) return;
+  put_agent_local(std::move(a), nullptr).ignore();  // the same again: a no-op
+}
+
+status runtime::replication(replication_status* out) {
+  SKEIN_TRY(impl_->check_open());
+  if (!impl_->replicated) return status::not_found("not a node of a replicated cluster");
+  replicated_state st = impl_->replicated->state();
+  *out = {};
+  out->partitions = st.partitions;
+  out->replicas = st.replicas;
+  out->link = impl_->options.cluster.replication.host + ":" + std::to_string(impl_->cluster->port());
+  for (auto& v : st.views)
+    out->views.push_back({v.partition, std::move(v.replicas), std::move(v.leader), v.epoch, v.applied, v.leading,
+                          v.following});
+  out->rounds = st.counters.rounds;
+  out->took = st.counters.took;
+  out->deposed = st.counters.deposed;
+  out->released = st.counters.released;
+  out->restarts = st.counters.restarts;
+  out->errors = st.counters.errors;
+  out->last_error = std::move(st.last_error);
+  return status::ok();
+}
+
+}  // namespace skein

@@ -1,0 +1,236 @@
+// Three `skein serve` processes as one replicated cluster over a real
+// nats-server (`--cluster nats://…`, no member file): agents written through
+// one node are everyone's; threads created and written through any node;
+// SIGKILL of the leader of a thread's partition: the partition is served by
+// another node (failover time printed), every acknowledged entry is there,
+// seqs go on without a gap; the killed node restarts on its disk and catches
+// up; after a planned stop of all three every node's disk holds the same
+// events for every thread.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <map>
+#include <thread>
+
+#include "persistence/event_log.hpp"
+#include "runtime/model/cluster.hpp"
+#include "runtime/model/json_codec.hpp"
+#include "runtime/model/json_reader.hpp"
+#include "runtime/replication/placement.hpp"
+#include "tests/support/child_process.hpp"
+#include "tests/support/eventually.hpp"
+#include "tests/support/nats_cluster.hpp"
+#include "tests/support/temp_dir.hpp"
+#include "tools/client/http_client.hpp"
+
+using namespace skein;
+using namespace skein::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr uint32_t partitions = 8;
+
+std::unique_ptr<serve_process> start_node(const std::string& id, const std::string& nats, const std::string& data) {
+  return std::make_unique<serve_process>(
+      SKEIN_BINARY, data, "sync", 60s,
+      std::vector<std::string>{"--node-id", id, "--cluster", nats, "--cluster-partitions", std::to_string(partitions),
+                               "--cluster-replicas", "3", "--cluster-lease-ttl-ms", "900", "--cluster-member-ttl-ms",
+                               "900", "--cluster-timeout-ms", "8000"});
+}
+
+manifest manifest_of(const std::string& body) {
+  manifest m;
+  INFO(body);
+  REQUIRE(decode_manifest(body, &m).is_ok());
+  return m;
+}
+
+uint64_t last_seq_of(const std::string& body) {
+  json::document doc;
+  json::object_reader answer, run;
+  json::dom::element el;
+  uint64_t seq = 0;
+  INFO(body);
+  REQUIRE(json::parse(body, {}, "answer", &doc).is_ok());
+  REQUIRE(json::object_reader::open(doc.root(), "answer", &answer).is_ok());
+  REQUIRE(answer.element("run", &el).is_ok());
+  REQUIRE(json::object_reader::open(el, "run", &run).is_ok());
+  REQUIRE(run.uint("last_seq", &seq).is_ok());
+  return seq;
+}
+
+// The leader of each partition, as one node's GET /v1/cluster shows it; ""
+// where it shows none.
+std::map<uint32_t, std::string> leaders_of(const std::string& body) {
+  std::map<uint32_t, std::string> out;
+  json::document doc;
+  json::dom::array parts;
+  if (!json::parse(body, {}, "cluster", &doc) ||
+      doc.root().at_pointer("/replication/partitions").get_array().get(parts) != simdjson::SUCCESS)
+    return out;
+  for (json::dom::element p : parts) {
+    json::object_reader o;
+    uint64_t n = 0;
+    std::string leader;
+    if (!json::object_reader::open(p, "partition", &o).is_ok() || !o.uint("partition", &n).is_ok() ||
+        !o.string("leader", &leader).is_ok())
+      continue;
+    out[static_cast<uint32_t>(n)] = leader;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("replicated serve: three nodes over nats-server, the leader of a partition SIGKILLed") {
+  if (nats_cluster::binary().empty()) {
+    WARN("skipped: no nats-server (apt-get install nats-server; packages.txt lists it)");
+    return;
+  }
+  nats_cluster nats{1};
+  temp_dir dir;
+  const size_t n = 3;
+  const std::string ids[n] = {"n1", "n2", "n3"};
+  auto data = [&](size_t i) { return dir.str(ids[i]); };
+  std::unique_ptr<serve_process> nodes[n];
+  for (size_t i = 0; i < n; ++i) nodes[i] = start_node(ids[i], nats.url(0), data(i));
+  auto client = [&](size_t i) {
+    return std::make_unique<http::client>(http::endpoint{"127.0.0.1", nodes[i]->port()}, "", 20s);
+  };
+  http::response r;
+
+  // Every partition led, by the same node as every node sees it.
+  auto converged = [&](const std::vector<size_t>& alive) {
+    std::map<uint32_t, std::string> first;
+    for (size_t i : alive) {
+      if (!client(i)->call("GET", "/v1/cluster", "", &r).is_ok() || r.status != 200) return false;
+      auto l = leaders_of(r.body);
+      if (l.size() != partitions) return false;
+      for (auto& [p, leader] : l)
+        if (leader.empty()) return false;
+      if (first.empty()) first = l;
+      else if (l != first) return false;
+    }
+    return true;
+  };
+  REQUIRE(eventually([&] { return converged({0, 1, 2}); }, 60s));
+
+  REQUIRE(client(2)->call("POST", "/v1/agents", R"({"id":"a","engine_config":{"default":{"reply":"ok"}}})", &r).is_ok());
+  INFO(r.body);
+  REQUIRE(r.status < 300);
+  // The same agent again through another node: the cluster's, a no-op; another one: a conflict.
+  REQUIRE(client(0)->call("POST", "/v1/agents", R"({"id":"a","engine_config":{"default":{"reply":"ok"}}})", &r).is_ok());
+  CHECK(r.status < 300);
+  REQUIRE(client(1)->call("POST", "/v1/agents", R"({"id":"a","engine_config":{"default":{"reply":"no"}}})", &r).is_ok());
+  CHECK(r.status == 409);
+
+  struct ack {
+    std::string thread;
+    uint64_t last_seq = 0;
+  };
+  std::vector<ack> acks;
+  for (size_t k = 0; k < 12; ++k) {
+    REQUIRE(client(k % n)->call("POST", "/v1/threads", R"({"agent_id":"a"})", &r).is_ok());
+    INFO(r.body);
+    REQUIRE(r.status == 201);
+    std::string id = manifest_of(r.body).id;
+    REQUIRE(client((k + 1) % n)->call("POST", "/v1/threads/" + id + "/entries", R"({"text":"hi","wait":true})", &r).is_ok());
+    INFO(r.body);
+    REQUIRE(r.status == 200);
+    acks.push_back({id, last_seq_of(r.body)});
+  }
+  // Listed once each, through any node.
+  REQUIRE(client(1)->call("GET", "/v1/threads?agent_id=a&limit=100", "", &r).is_ok());
+  for (const auto& a : acks) {
+    const std::string id = "\"id\":\"" + a.thread + "\"";
+    size_t at = r.body.find(id), again = r.body.find(id, at + 1);
+    CHECK(at != std::string::npos);
+    CHECK(again == std::string::npos);
+  }
+
+  // The leader of the first thread's partition goes: SIGKILL.
+  REQUIRE(client(0)->call("GET", "/v1/cluster", "", &r).is_ok());
+  const uint32_t part = replication::partition_of("default", cluster_key(acks[0].thread), partitions);
+  const std::string victim_id = leaders_of(r.body)[part];
+  size_t victim = 0;
+  while (ids[victim] != victim_id) ++victim;
+  const size_t via = (victim + 1) % n;
+  const auto killed_at = std::chrono::steady_clock::now();
+  nodes[victim]->kill();
+
+  // Through a survivor, every thread takes an entry again: the dead node's
+  // partitions after their failover (a 503 meanwhile, never a wrong answer).
+  std::chrono::steady_clock::duration failover{};
+  size_t refused = 0;  // 503s meanwhile: a request that met the dead link first
+  for (auto& a : acks) {
+    bool done = eventually(
+        [&] {
+          if (!client(via)->call("POST", "/v1/threads/" + a.thread + "/entries", R"({"text":"again","wait":true})", &r)
+                   .is_ok())
+            return false;
+          if (r.status == 503) {  // unavailable, while no leader serves it
+            CHECK(r.body.find("unavailable") != std::string::npos);
+            ++refused;
+            return false;
+          }
+          INFO(a.thread << ": " << r.body);
+          REQUIRE(r.status == 200);
+          return true;
+        },
+        60s);
+    INFO(a.thread << ": " << r.status << " " << r.body);
+    REQUIRE(done);
+    uint64_t seq = last_seq_of(r.body);
+    CHECK(seq > a.last_seq);  // every acknowledged event before it, none lost
+    a.last_seq = seq;
+    if (failover == std::chrono::steady_clock::duration{}) failover = std::chrono::steady_clock::now() - killed_at;
+  }
+  CHECK(refused <= 2);  // the others waited for the next leader
+  WARN(refused << " refused; failover of partition " << part << " (leader " << victim_id << " SIGKILLed, lease ttl 900 ms): "
+                                << std::chrono::duration_cast<std::chrono::milliseconds>(failover).count() << " ms");
+
+  // Seqs have no gap, and each thread's events read the same through both survivors.
+  for (const auto& a : acks) {
+    std::string seen[2];
+    size_t k = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (i == victim) continue;
+      REQUIRE(client(i)->call("GET", "/v1/threads/" + a.thread + "/entries?limit=1000", "", &r).is_ok());
+      INFO(r.body);
+      REQUIRE(r.status == 200);
+      seen[k++] = r.body;
+    }
+    CHECK(seen[0] == seen[1]);
+    for (uint64_t s = 1; s <= a.last_seq; ++s)
+      CHECK(seen[0].find("\"seq\":" + std::to_string(s) + ",") != std::string::npos);
+  }
+
+  // The killed node again on its disk: it joins, catches up, and leads again.
+  nodes[victim] = start_node(ids[victim], nats.url(0), data(victim));
+  REQUIRE(eventually([&] { return converged({0, 1, 2}); }, 60s));
+  for (const auto& a : acks) {
+    REQUIRE(client(victim)->call("GET", "/v1/threads/" + a.thread, "", &r).is_ok());
+    INFO(r.body);
+    REQUIRE(r.status == 200);
+    CHECK(manifest_of(r.body).last_seq == a.last_seq);
+  }
+
+  // A planned stop of all three; then every disk holds every thread's events, the same.
+  for (size_t i = 0; i < n; ++i) CHECK(nodes[i]->stop(SIGTERM) == 0);
+  for (const auto& a : acks) {
+    std::vector<event> first;
+    for (size_t i = 0; i < n; ++i) {
+      log_options lo;
+      lo.path = data(i);
+      std::unique_ptr<event_log> log;
+      REQUIRE(event_log::open(lo, &log).is_ok());
+      std::vector<event> events;
+      REQUIRE(log->read_events(a.thread, 1, 10000, &events).is_ok());
+      INFO("node " << ids[i] << " thread " << a.thread);
+      CHECK(events.size() == a.last_seq);
+      if (i == 0) first = events;
+      else CHECK(events == first);
+    }
+  }
+}
