@@ -422,8 +422,11 @@ class scheduler_actor : public caf::event_based_actor {
     f.fired_at_ms = t;
     f.run_id = new_run_id();
     f.thread_id = s.thread_id;
-    while (f.thread_id.empty() || (s.thread_id.empty() && config_.owns_id && !config_.owns_id(f.thread_id)))
-      f.thread_id = new_thread_id(t);
+    if (f.thread_id.empty()) {  // an id this node owns, within bounded tries (mint_thread_id)
+      core_options ids;
+      ids.owns_id = config_.owns_id;
+      f.thread_id = mint_thread_id(ids, t);
+    }
     f.outcome = firing_outcome::fired;
     run_input in;
     in.text = s.input_text;

@@ -155,6 +155,8 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   // A schedule this node marked for handoff (a change under way) never fires
   // here again, not after a restart either: the marks were loaded above.
   if (p->cluster) sc.skip = [impl = p.get()](std::string_view id) { return impl->marked(id); };
+  // A replicated node arms the schedules of a partition when it takes its lead.
+  if (replicated) sc.skip = [](std::string_view) { return true; };
   if (status s = spawn_scheduler(*p->sys, std::move(sc), &p->scheduler); !s) {
     runtime partial{std::move(p)};  // close() stops what started
     return s;

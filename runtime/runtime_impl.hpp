@@ -106,6 +106,8 @@ struct runtime::impl {
   // replayed, as at open; at its loss: its thread actors stopped.
   void partition_led(uint32_t partition);
   void partition_lost(uint32_t partition);
+  // Calls `fn` with the id of every schedule stored here of the partition.
+  void for_schedules(uint32_t partition, const std::function<void(const std::string&)>& fn);
   // Agents of the cluster's bucket, put here as they come (replicated cluster).
   void agent_seen(const std::string& json);
   // runtime::create_agent in a replicated cluster: through the agents bucket.

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <thread>
 
+#include "actors/scheduler.hpp"
 #include "persistence/recovery.hpp"
 #include "runtime/model/agent.hpp"
 #include "runtime/runtime_impl.hpp"
@@ -41,6 +42,8 @@ status runtime::impl::start_replication() {
   };
   h.recover = [this](uint32_t p) { partition_led(p); };
   h.led = [this](uint32_t p) {
+    // Its schedules fire here from now on.
+    for_schedules(p, [this](const std::string& id) { caf::anon_send(scheduler, load_atom::value, id); });
     // Inputs accepted before the last leader stopped wait in their threads'
     // inboxes: activating those threads replays them, as at open.
     std::vector<std::string> waiting;
@@ -82,6 +85,15 @@ void runtime::impl::partition_led(uint32_t p) {
 void runtime::impl::partition_lost(uint32_t p) {
   auto in_partition = [r = replicated.get(), p](std::string_view id) { return r->partition_of(cluster_key(id)) == p; };
   caf::anon_send(actors.directory, stop_atom::value, thread_filter{in_partition});
+  // Its schedules fire on the next leader (a firing here would be refused).
+  for_schedules(p, [this](const std::string& id) { caf::anon_send(scheduler, release_atom::value, id); });
+}
+
+void runtime::impl::for_schedules(uint32_t p, const std::function<void(const std::string&)>& fn) {
+  log->scan_schedules([&](schedule&& s) {
+       if (replicated->partition_of(cluster_key(s.id)) == p) fn(s.id);
+     })
+      .ignore();  // a definition that does not read fires nowhere, as at open
 }
 
 status runtime::impl::put_agent_cluster(agent_config config, agent_config* out) {

@@ -8,7 +8,9 @@
 // events for every thread.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <map>
 #include <thread>
 
@@ -81,6 +83,31 @@ std::map<uint32_t, std::string> leaders_of(const std::string& body) {
   return out;
 }
 
+struct ack {
+  std::string thread;
+  uint64_t last_seq = 0;
+};
+
+// After a planned stop of every node: each node's disk holds each thread's
+// events, the same on all of them.
+void check_disks_equal(const std::vector<std::string>& dirs, const std::vector<ack>& acks) {
+  for (const auto& a : acks) {
+    std::vector<event> first;
+    for (size_t i = 0; i < dirs.size(); ++i) {
+      log_options lo;
+      lo.path = dirs[i];
+      std::unique_ptr<event_log> log;
+      REQUIRE(event_log::open(lo, &log).is_ok());
+      std::vector<event> events;
+      REQUIRE(log->read_events(a.thread, 1, 10000, &events).is_ok());
+      INFO("disk " << dirs[i] << " thread " << a.thread);
+      CHECK(events.size() == a.last_seq);
+      if (i == 0) first = events;
+      else CHECK(events == first);
+    }
+  }
+}
+
 }  // namespace
 
 TEST_CASE("replicated serve: three nodes over nats-server, the leader of a partition SIGKILLed") {
@@ -125,10 +152,6 @@ TEST_CASE("replicated serve: three nodes over nats-server, the leader of a parti
   REQUIRE(client(1)->call("POST", "/v1/agents", R"({"id":"a","engine_config":{"default":{"reply":"no"}}})", &r).is_ok());
   CHECK(r.status == 409);
 
-  struct ack {
-    std::string thread;
-    uint64_t last_seq = 0;
-  };
   std::vector<ack> acks;
   for (size_t k = 0; k < 12; ++k) {
     REQUIRE(client(k % n)->call("POST", "/v1/threads", R"({"agent_id":"a"})", &r).is_ok());
@@ -218,19 +241,75 @@ TEST_CASE("replicated serve: three nodes over nats-server, the leader of a parti
 
   // A planned stop of all three; then every disk holds every thread's events, the same.
   for (size_t i = 0; i < n; ++i) CHECK(nodes[i]->stop(SIGTERM) == 0);
-  for (const auto& a : acks) {
-    std::vector<event> first;
-    for (size_t i = 0; i < n; ++i) {
-      log_options lo;
-      lo.path = data(i);
-      std::unique_ptr<event_log> log;
-      REQUIRE(event_log::open(lo, &log).is_ok());
-      std::vector<event> events;
-      REQUIRE(log->read_events(a.thread, 1, 10000, &events).is_ok());
-      INFO("node " << ids[i] << " thread " << a.thread);
-      CHECK(events.size() == a.last_seq);
-      if (i == 0) first = events;
-      else CHECK(events == first);
-    }
+  check_disks_equal({data(0), data(1), data(2)}, acks);
+}
+
+TEST_CASE("replicated serve: a leader paused past its lease steps down when it resumes") {
+  if (nats_cluster::binary().empty()) {
+    WARN("skipped: no nats-server (apt-get install nats-server; packages.txt lists it)");
+    return;
   }
+  nats_cluster nats{1};
+  temp_dir dir;
+  const size_t n = 3;
+  const std::string ids[n] = {"n1", "n2", "n3"};
+  auto data = [&](size_t i) { return dir.str(ids[i]); };
+  std::unique_ptr<serve_process> nodes[n];
+  for (size_t i = 0; i < n; ++i) nodes[i] = start_node(ids[i], nats.url(0), data(i));
+  auto client = [&](size_t i) {
+    return std::make_unique<http::client>(http::endpoint{"127.0.0.1", nodes[i]->port()}, "", 20s);
+  };
+  http::response r;
+  auto all_led = [&](size_t i) {
+    if (!client(i)->call("GET", "/v1/cluster", "", &r).is_ok() || r.status != 200) return false;
+    auto l = leaders_of(r.body);
+    return l.size() == partitions && std::none_of(l.begin(), l.end(), [](const auto& e) { return e.second.empty(); });
+  };
+  REQUIRE(eventually([&] { return all_led(0) && all_led(1) && all_led(2); }, 60s));
+  REQUIRE(client(1)->call("POST", "/v1/agents", R"({"id":"a","engine_config":{"default":{"reply":"ok"}}})", &r).is_ok());
+  REQUIRE(r.status < 300);
+
+  // A thread made through n1 is led by n1 (a node mints ids of its own partitions).
+  std::vector<ack> acks(1);
+  REQUIRE(client(0)->call("POST", "/v1/threads", R"({"agent_id":"a"})", &r).is_ok());
+  REQUIRE(r.status == 201);
+  acks[0].thread = manifest_of(r.body).id;
+  REQUIRE(client(0)->call("POST", "/v1/threads/" + acks[0].thread + "/entries", R"({"text":"one","wait":true})", &r).is_ok());
+  REQUIRE(r.status == 200);
+  acks[0].last_seq = last_seq_of(r.body);
+
+  // n1 stopped (SIGSTOP) past its lease: n2 or n3 takes the partition and serves the thread.
+  REQUIRE(::kill(nodes[0]->child().pid(), SIGSTOP) == 0);
+  bool served = eventually(
+      [&] {
+        return client(1)->call("POST", "/v1/threads/" + acks[0].thread + "/entries", R"({"text":"two","wait":true})", &r)
+                   .is_ok() &&
+               r.status == 200;
+      },
+      60s);
+  INFO(r.status << " " << r.body);
+  REQUIRE(served);
+  uint64_t seq = last_seq_of(r.body);
+  CHECK(seq > acks[0].last_seq);
+  acks[0].last_seq = seq;
+
+  // n1 resumes: it no longer leads the partition (its next append would be
+  // fenced off), and a write through it goes to the new leader.
+  REQUIRE(::kill(nodes[0]->child().pid(), SIGCONT) == 0);
+  served = eventually(
+      [&] {
+        return client(0)->call("POST", "/v1/threads/" + acks[0].thread + "/entries", R"({"text":"three","wait":true})", &r)
+                   .is_ok() &&
+               r.status == 200;
+      },
+      60s);
+  INFO(r.status << " " << r.body);
+  REQUIRE(served);
+  seq = last_seq_of(r.body);
+  CHECK(seq > acks[0].last_seq);
+  acks[0].last_seq = seq;
+  REQUIRE(eventually([&] { return all_led(0) && all_led(1) && all_led(2); }, 60s));
+
+  for (size_t i = 0; i < n; ++i) CHECK(nodes[i]->stop(SIGTERM) == 0);
+  check_disks_equal({data(0), data(1), data(2)}, acks);
 }
