@@ -103,8 +103,18 @@ status runtime::impl::put_agent_cluster(agent_config config, agent_config* out) 
   auto settle = [&](const std::string& stored) -> status {
     agent_config theirs;
     SKEIN_TRY(decode_agent(stored, &theirs));
-    SKEIN_TRY(put_agent_local(std::move(theirs), nullptr));
-    // The directory judges it as it would here alone: the same again, or a conflict.
+    status put = put_agent_local(theirs, nullptr);
+    // The directory judges it as it would here alone: the same again, or a
+    // conflict. The bucket's watcher may be putting the same agent here at
+    // this moment: the directory refuses a second creation under way, so it
+    // is asked again once that one is through.
+    for (int tries = 0;; ++tries) {
+      if (put.code() != errc::conflict || put.message().find("is being created") == std::string::npos || tries == 200)
+        break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      put = put_agent_local(theirs, nullptr);
+    }
+    if (!put && put.code() != errc::conflict) return put;
     return put_agent_local(std::move(config), out);
   };
   std::string stored;

@@ -393,8 +393,7 @@ int run_serve(const cli::given& a) {
     } else if (status s = read_cluster_file(c.cluster, &ro.cluster.members); !s) {
       return fail("skein serve", s, s.code() == errc::invalid_input ? 64 : 1);
     }
-    if (status s = runtime::open(ro, &opened.single); !s)
-      return fail("skein serve", s, s.code() == errc::invalid_input ? 64 : 1);
+    if (status s = runtime::open(ro, &opened.single); !s) return fail("skein serve", s, 1);
     opened.rt = std::shared_ptr<runtime>(opened.single.get(), [](runtime*) {});
     const char* link = ro.cluster.tls.enabled() ? "TLS, peers verified against the cluster CA"
                                                 : "plain TCP, for tests on one machine: loopback only";

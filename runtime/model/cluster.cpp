@@ -78,6 +78,9 @@ status check_replicated(const cluster_options& o) {
   if (o.node_id.size() > node_id_bytes_max)
     return status::invalid_input("node id: longer than " + std::to_string(node_id_bytes_max) + " bytes").with_field("node_id");
   if (status s = validate_id(o.node_id, "node id"); !s) return s.with_field("node_id");
+  if (o.node_id.find(':') != std::string::npos)  // it is the node's key in the members bucket
+    return status::invalid_input("node id: ':' is not allowed in a replicated cluster (characters: [A-Za-z0-9_.-])")
+        .with_field("node_id");
   for (const auto& url : r.nats) {
     std::string_view u = url;
     bool known = u.starts_with("nats://") || u.starts_with("tls://");

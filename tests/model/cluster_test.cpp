@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -130,5 +131,43 @@ TEST_CASE("rendezvous: balanced, independent of member order, minimal movement",
     for (const std::string& k : keys) {
       if (three.owner_id(k) != "n2") REQUIRE(two.owner_id(k) == three.owner_id(k));
     }
+  }
+}
+
+TEST_CASE("replicated cluster options: each refusal names its setting", "[cluster]") {
+  auto base = [] {
+    cluster_options o;
+    o.node_id = "n1";
+    o.replication.nats = {"nats://127.0.0.1:4222", "tls://10.0.0.2:4222"};
+    return o;
+  };
+  CHECK(check_cluster(base()).is_ok());
+  struct bad_case {
+    const char* field;
+    std::function<void(cluster_options&)> spoil;
+  };
+  const std::vector<bad_case> cases = {
+      {"cluster", [](cluster_options& o) { o.members = {{"n1", "127.0.0.1", 7501}}; }},
+      {"cluster", [](cluster_options& o) { o.replication.nats = {"nats://"}; }},
+      {"cluster", [](cluster_options& o) { o.replication.nats = {"http://127.0.0.1:4222"}; }},
+      {"cluster", [](cluster_options& o) { o.replication.nats = {"nats://" + std::string(600, 'h')}; }},
+      {"node_id", [](cluster_options& o) { o.node_id = "n:1"; }},
+      {"node_id", [](cluster_options& o) { o.node_id = ""; }},
+      {"node_id", [](cluster_options& o) { o.node_id = std::string(65, 'n'); }},
+      {"cluster_partitions", [](cluster_options& o) { o.replication.partitions = 0; }},
+      {"cluster_partitions", [](cluster_options& o) { o.replication.partitions = 4097; }},
+      {"cluster_replicas", [](cluster_options& o) { o.replication.replicas = 0; }},
+      {"cluster_log_replicas", [](cluster_options& o) { o.replication.log_replicas = 2; }},
+      {"cluster_lease_ttl_ms", [](cluster_options& o) { o.replication.lease_ttl_ms = 99; }},
+      {"cluster_host", [](cluster_options& o) { o.replication.host = "10.0.0.1"; }},
+      {"cluster", [](cluster_options& o) { o.request_timeout_ms = 0; }},
+  };
+  for (const auto& c : cases) {
+    cluster_options o = base();
+    c.spoil(o);
+    status s = check_cluster(o);
+    INFO(c.field << ": " << s.to_string());
+    CHECK(s.code() == errc::invalid_input);
+    CHECK(s.field() == c.field);
   }
 }
