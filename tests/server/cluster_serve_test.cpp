@@ -14,6 +14,7 @@
 #include "runtime/model/cluster.hpp"
 #include "runtime/model/json_codec.hpp"
 #include "runtime/model/json_reader.hpp"
+#include "tests/support/answers.hpp"
 #include "tests/support/runtime_fixture.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/free_port.hpp"
@@ -33,21 +34,6 @@ std::unique_ptr<serve_process> start_node(const std::string& id, const std::stri
                                                                   "--cluster-timeout-ms", "2000"});
 }
 
-// The last_seq of a waited entry's answer, {"run":{..., "last_seq":N}}.
-uint64_t last_seq_of(const std::string& body) {
-  json::document doc;
-  json::object_reader answer, run;
-  json::dom::element el;
-  uint64_t seq = 0;
-  INFO(body);
-  REQUIRE(json::parse(body, {}, "answer", &doc).is_ok());
-  REQUIRE(json::object_reader::open(doc.root(), "answer", &answer).is_ok());
-  REQUIRE(answer.element("run", &el).is_ok());
-  REQUIRE(json::object_reader::open(el, "run", &run).is_ok());
-  REQUIRE(run.uint("last_seq", &seq).is_ok());
-  return seq;
-}
-
 std::string string_of(const std::string& body, const char* field) {
   json::document doc;
   json::object_reader o;
@@ -59,12 +45,6 @@ std::string string_of(const std::string& body, const char* field) {
   return value;
 }
 
-manifest manifest_of(const std::string& body) {
-  manifest m;
-  INFO(body);
-  REQUIRE(decode_manifest(body, &m).is_ok());
-  return m;
-}
 
 }  // namespace
 

@@ -19,6 +19,7 @@
 #include "runtime/model/json_codec.hpp"
 #include "runtime/model/json_reader.hpp"
 #include "runtime/replication/placement.hpp"
+#include "tests/support/answers.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/eventually.hpp"
 #include "tests/support/nats_cluster.hpp"
@@ -39,27 +40,6 @@ std::unique_ptr<serve_process> start_node(const std::string& id, const std::stri
       std::vector<std::string>{"--node-id", id, "--cluster", nats, "--cluster-partitions", std::to_string(partitions),
                                "--cluster-replicas", "3", "--cluster-lease-ttl-ms", "900", "--cluster-member-ttl-ms",
                                "900", "--cluster-timeout-ms", "8000"});
-}
-
-manifest manifest_of(const std::string& body) {
-  manifest m;
-  INFO(body);
-  REQUIRE(decode_manifest(body, &m).is_ok());
-  return m;
-}
-
-uint64_t last_seq_of(const std::string& body) {
-  json::document doc;
-  json::object_reader answer, run;
-  json::dom::element el;
-  uint64_t seq = 0;
-  INFO(body);
-  REQUIRE(json::parse(body, {}, "answer", &doc).is_ok());
-  REQUIRE(json::object_reader::open(doc.root(), "answer", &answer).is_ok());
-  REQUIRE(answer.element("run", &el).is_ok());
-  REQUIRE(json::object_reader::open(el, "run", &run).is_ok());
-  REQUIRE(run.uint("last_seq", &seq).is_ok());
-  return seq;
 }
 
 // The leader of each partition, as one node's GET /v1/cluster shows it; ""
@@ -108,6 +88,23 @@ void check_disks_equal(const std::vector<std::string>& dirs, const std::vector<a
   }
 }
 
+// One nats-server and three nodes over it, n1 to n3, each with its own data directory.
+struct replicated_nodes {
+  static constexpr size_t n = 3;
+  nats_cluster nats{1};
+  temp_dir dir;
+  const std::string ids[n] = {"n1", "n2", "n3"};
+  std::unique_ptr<serve_process> nodes[n];
+
+  replicated_nodes() {
+    for (size_t i = 0; i < n; ++i) nodes[i] = start_node(ids[i], nats.url(0), data(i));
+  }
+  std::string data(size_t i) const { return dir.str(ids[i]); }
+  std::unique_ptr<http::client> client(size_t i) const {
+    return std::make_unique<http::client>(http::endpoint{"127.0.0.1", nodes[i]->port()}, "", 20s);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("replicated serve: three nodes over nats-server, the leader of a partition SIGKILLed") {
@@ -115,16 +112,13 @@ TEST_CASE("replicated serve: three nodes over nats-server, the leader of a parti
     WARN("skipped: no nats-server (apt-get install nats-server; packages.txt lists it)");
     return;
   }
-  nats_cluster nats{1};
-  temp_dir dir;
-  const size_t n = 3;
-  const std::string ids[n] = {"n1", "n2", "n3"};
-  auto data = [&](size_t i) { return dir.str(ids[i]); };
-  std::unique_ptr<serve_process> nodes[n];
-  for (size_t i = 0; i < n; ++i) nodes[i] = start_node(ids[i], nats.url(0), data(i));
-  auto client = [&](size_t i) {
-    return std::make_unique<http::client>(http::endpoint{"127.0.0.1", nodes[i]->port()}, "", 20s);
-  };
+  replicated_nodes c;
+  const size_t n = replicated_nodes::n;
+  const auto& ids = c.ids;
+  auto& nodes = c.nodes;
+  auto& nats = c.nats;
+  auto data = [&](size_t i) { return c.data(i); };
+  auto client = [&](size_t i) { return c.client(i); };
   http::response r;
 
   // Every partition led, by the same node as every node sees it.
@@ -249,16 +243,13 @@ TEST_CASE("replicated serve: a leader paused past its lease steps down when it r
     WARN("skipped: no nats-server (apt-get install nats-server; packages.txt lists it)");
     return;
   }
-  nats_cluster nats{1};
-  temp_dir dir;
-  const size_t n = 3;
-  const std::string ids[n] = {"n1", "n2", "n3"};
-  auto data = [&](size_t i) { return dir.str(ids[i]); };
-  std::unique_ptr<serve_process> nodes[n];
-  for (size_t i = 0; i < n; ++i) nodes[i] = start_node(ids[i], nats.url(0), data(i));
-  auto client = [&](size_t i) {
-    return std::make_unique<http::client>(http::endpoint{"127.0.0.1", nodes[i]->port()}, "", 20s);
-  };
+  replicated_nodes c;
+  const size_t n = replicated_nodes::n;
+  const auto& ids = c.ids;
+  auto& nodes = c.nodes;
+  auto& nats = c.nats;
+  auto data = [&](size_t i) { return c.data(i); };
+  auto client = [&](size_t i) { return c.client(i); };
   http::response r;
   auto all_led = [&](size_t i) {
     if (!client(i)->call("GET", "/v1/cluster", "", &r).is_ok() || r.status != 200) return false;
