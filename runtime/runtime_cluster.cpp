@@ -142,7 +142,7 @@ status runtime::impl::sync_agents(const std::string& agent_id) {
     if (json.empty()) return status::not_found("agent " + agent_id + " does not exist");
     agent_config a;
     SKEIN_TRY(decode_agent(json, &a));
-    return put_agent_local(std::move(a), nullptr);
+    return put_bucket_agent(a);
   }
   if (!cluster || replicated || cluster->self() == cluster->coordinator()) return status::ok();
   std::vector<agent_config> all;

@@ -103,18 +103,9 @@ status runtime::impl::put_agent_cluster(agent_config config, agent_config* out) 
   auto settle = [&](const std::string& stored) -> status {
     agent_config theirs;
     SKEIN_TRY(decode_agent(stored, &theirs));
-    status put = put_agent_local(theirs, nullptr);
-    // The directory judges it as it would here alone: the same again, or a
-    // conflict. The bucket's watcher may be putting the same agent here at
-    // this moment: the directory refuses a second creation under way, so it
-    // is asked again once that one is through.
-    for (int tries = 0;; ++tries) {
-      if (put.code() != errc::conflict || put.message().find("is being created") == std::string::npos || tries == 200)
-        break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      put = put_agent_local(theirs, nullptr);
-    }
+    status put = put_bucket_agent(theirs);
     if (!put && put.code() != errc::conflict) return put;
+    // The directory judges it as it would here alone: the same again, or a conflict.
     return put_agent_local(std::move(config), out);
   };
   std::string stored;
@@ -130,10 +121,22 @@ status runtime::impl::put_agent_cluster(agent_config config, agent_config* out) 
   return status::ok();
 }
 
+status runtime::impl::put_bucket_agent(const agent_config& a) {
+  // The bucket's watcher and a call may put the same agent at once: the
+  // directory refuses a second creation under way, so it is asked again once
+  // the first is through (then: the same again, a no-op).
+  for (int tries = 0;; ++tries) {
+    status put = put_agent_local(a, nullptr);
+    if (put.code() != errc::conflict || put.message().find("is being created") == std::string::npos || tries == 200)
+      return put;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
 void runtime::impl::agent_seen(const std::string& json) {
   agent_config a;
   if (!decode_agent(json, &a)) return;
-  put_agent_local(std::move(a), nullptr).ignore();  // the same again: a no-op
+  put_bucket_agent(a).ignore();  // another configuration here: the bucket's wins at the next open
 }
 
 status runtime::replication(replication_status* out) {
