@@ -251,7 +251,10 @@ class event_log {
   // whole usage column family is scanned. Rows are keyed by thread and seq, not
   // time, so since/until filter rows as they are read. A row that does not decode
   // is counted in `unreadable` and skipped.
-  status query_usage(const usage_query& query, usage_report* out) const;
+  // `only`, when given, keeps the rows of the threads it selects (a
+  // replicated cluster's node totals the partitions it leads).
+  status query_usage(const usage_query& query, usage_report* out,
+                     const std::function<bool(std::string_view thread_id)>& only = {}) const;
   // The rows query_usage() totals, one call per row passing the filters, with
   // the row's key. `unreadable` (may be null) counts the rows skipped.
   status scan_usage(const usage_query& query,

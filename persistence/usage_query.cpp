@@ -124,13 +124,15 @@ status event_log::scan_usage(const usage_query& q,
   return status::ok();
 }
 
-status event_log::query_usage(const usage_query& q, usage_report* out) const {
+status event_log::query_usage(const usage_query& q, usage_report* out,
+                              const std::function<bool(std::string_view)>& only) const {
   *out = usage_report{};
   std::map<std::string, usage_totals> groups;
   std::string key;
   usage_totals* last = nullptr;  // rows come grouped by thread: most repeat the last group
   int64_t last_day = INT64_MIN;
   auto add = [&](std::string_view, const usage_row& row) {
+    if (only && !only(row.thread_id)) return;
     bool same = last != nullptr;
     switch (q.group_by) {
       case usage_query::group::none: break;

@@ -131,6 +131,7 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
     index->index().remove_thread(thread);
     if (host) host(thread);
   };
+  cc.effects.serves = serves;
   cc.effects.job_timeout = std::chrono::milliseconds(fx.job_timeout_ms);
   cc.effects.retry_delay_min = std::chrono::milliseconds(fx.retry_delay_min_ms);
   cc.effects.retry_delay_max = std::chrono::milliseconds(fx.retry_delay_max_ms);

@@ -77,8 +77,26 @@ status runtime::impl::route_creation(const thread_options& o, std::string* node)
   return status::ok();
 }
 
+status runtime::impl::usage_local(const usage_query& q, usage_report* out) {
+  SKEIN_TRY(check_open());
+  if (!replicated) return log->query_usage(q, out);
+  // Each thread's rows once: by its partition's leader.
+  return log->query_usage(q, out, [this](std::string_view id) { return replicated->serves(cluster_key(id)); });
+}
+
+status runtime::impl::search_local(const std::string& agent, const std::string& query, size_t k,
+                                   std::vector<memory_hit>* out) {
+  SKEIN_TRY(check_open());
+  SKEIN_TRY(memory->search_wait(agent, query, k, out));
+  if (!replicated) return status::ok();
+  // Each thread's hits once: by its partition's leader.
+  std::erase_if(*out, [this](const memory_hit& h) { return !replicated->serves(cluster_key(h.thread_id)); });
+  return status::ok();
+}
+
 status runtime::impl::usage_cluster(const usage_query& q, usage_report* out) {
-  auto local = [&](usage_report* r) { return log->query_usage(q, r); };
+  auto local = [&](usage_report* r) { return usage_local(q, r); };
+  if (replicated) SKEIN_TRY(replicated->check_led());
   if (!q.thread_id.empty()) {  // one thread's rows live with it
     std::string owner;
     SKEIN_TRY(route(q.thread_id, &owner));
@@ -110,7 +128,8 @@ status runtime::impl::search_cluster(const std::string& agent, const std::string
                                      std::vector<memory_hit>* out) {
   // This node first: it checks the agent, the query and k before any node is asked.
   std::vector<memory_hit> mine;
-  SKEIN_TRY(memory->search_wait(agent, query, k, &mine));
+  SKEIN_TRY(search_local(agent, query, k, &mine));
+  if (replicated) SKEIN_TRY(replicated->check_led());
   std::vector<std::vector<memory_hit>> found;
   auto local = [&](std::vector<memory_hit>* hits) {
     *hits = std::move(mine);
@@ -203,15 +222,11 @@ edge_hooks runtime::impl::hooks() {
   h.put_agent_local = [this](agent_config c, agent_config* out) { return put_agent_local(std::move(c), out); };
   h.list_local = [this](const thread_query& q, thread_page* out) { return list_local(q, out); };
   h.counts = [this](uint64_t* t, uint64_t* a) { return counts(t, a); };
-  h.usage_local = [this](const usage_query& q, usage_report* out) {
-    SKEIN_TRY(check_open());
-    return log->query_usage(q, out);
-  };
+  h.usage_local = [this](const usage_query& q, usage_report* out) { return usage_local(q, out); };
   h.list_schedules_local = [this](const std::string& after, size_t limit, std::vector<schedule>* out,
                                    std::string* next) { return list_schedules_local(after, limit, out, next); };
   h.search_local = [this](std::string agent, std::string query, size_t k, std::vector<memory_hit>* out) {
-    SKEIN_TRY(check_open());
-    return memory->search_wait(std::move(agent), std::move(query), k, out);
+    return search_local(agent, query, k, out);
   };
   h.start_pass = [this](const std::string& target) { return start_pass(target); };
   h.pass_state = [this] {

@@ -187,6 +187,9 @@ struct runtime::impl {
   // Usage and memory search over every node (runtime_cluster.cpp): each node's
   // own answer, merged; refused, not partial, while a node is unreachable.
   status usage_cluster(const usage_query& q, usage_report* out);
+  // This node's part of them (in a replicated cluster: the partitions it leads).
+  status usage_local(const usage_query& q, usage_report* out);
+  status search_local(const std::string& agent, const std::string& query, size_t k, std::vector<memory_hit>* out);
   status search_cluster(const std::string& agent, const std::string& query, size_t k, std::vector<memory_hit>* out);
   edge_hooks hooks();
 

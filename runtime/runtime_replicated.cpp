@@ -7,6 +7,7 @@
 #include <chrono>
 #include <thread>
 
+#include "actors/effects/effects.hpp"
 #include "actors/scheduler.hpp"
 #include "persistence/recovery.hpp"
 #include "runtime/model/agent.hpp"
@@ -42,8 +43,10 @@ status runtime::impl::start_replication() {
   };
   h.recover = [this](uint32_t p) { partition_led(p); };
   h.led = [this](uint32_t p) {
-    // Its schedules fire here from now on.
+    // Its schedules fire here from now on; its derived work (titles,
+    // embeddings, compaction) goes on here from the stored cursors.
     for_schedules(p, [this](const std::string& id) { caf::anon_send(scheduler, load_atom::value, id); });
+    for (const auto& fx : actors.effects) caf::anon_send(fx, effect_scan_atom::value);
     // Inputs accepted before the last leader stopped wait in their threads'
     // inboxes: activating those threads replays them, as at open.
     std::vector<std::string> waiting;

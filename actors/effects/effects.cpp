@@ -19,7 +19,7 @@ namespace skein {
 namespace {
 
 using load_atom = caf::atom_constant<caf::atom("effload")>;
-using scan_atom = caf::atom_constant<caf::atom("effscan")>;
+using scan_atom = effect_scan_atom;
 using job_done_atom = caf::atom_constant<caf::atom("effdone")>;
 using retry_atom = caf::atom_constant<caf::atom("effretry")>;
 using job_timeout_atom = caf::atom_constant<caf::atom("efftime")>;
@@ -128,6 +128,7 @@ class effect_actor : public caf::event_based_actor {
           pump();
         },
         [this](caf::get_atom, stats_atom) { return stats(); },
+        [this](scan_atom) { catch_up(); },
     };
   }
 
@@ -139,21 +140,38 @@ class effect_actor : public caf::event_based_actor {
  private:
   int64_t wall_now() const { return config_.wall_clock ? config_.wall_clock() : now_ms(); }
 
+  // One scan at a time: asked again meanwhile (partitions taken one after
+  // another), one more follows it.
   void catch_up() {
+    if (scanning_) {
+      rescan_ = true;
+      return;
+    }
+    scanning_ = true;
     request(reader_, caf::infinite, scan_atom::value)
         .then(
             [this](std::vector<effect_lag_entry>& lagging) {
               for (auto& l : lagging) note(l.thread_id, l.agent_id, l.last_seq, l.updated_at_ms);
               pump();
+              scan_done();
             },
             [this](caf::error& e) {
+              scan_done();
               // Without the scan, threads committed before the open wait for their next commit.
               last_error_ = "catch-up scan: " + to_status(e).to_string();
               std::fprintf(stderr, "skein: %s effect: %s\n", name_.c_str(), last_error_.c_str());
             });
   }
 
+  bool served(const std::string& id) const { return !config_.serves || config_.serves(id); }
+
+  void scan_done() {
+    scanning_ = false;
+    if (std::exchange(rescan_, false)) catch_up();
+  }
+
   void note(const std::string& id, const std::string& agent, uint64_t last_seq, int64_t at_ms) {
+    if (!served(id)) return;  // its leader's effects do it
     auto& e = backlog_[id];
     if (e.agent_id.empty()) e.agent_id = agent;
     if (last_seq > e.target || (e.target == 0 && !e.in_flight)) {
@@ -382,7 +400,8 @@ class effect_actor : public caf::event_based_actor {
     e->processing = false;
     e->job = effect_job{};
     --in_flight_;
-    if (s.code() == errc::not_found || e->erased) {  // the thread is gone: nothing to retry
+    // The thread is gone, or led elsewhere now (its next leader catches up): nothing to retry.
+    if (s.code() == errc::not_found || e->erased || !served(id)) {
       backlog_.erase(id);
       pump();
       return;
@@ -471,6 +490,7 @@ class effect_actor : public caf::event_based_actor {
   bool busy_ = false, saturated_in_hold_ = false;
   uint64_t gens_ = 0;
   uint64_t done_ = 0, failed_ = 0, retries_ = 0, discarded_ = 0;
+  bool scanning_ = false, rescan_ = false;  // a catch-up scan in flight; another asked meanwhile
   std::string last_error_;
   std::vector<double> lags_;
   size_t lag_next_ = 0;

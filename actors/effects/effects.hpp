@@ -17,6 +17,7 @@
 // Protocol of an effect actor:
 //   (committed_atom, std::vector<committed_tick>)   the journal's feed
 //   (caf::get_atom, stats_atom)  -> effect_stats
+//   (effect_scan_atom)           catches up from the cursors again (effects_config::serves)
 // Stopping: an exit message. Work half done is redone after the next open,
 // once, by the cursor rule. Host hooks (effects_config) are called on the
 // effect's actor, guarded: an exception is counted as a failure, never let in.
@@ -37,6 +38,8 @@
 #include "runtime/model/embedding.hpp"
 
 namespace skein {
+
+using effect_scan_atom = caf::atom_constant<caf::atom("effscan")>;
 
 
 // One thread's work for an effect, filled by the effect's load().
@@ -86,6 +89,11 @@ struct effects_config {
   // the memory index plugs in here. On the effect's actor; must not block.
   std::function<void(const std::string& thread, uint64_t seq, const embedding_record&)> on_embedded;
   std::function<void(const std::string& thread)> on_erased;
+  // A replicated cluster's node works only on the threads it serves (the
+  // partitions it leads): others are left to their leader. Empty: every one.
+  // (scan_atom) sent to an effect actor catches up from the cursors again:
+  // a partition just taken over.
+  std::function<bool(std::string_view thread_id)> serves;
 
   size_t jobs_in_flight_max = 64;                      // threads one effect works on at once
   // Foreground first: a journal write of at least busy_group_ticks threads' ticks

@@ -165,6 +165,26 @@ TEST_CASE_METHOD(replicated_nodes, "replicated serve: three nodes over nats-serv
     CHECK(again == std::string::npos);
   }
 
+  // Usage and memory search gather each thread's rows once, though every node stores them.
+  REQUIRE(client(2)->call("GET", "/v1/usage?agent=a", "", &r).is_ok());
+  INFO(r.body);
+  REQUIRE(r.status == 200);
+  CHECK(r.body.find("\"rows\":" + std::to_string(acks.size()) + ",") != std::string::npos);
+  auto hits_once = [&] {
+    if (!client(1)->call("GET", "/v1/agents/a/memory?q=hi&k=50", "", &r).is_ok() || r.status != 200) return false;
+    size_t found = 0;
+    for (const auto& a : acks)
+      for (uint64_t seq = 1; seq <= a.last_seq; ++seq) {
+        const std::string hit = "\"thread_id\":\"" + a.thread + "\",\"seq\":" + std::to_string(seq) + ",";
+        size_t at = r.body.find(hit);
+        if (at == std::string::npos) continue;
+        ++found;
+        CHECK(r.body.find(hit, at + 1) == std::string::npos);
+      }
+    return found >= acks.size();  // each thread's "hi", embedded by its leader's effect
+  };
+  CHECK(eventually(hits_once, 30s));
+
   // The leader of the first thread's partition goes: SIGKILL.
   REQUIRE(client(0)->call("GET", "/v1/cluster", "", &r).is_ok());
   const uint32_t part = replication::partition_of("default", cluster_key(acks[0].thread), partitions);
