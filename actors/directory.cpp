@@ -175,7 +175,9 @@ class directory_impl : public directory_actor::base {
   }
 
   // Another node leads these threads now: their actors go at once (a run in
-  // flight there could not write anyway, its partition's writes refused here).
+  // flight there could not write anyway, its partition's writes refused here),
+  // as for a handoff: waiters hear "moved: ask again", subscribers an end
+  // with reason "moved" (they resume through any node).
   void stop_selected(const thread_filter& f) {
     std::vector<std::string> ids;
     for (const auto& [id, e] : threads_)
@@ -185,7 +187,7 @@ class directory_impl : public directory_actor::base {
       thread_actor a = it->second.actor;
       demonitor(a.address());
       remove(it);
-      send_exit(a, caf::exit_reason::user_shutdown);
+      request(a, caf::infinite, stop_atom::value, false, std::string{"moved"}).then([] {}, [](caf::error&) {});
     }
   }
 

@@ -350,6 +350,8 @@ class event_log {
   // replicated families are replicated first, split by partition, and the
   // partitions' sequences go into the batch (event_log_replica.cpp). A null
   // `routes`: rows that stay on this node (agents, node rows, a follower's apply).
+  // A replication refused or timed out fails the write `unavailable` (retry:
+  // the partition's leader serves it), nothing written here.
   status write(rocksdb::WriteBatch* batch, size_t ticks, const route_marks* routes);
   status replicate(rocksdb::WriteBatch* batch, const route_marks& routes);
   status prepare_side_rows(const tick& t, rocksdb::WriteBatch* batch) const;

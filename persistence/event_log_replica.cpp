@@ -180,6 +180,9 @@ status event_log::replicate(rocksdb::WriteBatch* batch, const route_marks& route
     for (const auto& part : parts)
       if (part.seq != 0 || !certain) unsettled_.insert(part.partition);
     unsettled_count_.store(unsettled_.size(), std::memory_order_release);
+    // To the writer's callers a partition led elsewhere is as a timeout is:
+    // not acknowledged, to be retried (its leader serves it).
+    if (s.code() == errc::conflict) return status::unavailable(s.message() + ": retry: its partition's leader serves it");
     return s;
   }
   for (const auto& part : parts) {

@@ -403,6 +403,10 @@ class runtime {
   // A replicated cluster's partitions as this node sees them; not_found on a
   // runtime that is not a node of one.
   status replication(replication_status* out);
+  // Marks `node` of a replicated cluster draining (on: its partitions' leads
+  // move to the others, before a planned stop) or not (off), through any
+  // node. invalid_input on a runtime that is not a node of one.
+  status drain(const std::string& node, bool on);
   // A membership change (docs/cluster.md). reload_cluster() takes
   // a node's new cluster file (serve's SIGHUP): when it differs from the active
   // members it becomes the target, and ownership stays with the active members

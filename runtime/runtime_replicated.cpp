@@ -11,6 +11,7 @@
 #include "actors/scheduler.hpp"
 #include "persistence/recovery.hpp"
 #include "runtime/model/agent.hpp"
+#include "runtime/model/ids.hpp"
 #include "runtime/runtime_impl.hpp"
 #include "skein/version.hpp"
 
@@ -160,7 +161,19 @@ status runtime::replication(replication_status* out) {
   out->restarts = st.counters.restarts;
   out->errors = st.counters.errors;
   out->last_error = std::move(st.last_error);
+  out->draining = impl_->replicated->draining();
   return status::ok();
+}
+
+status runtime::drain(const std::string& node, bool on) {
+  SKEIN_TRY(impl_->check_open());
+  if (!impl_->replicated)
+    return status::invalid_input("drain: this server is not a node of a replicated cluster (skein serve --cluster "
+                                 "nats://…)");
+  if (status s = validate_id(node, "node"); !s) return s.with_field("node");
+  if (node.find(':') != std::string::npos || node.size() > node_id_bytes_max)
+    return status::invalid_input("node: not a node id of a replicated cluster").with_field("node");
+  return impl_->replicated->set_drain(node, on);
 }
 
 }  // namespace skein

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <charconv>
 #include <mutex>
+#include <set>
 #include <sstream>
 
 #include "persistence/sealed_message.hpp"
@@ -61,7 +62,9 @@ struct replicated_cluster::impl {
   std::unique_ptr<replication::member_registry> registry;
   std::unique_ptr<replication::partition_manager> manager;
   std::atomic<replication::partition_manager*> running{nullptr};  // manager, once started and until stopped
-  std::unique_ptr<replication::subscription> agents_watch;
+  std::unique_ptr<replication::subscription> agents_watch, drain_watch;
+  mutable std::mutex drain_mu;
+  std::set<std::string> drained;  // guarded by drain_mu: the nodes marked draining
   std::unique_ptr<std::atomic<bool>[]> serving;  // per partition: led and recovered here
   std::mutex stop_mu;
   bool stopped = false;
@@ -138,6 +141,19 @@ status replicated_cluster::start(event_log& log, const std::string& host, uint16
         },
         &p->agents_watch));
   }
+  // Drain marks: "drain.<node>" keys of the config bucket.
+  SKEIN_TRY(p->js->kv_watch(
+      config_bucket, "drain.>",
+      [p](const replication::kv_entry& e) {
+        std::string node = e.key.substr(6);
+        {
+          std::lock_guard lock{p->drain_mu};
+          if (e.deleted) p->drained.erase(node);
+          else p->drained.insert(node);
+        }
+        if (auto* m = p->running.load()) m->poke();
+      },
+      &p->drain_watch));
   replication::registry_options ro;
   ro.bucket = members_bucket;
   ro.replicas = r.log_replicas;
@@ -166,6 +182,10 @@ status replicated_cluster::start(event_log& log, const std::string& host, uint16
   po.catch_up_limit = std::chrono::milliseconds(std::max<uint64_t>(p->options.request_timeout_ms, 10000));
   replication::partition_hooks ph;
   ph.on_writer = hooks.on_writer;
+  ph.draining = [p](const replication::member& m) {
+    std::lock_guard lock{p->drain_mu};
+    return p->drained.count(m.id) > 0;
+  };
   // Served only once recovered (led), and no longer before the actors go (lost).
   ph.led = [p, recover = hooks.recover, led = hooks.led](uint32_t part) {
     if (recover) recover(part);
@@ -187,6 +207,7 @@ void replicated_cluster::stop(bool leave) {
   if (impl_->stopped) return;
   impl_->stopped = true;
   impl_->agents_watch.reset();
+  impl_->drain_watch.reset();
   impl_->running = nullptr;
   if (impl_->manager) impl_->manager->stop(leave);
   if (impl_->registry) impl_->registry->stop(leave);
@@ -251,6 +272,23 @@ status replicated_cluster::get_agent(const std::string& id, std::string* json) {
   SKEIN_TRY(s);
   if (!e.deleted) *json = std::move(e.value);
   return status::ok();
+}
+
+status replicated_cluster::set_drain(const std::string& node, bool on) {
+  if (on) {
+    bool alive = false;
+    if (impl_->registry)
+      for (const auto& m : impl_->registry->alive()) alive = alive || m.id == node;
+    if (!alive) return status::not_found("node " + quote_input(node, 80) + " is not a live member").with_field("node");
+    return impl_->js->kv_put(config_bucket, "drain." + node, "1", nullptr);
+  }
+  status s = impl_->js->kv_delete(config_bucket, "drain." + node);
+  return s.code() == errc::not_found ? status::ok() : s;
+}
+
+std::vector<std::string> replicated_cluster::draining() const {
+  std::lock_guard lock{impl_->drain_mu};
+  return {impl_->drained.begin(), impl_->drained.end()};
 }
 
 }  // namespace skein

@@ -87,6 +87,13 @@ class replicated_cluster {
   // the first without one (a gathered answer is whole or refused).
   status check_led() const;
 
+  // Marks a node draining (on) or not (off) in the cluster's bucket: placement
+  // leaves a draining node out, so its partitions' leases move to the others
+  // (released at once) and it follows nothing; every node sees the mark.
+  // not_found when `node` is not a live member and `on`.
+  status set_drain(const std::string& node, bool on);
+  std::vector<std::string> draining() const;
+
   // Stores an agent (its JSON) in the agents bucket unless one with its id is
   // there: then *stored gets that one's JSON (compare before you trust it).
   status put_agent(const std::string& id, const std::string& json, std::string* stored);

@@ -152,6 +152,7 @@ struct replication_status {
   size_t replicas = 0;
   std::string link;  // this node's link, host:port
   std::vector<partition_state> views;
+  std::vector<std::string> draining;  // nodes marked draining (runtime::drain)
   uint64_t rounds = 0, took = 0, deposed = 0, released = 0, restarts = 0, errors = 0;
   std::string last_error;
 };

@@ -164,8 +164,8 @@ TEST_CASE("replicated write: a refused replication writes nothing here, an uncer
     rec->answer = status::ok();
     return s.code();
   };
-  SECTION("conflict: nothing stored anywhere, the next write goes on") {
-    CHECK(refused(status::conflict("another writer leads the partition")) == errc::conflict);
+  SECTION("conflict: nothing stored anywhere (unavailable to the caller), the next write goes on") {
+    CHECK(refused(status::conflict("another writer leads the partition")) == errc::unavailable);
     CHECK(leader->unsettled_partitions().empty());
     tick again = make_tick("t1", 3, 1);
     REQUIRE(leader->commit(again).is_ok());
@@ -194,8 +194,8 @@ TEST_CASE("replicated write: a refused replication writes nothing here, an uncer
     rec->answer = status::conflict("the second partition is led elsewhere");
     rec->stored_before_answer = 1;
     leader->commit_group(group, results);
-    CHECK(results[0].code() == errc::conflict);
-    CHECK(results[1].code() == errc::conflict);
+    CHECK(results[0].code() == errc::unavailable);
+    CHECK(results[1].code() == errc::unavailable);
     CHECK(leader->unsettled_partitions() == std::vector<uint32_t>{rec->partition_of("t1")});
     CHECK(thread_keys(*leader, other) == 0);
   }

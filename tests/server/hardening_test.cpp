@@ -485,7 +485,8 @@ TEST_CASE("every route takes the longest, deepest and most malformed input and a
       {"POST", "/v1/schedules/{}/resume"}, {"GET", "/v1/schedules/{}/history?before={}&limit={}"},
       {"GET", "/v1/schedules/{}/preview?n={}"}, {"POST", "/v1/agents/{}/dm"}, {"GET", "/v1/tasks/{}"},
       {"POST", "/v1/threads/{}/members"}, {"DELETE", "/v1/threads/{}/members/{}"},
-      {"GET", "/v1/threads/{}/entries?group={}"}, {"GET", "/v1/cluster"}};
+      {"GET", "/v1/threads/{}/entries?group={}"}, {"GET", "/v1/cluster"},
+      {"POST", "/v1/cluster/nodes/{}/drain"}, {"DELETE", "/v1/cluster/nodes/{}/drain"}};
   size_t calls = 0;
   for (const auto& [method, pattern] : routes)
     for (const auto& id : ids) {
@@ -536,6 +537,12 @@ TEST_CASE("GET /v1/cluster: admin only and one member when the server is alone")
   CHECK(r.body.find(R"("state":"up")") == std::string::npos);
   CHECK(f.call("POST", "/v1/cluster", "{}", admin).status == 405);
   CHECK(r.body.find(R"("rebalance":{"phase":"none")") != std::string::npos);
+  // A drain: admin only; a server that is no node of a replicated cluster refuses it by name.
+  CHECK(f.call("POST", "/v1/cluster/nodes/n1/drain", "", alpha).status == 403);
+  CHECK(f.call("DELETE", "/v1/cluster/nodes/n1/drain", "", beta).status == 403);
+  r = f.call("POST", "/v1/cluster/nodes/n1/drain", "", admin);
+  CHECK(r.status == 400);
+  CHECK(r.body.find("replicated cluster") != std::string::npos);
   // A rebalance: admin only; a server alone refuses it by name, whatever the body.
   r = f.call("POST", "/v1/cluster/rebalance", "", alpha);
   CHECK(r.status == 403);

@@ -122,7 +122,8 @@ TEST_CASE("route table: every row checks its token, its scope and its body limit
   // Alpha's values fill a pattern for its owner; beta's for another agent.
   const std::map<std::string, std::string> own = {
       {"thread", a_thread}, {"agent", "alpha"}, {"schedule", a_schedule}, {"task", "task-a"},
-      {"suggestion", "sg-alpha"}, {"session", "session-1"}, {"namespace", "default"}, {"file", "app.js"}};
+      {"suggestion", "sg-alpha"}, {"session", "session-1"}, {"namespace", "default"}, {"file", "app.js"},
+      {"node", "n1"}};
   std::map<std::string, std::string> foreign = own;
   foreign["thread"] = b_thread;
   foreign["agent"] = "beta";
@@ -235,7 +236,7 @@ TEST_CASE("route table: a path's other methods are 405 with Allow, an unknown pa
     methods[std::string{row.pattern}].insert(std::string{row.method});
   const std::map<std::string, std::string> values = {
       {"thread", "th-x"}, {"agent", "alpha"}, {"schedule", "sc-x"}, {"task", "task-x"}, {"suggestion", "sg-x"},
-      {"session", "session-x"}, {"namespace", "default"}, {"file", "app.js"}};
+      {"session", "session-x"}, {"namespace", "default"}, {"file", "app.js"}, {"node", "n1"}};
   for (const auto& [pattern, allowed] : methods) {
     INFO(pattern);
     for (const std::string m : {"GET", "POST", "PATCH", "DELETE", "PUT"}) {

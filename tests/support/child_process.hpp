@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <thread>
 #include <csignal>
 #include <functional>
 #include <poll.h>
@@ -78,6 +79,32 @@ class child_process {
     return status;
   }
 
+  // stop() that waits at most `limit` for the child to end: one that does
+  // not is a failure of the test (it is SIGKILLed then, its output printed).
+  int stop_within(int signal, std::chrono::milliseconds limit) {
+    if (pid_ <= 0) return -1;
+    ::kill(pid_, signal);
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    int status = 0;
+    pid_t done = 0;
+    while ((done = ::waitpid(pid_, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (done == 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &status, 0);
+    }
+    char buf[4096];
+    for (ssize_t n; (n = ::read(out_, buf, sizeof buf)) > 0;) output_.append(buf, static_cast<size_t>(n));
+    ::close(out_);
+    pid_ = -1;
+    if (done == 0) {
+      FAIL_CHECK("the child did not end within " << limit.count() << " ms of signal " << signal << "; its output:\n"
+                                                 << output_);
+      return -1;
+    }
+    return status;
+  }
+
   const std::string& output() const { return output_; }
   pid_t pid() const { return pid_; }
 
@@ -111,6 +138,7 @@ class serve_process {
   std::chrono::microseconds ready_after() const { return ready_after_; }
   int kill() { return child_.kill(); }
   int stop(int signal) { return child_.stop(signal); }
+  int stop_within(int signal, std::chrono::milliseconds limit) { return child_.stop_within(signal, limit); }
   child_process& child() { return child_; }
 
  private:

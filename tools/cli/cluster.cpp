@@ -55,6 +55,18 @@ int cluster_rebalance(client& c, const invocation& in) {
   }
 }
 
+// Marks a node of a replicated cluster draining (route 0), or no longer
+// (--undo, route 1).
+int cluster_drain(client& c, const invocation& in) {
+  http::response r;
+  int code = ok;
+  if (!c.call(in, in.a.has("undo") ? 1 : 0, "", "", &r, &code)) return code;
+  if (c.json) return c.print_json(r);
+  std::printf("%s: %s\n", in.a.get("node").c_str(),
+              in.a.has("undo") ? "no longer draining" : "draining: its partitions' leads move to the others");
+  return ok;
+}
+
 }  // namespace
 
 const std::vector<command>& cluster_commands() {
@@ -65,6 +77,10 @@ const std::vector<command>& cluster_commands() {
        "after every node got the new cluster file (SIGHUP): moves the threads whose owner changes, then commits "
        "the new members",
        {}, cluster_rebalance, "exit 1: the rebalance failed"},
+      {"cluster", "drain", {"POST /v1/cluster/nodes/{node}/drain", "DELETE /v1/cluster/nodes/{node}/drain"},
+       "a replicated cluster: moves a node's partitions to the others before a planned stop (--undo: back)",
+       {pos("node", "the node's id"), flag("--undo", "the node is no longer draining")}, cluster_drain,
+       "exit 4: the node is not a live member"},
   };
   return rows;
 }

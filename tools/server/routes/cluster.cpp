@@ -47,6 +47,10 @@ void write_replication(json_writer& w, const replication_status& r) {
   w.field_uint("follower_restarts", r.restarts);
   w.field_uint("errors", r.errors);
   if (!r.last_error.empty()) w.field("last_error", r.last_error);
+  w.key("draining");
+  w.begin_array();
+  for (const auto& id : r.draining) w.string(id);
+  w.end_array();
   w.key("partitions");
   w.begin_array();
   for (const auto& p : r.views) {
@@ -105,11 +109,30 @@ void cluster_state(route_call& c) {
   c.reply_json(200, body);
 }
 
+// POST (DELETE) /v1/cluster/nodes/{node}/drain: marks a node of a replicated
+// cluster draining (or no longer): its partitions' leads move to the others.
+void drain(route_call& c) {
+  const bool on = c.req.method == "POST";
+  const std::string node = c.param("node");
+  if (status s = c.rt().drain(node, on); !s) return c.fail(s);
+  std::string body;
+  json_writer w{&body};
+  w.begin_object();
+  w.field("node", node);
+  w.field_bool("draining", on);
+  w.end_object();
+  c.reply_json(202, body);
+}
+
 constexpr route rows[] = {
     {.method = "GET", .pattern = "/v1/cluster", .scope = route_scope::admin, .denied = "read the cluster (admin only)",
      .handler = cluster_state},
     {.method = "POST", .pattern = "/v1/cluster/rebalance", .scope = route_scope::admin,
      .denied = "rebalance the cluster (admin only)", .handler = rebalance},
+    {.method = "POST", .pattern = "/v1/cluster/nodes/{node}/drain", .scope = route_scope::admin,
+     .denied = "drain a node (admin only)", .handler = drain},
+    {.method = "DELETE", .pattern = "/v1/cluster/nodes/{node}/drain", .scope = route_scope::admin,
+     .denied = "drain a node (admin only)", .handler = drain},
 };
 
 }  // namespace
