@@ -165,6 +165,13 @@ TEST_CASE_METHOD(replicated_nodes, "replicated serve: three nodes over nats-serv
     CHECK(again == std::string::npos);
   }
 
+  // Prometheus metrics of the replication, on every node.
+  REQUIRE(client(1)->call("GET", "/metrics", "", &r).is_ok());
+  REQUIRE(r.status == 200);
+  CHECK(r.body.find("skein_cluster_partitions " + std::to_string(partitions) + "\n") != std::string::npos);
+  CHECK(r.body.find("skein_cluster_partitions_leaderless 0\n") != std::string::npos);
+  CHECK(r.body.find("skein_cluster_applied_seq{partition=\"0\"}") != std::string::npos);
+
   // Usage and memory search gather each thread's rows once, though every node stores them.
   REQUIRE(client(2)->call("GET", "/v1/usage?agent=a", "", &r).is_ok());
   INFO(r.body);

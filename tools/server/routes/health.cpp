@@ -62,6 +62,37 @@ void effect_metrics(std::string& out, const std::vector<effect_stats>& effects) 
   for (const auto& f : effect_totals) effect_counts(out, f, effects);
 }
 
+// A replicated cluster's node: its partitions and the partition manager's counters.
+void replication_metrics(std::string& out, const replication_status& r) {
+  uint64_t led = 0, followed = 0, leaderless = 0;
+  for (const auto& p : r.views) {
+    led += p.leading ? 1 : 0;
+    followed += p.following ? 1 : 0;
+    leaderless += p.leader.empty() ? 1 : 0;
+  }
+  metric(out, "skein_cluster_partitions", "gauge", "Partitions of the replicated cluster.", r.partitions);
+  metric(out, "skein_cluster_partitions_led", "gauge", "Partitions this node leads and serves.", led);
+  metric(out, "skein_cluster_partitions_followed", "gauge", "Partitions this node follows (a warm replica).",
+         followed);
+  metric(out, "skein_cluster_partitions_leaderless", "gauge", "Partitions with no lease holder as this node sees them.",
+         leaderless);
+  metric(out, "skein_cluster_lease_takes_total", "counter", "Partition leases this node took (failovers, first takes).",
+         r.took);
+  metric(out, "skein_cluster_depositions_total", "counter",
+         "Partitions this node stopped leading: a renewal refused, a writer fenced off, no renewal for a lease's ttl.",
+         r.deposed);
+  metric(out, "skein_cluster_lease_releases_total", "counter", "Leases given up to a new placement (a join, a drain).",
+         r.released);
+  metric(out, "skein_cluster_follower_restarts_total", "counter", "Followers started again, found stuck.", r.restarts);
+  metric(out, "skein_cluster_errors_total", "counter", "Partition manager steps that failed (retried next round).",
+         r.errors);
+  family_header(out, "skein_cluster_applied_seq", "gauge",
+                "The stream sequence this node's disk applied, by partition (a replica's lag: the leader's less it).");
+  for (const auto& p : r.views)
+    out += "skein_cluster_applied_seq{partition=\"" + std::to_string(p.partition) + "\"} " + std::to_string(p.applied) +
+           "\n";
+}
+
 void metrics(route_call& c) {
   runtime_stats rs;
   if (status s = c.rt().stats(&rs); !s) return c.fail(s);
@@ -103,6 +134,7 @@ void metrics(route_call& c) {
   metric(out, "skein_quota_storage_bytes_max", "gauge", "Quota: approximate bytes on disk at most; 0 unlimited.",
          rs.quota.storage_bytes_max);
   effect_metrics(out, rs.effects);
+  if (replication_status r; c.rt().replication(&r)) replication_metrics(out, r);
   if (c.env.counters && c.scope.server_admin) {  // the server's own figures span every namespace
     auto hc = c.env.counters();
     metric(out, "skein_http_requests_total", "counter", "HTTP requests read.", hc.requests);
