@@ -34,12 +34,16 @@ namespace {
 
 constexpr uint32_t partitions = 8;
 
-std::unique_ptr<serve_process> start_node(const std::string& id, const std::string& nats, const std::string& data) {
+// `nats`: the servers' URLs, comma-separated; `log_replicas`: copies of the
+// log among them.
+std::unique_ptr<serve_process> start_node(const std::string& id, const std::string& nats, const std::string& data,
+                                          int log_replicas = 1) {
   return std::make_unique<serve_process>(
       SKEIN_BINARY, data, "sync", 60s,
       std::vector<std::string>{"--node-id", id, "--cluster", nats, "--cluster-partitions", std::to_string(partitions),
-                               "--cluster-replicas", "3", "--cluster-lease-ttl-ms", "900", "--cluster-member-ttl-ms",
-                               "900", "--cluster-timeout-ms", "8000"});
+                               "--cluster-replicas", "3", "--cluster-log-replicas", std::to_string(log_replicas),
+                               "--cluster-lease-ttl-ms", "900", "--cluster-member-ttl-ms", "900",
+                               "--cluster-timeout-ms", "8000"});
 }
 
 // The leader of each partition, as one node's GET /v1/cluster shows it; ""
@@ -99,16 +103,21 @@ struct replicated_nodes {
   std::unique_ptr<serve_process> nodes[n];
   http::response r;
 
-  replicated_nodes() {
+  // `servers_count` nats-servers (one, or a cluster of three holding the log at replicas 3).
+  explicit replicated_nodes(int servers_count = 1) {
     if (nats_cluster::binary().empty()) return;
-    servers = std::make_unique<nats_cluster>(1);
-    for (size_t i = 0; i < n; ++i) nodes[i] = start_node(ids[i], url(), data(i));
+    servers = std::make_unique<nats_cluster>(servers_count);
+    for (size_t i = 0; i < n; ++i) nodes[i] = start_node(ids[i], url(), data(i), servers_count);
   }
   bool ready() const {
     if (!servers) WARN("skipped: no nats-server (apt-get install nats-server; packages.txt lists it)");
     return servers != nullptr;
   }
-  std::string url() const { return servers->url(0); }
+  std::string url() const {
+    std::string all;
+    for (const auto& u : servers->urls()) all += (all.empty() ? "" : ",") + u;
+    return all;
+  }
   std::string data(size_t i) const { return dir.str(ids[i]); }
   std::unique_ptr<http::client> client(size_t i) const {
     return std::make_unique<http::client>(http::endpoint{"127.0.0.1", nodes[i]->port()}, "", 20s);
@@ -354,4 +363,93 @@ TEST_CASE_METHOD(replicated_nodes, "replicated serve: a leader paused past its l
 
   for (size_t i = 0; i < n; ++i) CHECK(nodes[i]->stop_within(SIGTERM, 30s) == 0);
   check_disks_equal({data(0), data(1), data(2)}, acks);
+}
+
+// Three nats-servers holding the log at replicas 3: one killed, writes go
+// on; two killed, writes answer 503 within the timeout (never a hang); both
+// back, writes go on. Every acknowledged entry is in its thread once; one
+// that failed is there at most once (its append may have landed).
+struct three_servers : replicated_nodes {
+  three_servers() : replicated_nodes(3) {}
+};
+
+TEST_CASE_METHOD(three_servers, "replicated serve: nats-servers killed under the nodes, one and then two") {
+  if (!ready()) return;
+  auto all_led = [&](size_t i) {
+    if (!client(i)->call("GET", "/v1/cluster", "", &r).is_ok() || r.status != 200) return false;
+    auto l = leaders_of(r.body);
+    return l.size() == partitions && std::none_of(l.begin(), l.end(), [](const auto& e) { return e.second.empty(); });
+  };
+  REQUIRE(eventually([&] { return all_led(0) && all_led(1) && all_led(2); }, 60s));
+  REQUIRE(client(0)->call("POST", "/v1/agents", R"({"id":"a","engine_config":{"default":{"reply":"ok"}}})", &r).is_ok());
+  REQUIRE(r.status < 300);
+  std::vector<std::string> threads;
+  for (size_t k = 0; k < 3; ++k) {
+    REQUIRE(client(k)->call("POST", "/v1/threads", R"({"agent_id":"a"})", &r).is_ok());
+    REQUIRE(r.status == 201);
+    threads.push_back(manifest_of(r.body).id);
+  }
+  std::map<std::string, int> outcome;  // entry text -> its answer's status
+  int next = 0;
+  // One waited entry per thread, each through another node; its text names it.
+  auto write_round = [&]() {
+    std::vector<int> statuses;
+    for (size_t k = 0; k < threads.size(); ++k) {
+      const std::string text = "entry-" + std::to_string(next++);
+      const auto start = std::chrono::steady_clock::now();
+      status s = client((k + 1) % n)->call("POST", "/v1/threads/" + threads[k] + "/entries",
+                                           R"({"text":")" + text + R"(","wait":true})", &r);
+      INFO(text << ": " << s.to_string() << " " << r.status << " " << r.body);
+      REQUIRE(s.is_ok());  // an answer, never a hang (the client gives up after 20 s)
+      CHECK(std::chrono::steady_clock::now() - start < 19s);
+      CHECK((r.status == 200 || r.status == 503));
+      outcome[text] = r.status;
+      statuses.push_back(r.status);
+    }
+    return statuses;
+  };
+  auto all_ok = [&](const std::vector<int>& st) { return std::all_of(st.begin(), st.end(), [](int x) { return x == 200; }); };
+  REQUIRE(all_ok(write_round()));
+
+  servers->kill(0);  // a quorum remains: stream leaders move, writes go on
+  CHECK(eventually([&] { return all_ok(write_round()); }, 60s));
+  servers->kill(1);  // no quorum: refused within the timeout
+  CHECK(eventually([&] {
+    auto st = write_round();
+    return std::all_of(st.begin(), st.end(), [](int x) { return x == 503; });
+  }, 60s));
+  servers->restart(0);
+  servers->restart(1);
+  const auto restarted = std::chrono::steady_clock::now();
+  CHECK(eventually([&] { return all_ok(write_round()); }, 90s));
+  WARN("writes through every node again "
+       << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - restarted).count()
+       << " ms after both servers restarted");
+
+  // Each acknowledged entry once; each failed one at most once.
+  size_t acked = 0, failed = 0;
+  for (const auto& t : threads) {
+    REQUIRE(eventually([&] { return client(0)->call("GET", "/v1/threads/" + t + "/entries?limit=1000", "", &r).is_ok() && r.status == 200; }, 30s));
+    for (const auto& [text, st] : outcome) {
+      size_t count = 0;
+      const std::string quoted = "\"" + text + "\"";
+      for (size_t at = r.body.find(quoted); at != std::string::npos; at = r.body.find(quoted, at + 1)) ++count;
+      if (count == 0 && st == 200) continue;  // another thread's entry
+      INFO(text << " answered " << st << ", found " << count << " times in " << t);
+      CHECK(count <= 1);
+    }
+  }
+  for (const auto& [text, st] : outcome) (st == 200 ? acked : failed) += 1;
+  for (const auto& [text, st] : outcome) {
+    if (st != 200) continue;
+    bool found = false;
+    for (const auto& t : threads) {
+      REQUIRE(client(1)->call("GET", "/v1/threads/" + t + "/entries?limit=1000", "", &r).is_ok());
+      found = found || r.body.find("\"" + text + "\"") != std::string::npos;
+    }
+    INFO(text);
+    CHECK(found);
+  }
+  WARN(acked << " entries acknowledged, " << failed << " refused (503) while the servers were down");
+  for (size_t i = 0; i < n; ++i) CHECK(nodes[i]->stop_within(SIGTERM, 30s) == 0);
 }
