@@ -102,7 +102,7 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
   cc.options.start_stale_ms = p->options.start_stale_ms;
   cc.options.owns_id = owns_id;
   cc.options.serves = serves;
-  cc.recover = !replicated;  // a replicated node recovers each partition it takes (partition_led)
+  cc.recover = !replicated;  // a replicated node recovers each partition it takes (start_replication: its recover hook)
   p->core_opts = cc.options;
   cc.reg.engines["scripted"] = make_scripted_engine;
   cc.reg.engines["openai"] = make_openai_engine;
@@ -247,6 +247,7 @@ status runtime::close() {
   // A planned stop: the node's leases released and its membership deleted,
   // so that the next leaders take its partitions at once.
   if (impl_->replicated) impl_->replicated->stop(true);
+  if (impl_->replication_targets) *impl_->replication_targets = {};  // no hook runs any more
   {
     std::lock_guard<std::mutex> subs{impl_->subs_mu};
     // Each subscriber hears that nothing more comes ("closed": the runtime closed,

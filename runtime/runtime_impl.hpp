@@ -102,10 +102,6 @@ struct runtime::impl {
   // partition with no leader known (a failover under way) is waited for up to
   // the request timeout, then unavailable.
   status owner_of(std::string_view key, std::string* out) const;
-  // At a partition's lead: its interrupted runs closed and its waiting inputs
-  // replayed, as at open; at its loss: its thread actors stopped.
-  void partition_led(uint32_t partition);
-  void partition_lost(uint32_t partition);
   // Calls `fn` with the id of every schedule stored here of the partition.
   void for_schedules(uint32_t partition, const std::function<void(const std::string&)>& fn);
   // Agents of the cluster's bucket, put here as they come (replicated cluster).
@@ -116,6 +112,14 @@ struct runtime::impl {
   status put_agent_cluster(agent_config config, agent_config* out);
   // Registers this node and starts leading and following (after the link started).
   status start_replication();
+  // The actors its hooks tell; dropped by close() once replication stopped.
+  struct replicated_targets {
+    caf::actor scheduler;
+    std::vector<caf::actor> effects;
+    directory_actor directory;
+    journal_actor journal;
+  };
+  std::shared_ptr<replicated_targets> replication_targets;
 
   // The cluster's side of the runtime (runtime_cluster.cpp).
   // Where a call about thread `id` runs: *node is the node to forward it to,

@@ -37,25 +37,47 @@ status runtime::impl::owner_of(std::string_view key, std::string* out) const {
 }
 
 status runtime::impl::start_replication() {
+  // The actors the hooks tell, as they are now: close() drops its own handles
+  // while the partition manager may still run a hook (a message to an actor
+  // that is gone is dropped), and these once the manager stopped (a handle
+  // held keeps a detached actor's thread, and the actor system, waiting).
+  replication_targets = std::make_shared<replicated_targets>(
+      replicated_targets{scheduler, actors.effects, actors.directory, actors.journal});
+  std::shared_ptr<const replicated_targets> to = replication_targets;
   replicated_hooks h;
-  h.on_writer = [this](std::function<status(event_log&)> fn) {
+  h.on_writer = [this, to](std::function<status(event_log&)> fn) {
     SKEIN_TRY(check_open());
-    return journal_run(*sys, actors.journal, std::move(fn));
+    return journal_run(*sys, to->journal, std::move(fn));
   };
-  h.recover = [this](uint32_t p) { partition_led(p); };
-  h.led = [this](uint32_t p) {
+  h.recover = [this, to](uint32_t p) {
+    // Its interrupted runs closed on the log's writer, as recovery does at
+    // open: the last leader's runs in flight there stopped with it.
+    auto in_partition = [this, p](std::string_view id) { return replicated->partition_of(cluster_key(id)) == p; };
+    std::vector<std::string> repaired;
+    std::vector<quarantined_thread> quarantined;
+    status s = journal_run(*sys, to->journal, [&](event_log& w) {
+      return repair_interrupted(w, &repaired, &quarantined, in_partition);
+    });
+    (void)s;  // a storage error shows in the next write; the partition is served either way
+  };
+  h.led = [this, to](uint32_t p) {
     // Its schedules fire here from now on; its derived work (titles,
     // embeddings, compaction) goes on here from the stored cursors.
-    for_schedules(p, [this](const std::string& id) { caf::anon_send(scheduler, load_atom::value, id); });
-    for (const auto& fx : actors.effects) caf::anon_send(fx, effect_scan_atom::value);
+    for_schedules(p, [&](const std::string& id) { caf::anon_send(to->scheduler, load_atom::value, id); });
+    for (const auto& fx : to->effects) caf::anon_send(fx, effect_scan_atom::value);
     // Inputs accepted before the last leader stopped wait in their threads'
     // inboxes: activating those threads replays them, as at open.
     std::vector<std::string> waiting;
     if (status s = log->list_inbox_threads(&waiting); !s) return;
     for (const auto& id : waiting)
-      if (replicated->partition_of(cluster_key(id)) == p) caf::anon_send(actors.directory, resolve_atom::value, id);
+      if (replicated->partition_of(cluster_key(id)) == p) caf::anon_send(to->directory, resolve_atom::value, id);
   };
-  h.lost = [this](uint32_t p) { partition_lost(p); };
+  h.lost = [this, to](uint32_t p) {
+    // Its actors stop as for a handoff; its schedules fire on the next leader.
+    auto in_partition = [r = replicated.get(), p](std::string_view id) { return r->partition_of(cluster_key(id)) == p; };
+    caf::anon_send(to->directory, stop_atom::value, thread_filter{in_partition});
+    for_schedules(p, [&](const std::string& id) { caf::anon_send(to->scheduler, release_atom::value, id); });
+  };
   h.members = [this](std::vector<cluster_member> members) {
     auto v = cluster->view();
     for (auto& m : members) {
@@ -72,25 +94,6 @@ status runtime::impl::start_replication() {
   h.agent = [this](const std::string& json) { agent_seen(json); };
   const auto& r = options.cluster.replication;
   return replicated->start(*log, r.host, cluster->port(), library_version(), std::move(h));
-}
-
-void runtime::impl::partition_led(uint32_t p) {
-  // Its interrupted runs closed on the log's writer, as recovery does at open:
-  // the last leader's runs in flight there stopped with it.
-  auto in_partition = [this, p](std::string_view id) { return replicated->partition_of(cluster_key(id)) == p; };
-  std::vector<std::string> repaired;
-  std::vector<quarantined_thread> quarantined;
-  status s = journal_run(*sys, actors.journal, [&](event_log& w) {
-    return repair_interrupted(w, &repaired, &quarantined, in_partition);
-  });
-  (void)s;  // a storage error shows in the next write; the partition is served either way
-}
-
-void runtime::impl::partition_lost(uint32_t p) {
-  auto in_partition = [r = replicated.get(), p](std::string_view id) { return r->partition_of(cluster_key(id)) == p; };
-  caf::anon_send(actors.directory, stop_atom::value, thread_filter{in_partition});
-  // Its schedules fire on the next leader (a firing here would be refused).
-  for_schedules(p, [this](const std::string& id) { caf::anon_send(scheduler, release_atom::value, id); });
 }
 
 void runtime::impl::for_schedules(uint32_t p, const std::function<void(const std::string&)>& fn) {
