@@ -4,9 +4,11 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <limits>
 #include <list>
+#include <map>
 #include <malloc.h>
 #include <set>
 #include <unordered_map>
+#include <vector>
 
 #include "actors/agent_actor.hpp"
 #include "actors/error.hpp"
@@ -276,29 +278,57 @@ class directory_impl : public directory_actor::base {
     if (status s = normalize_json(a.engine_config.empty() ? "{}" : a.engine_config, "agent.engine_config", &config); !s)
       return to_error(s);
     a.engine_config = std::move(config);
-    if (auto it = agents_.find(a.id); it != agents_.end()) {
-      agent_config existing = it->second.spec->config;
-      a.created_at_ms = existing.created_at_ms;
-      if (existing == a) return existing;  // the same agent again: idempotent
-      return to_error(status::conflict("agent " + a.id + " exists with another configuration"));
+    if (auto it = agents_.find(a.id); it != agents_.end()) return judge(std::move(a), it->second.spec->config);
+    // A creation of the same id under way: this one is judged against it once it is stored.
+    if (auto c = creating_.find(a.id); c != creating_.end()) {
+      auto promise = make_response_promise<agent_config>();
+      c->second.push_back({std::move(a), promise});
+      return promise;
     }
-    if (creating_.count(a.id)) return to_error(status::conflict("agent " + a.id + " is being created"));
     agent_spec_ptr spec;
     if (status s = build_agent_spec(a, config_.reg, *config_.timers, &spec); !s) return to_error(s);
-    creating_.insert(a.id);
+    creating_[a.id];
     auto promise = make_response_promise<agent_config>();
     request(config_.journal, caf::infinite, caf::put_atom::value, a)
         .then(
             [this, a, spec, promise]() mutable {
-              creating_.erase(a.id);
+              auto waiting = take_creating(a.id);
               agents_[a.id] = agent_entry{spec, spawn_agent_actor(home_system(), spec, ctx_)};
               promise.deliver(a);
+              for (auto& w : waiting) deliver(w.promise, judge(std::move(w.config), a));
             },
             [this, id = a.id, promise](caf::error& e) mutable {
-              creating_.erase(id);
+              auto waiting = take_creating(id);
               promise.deliver(e);
+              for (auto& w : waiting) w.promise.deliver(e);
             });
     return promise;
+  }
+
+  // A creation of an agent that exists: the same again is idempotent (its
+  // creation time aside), another configuration a conflict.
+  static caf::expected<agent_config> judge(agent_config want, const agent_config& existing) {
+    want.created_at_ms = existing.created_at_ms;
+    if (want == existing) return existing;
+    return to_error(status::conflict("agent " + want.id + " exists with another configuration"));
+  }
+
+  static void deliver(caf::response_promise& promise, caf::expected<agent_config> result) {
+    if (result) promise.deliver(std::move(*result));
+    else promise.deliver(result.error());
+  }
+
+  struct waiting_creation {
+    agent_config config;
+    caf::response_promise promise;
+  };
+
+  std::vector<waiting_creation> take_creating(const std::string& id) {
+    auto it = creating_.find(id);
+    if (it == creating_.end()) return {};
+    auto waiting = std::move(it->second);
+    creating_.erase(it);
+    return waiting;
   }
 
   caf::result<void> erase(const std::string& id) {
@@ -471,7 +501,7 @@ class directory_impl : public directory_actor::base {
   std::unordered_map<caf::actor_addr, std::string> by_address_;
   std::list<std::string> lru_;
   std::map<std::string, agent_entry> agents_;
-  std::set<std::string> creating_;
+  std::map<std::string, std::vector<waiting_creation>> creating_;  // creations under way, and those waiting on each
   std::set<std::string> deleting_;
   std::set<std::string> frozen_;  // handed (or being handed) to another node: never activated
   bool closing_ = false;

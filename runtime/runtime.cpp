@@ -85,7 +85,7 @@ status runtime::open(runtime_options options, std::unique_ptr<runtime>* out) {
     if (replicated) {
       replicated_cluster* r = p->replicated.get();
       p->cluster->set_placement([r](std::string_view key) { return r->owner(key); });
-      serves = [r](std::string_view id) { return r->serves(cluster_key(id)); };
+      serves = [r](std::string_view id) { return r->serves_thread(id); };
     } else {
       SKEIN_TRY(p->load_membership());
     }

@@ -81,7 +81,7 @@ status runtime::impl::usage_local(const usage_query& q, usage_report* out) {
   SKEIN_TRY(check_open());
   if (!replicated) return log->query_usage(q, out);
   // Each thread's rows once: by its partition's leader.
-  return log->query_usage(q, out, [this](std::string_view id) { return replicated->serves(cluster_key(id)); });
+  return log->query_usage(q, out, [this](std::string_view id) { return replicated->serves_thread(id); });
 }
 
 status runtime::impl::search_local(const std::string& agent, const std::string& query, size_t k,
@@ -90,7 +90,7 @@ status runtime::impl::search_local(const std::string& agent, const std::string& 
   SKEIN_TRY(memory->search_wait(agent, query, k, out));
   if (!replicated) return status::ok();
   // Each thread's hits once: by its partition's leader.
-  std::erase_if(*out, [this](const memory_hit& h) { return !replicated->serves(cluster_key(h.thread_id)); });
+  std::erase_if(*out, [this](const memory_hit& h) { return !replicated->serves_thread(h.thread_id); });
   return status::ok();
 }
 
@@ -159,9 +159,7 @@ status runtime::impl::sync_agents(const std::string& agent_id) {
     std::string json;
     SKEIN_TRY(replicated->get_agent(agent_id, &json));
     if (json.empty()) return status::not_found("agent " + agent_id + " does not exist");
-    agent_config a;
-    SKEIN_TRY(decode_agent(json, &a));
-    return put_bucket_agent(a);
+    return put_bucket_agent(json);
   }
   if (!cluster || replicated || cluster->self() == cluster->coordinator()) return status::ok();
   std::vector<agent_config> all;
@@ -193,7 +191,7 @@ status runtime::impl::list_local(const thread_query& q, thread_page* out) {
     thread_page page;
     SKEIN_TRY(log->list_threads(next, &page));
     for (auto& m : page.threads) {
-      if (!replicated->serves(cluster_key(m.id))) continue;
+      if (!replicated->serves_thread(m.id)) continue;
       out->threads.push_back(std::move(m));
       if (out->threads.size() == q.limit) {
         out->next_cursor = detail::hex_encode(listing_suffix(q, out->threads.back()));

@@ -104,10 +104,8 @@ struct runtime::impl {
   status owner_of(std::string_view key, std::string* out) const;
   // Calls `fn` with the id of every schedule stored here of the partition.
   void for_schedules(uint32_t partition, const std::function<void(const std::string&)>& fn);
-  // Agents of the cluster's bucket, put here as they come (replicated cluster).
-  void agent_seen(const std::string& json);
-  // Puts an agent of the bucket into the directory here, waiting out a put of it under way.
-  status put_bucket_agent(const agent_config& a);
+  // Puts an agent of the cluster's bucket (its JSON) into the directory here (replicated cluster).
+  status put_bucket_agent(const std::string& json);
   // runtime::create_agent in a replicated cluster: through the agents bucket.
   status put_agent_cluster(agent_config config, agent_config* out);
   // Registers this node and starts leading and following (after the link started).

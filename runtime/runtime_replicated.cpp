@@ -52,7 +52,7 @@ status runtime::impl::start_replication() {
   h.recover = [this, to](uint32_t p) {
     // Its interrupted runs closed on the log's writer, as recovery does at
     // open: the last leader's runs in flight there stopped with it.
-    auto in_partition = [this, p](std::string_view id) { return replicated->partition_of(cluster_key(id)) == p; };
+    auto in_partition = [this, p](std::string_view id) { return replicated->partition_of_thread(id) == p; };
     std::vector<std::string> repaired;
     std::vector<quarantined_thread> quarantined;
     status s = journal_run(*sys, to->journal, [&](event_log& w) {
@@ -70,11 +70,11 @@ status runtime::impl::start_replication() {
     std::vector<std::string> waiting;
     if (status s = log->list_inbox_threads(&waiting); !s) return;
     for (const auto& id : waiting)
-      if (replicated->partition_of(cluster_key(id)) == p) caf::anon_send(to->directory, resolve_atom::value, id);
+      if (replicated->partition_of_thread(id) == p) caf::anon_send(to->directory, resolve_atom::value, id);
   };
   h.lost = [this, to](uint32_t p) {
     // Its actors stop as for a handoff; its schedules fire on the next leader.
-    auto in_partition = [r = replicated.get(), p](std::string_view id) { return r->partition_of(cluster_key(id)) == p; };
+    auto in_partition = [r = replicated.get(), p](std::string_view id) { return r->partition_of_thread(id) == p; };
     caf::anon_send(to->directory, stop_atom::value, thread_filter{in_partition});
     for_schedules(p, [&](const std::string& id) { caf::anon_send(to->scheduler, release_atom::value, id); });
   };
@@ -91,14 +91,15 @@ status runtime::impl::start_replication() {
     }
     cluster->set_view(std::move(members), {}, {});
   };
-  h.agent = [this](const std::string& json) { agent_seen(json); };
+  // Another configuration here: the bucket's wins at the next open.
+  h.agent = [this](const std::string& json) { put_bucket_agent(json).ignore(); };
   const auto& r = options.cluster.replication;
   return replicated->start(*log, r.host, cluster->port(), library_version(), std::move(h));
 }
 
 void runtime::impl::for_schedules(uint32_t p, const std::function<void(const std::string&)>& fn) {
   log->scan_schedules([&](schedule&& s) {
-       if (replicated->partition_of(cluster_key(s.id)) == p) fn(s.id);
+       if (replicated->partition_of_thread(s.id) == p) fn(s.id);
      })
       .ignore();  // a definition that does not read fires nowhere, as at open
 }
@@ -108,9 +109,7 @@ status runtime::impl::put_agent_cluster(agent_config config, agent_config* out) 
   // again a no-op, another configuration a conflict; a new one is checked and
   // stored here, then put there unless another node put one first.
   auto settle = [&](const std::string& stored) -> status {
-    agent_config theirs;
-    SKEIN_TRY(decode_agent(stored, &theirs));
-    status put = put_bucket_agent(theirs);
+    status put = put_bucket_agent(stored);
     if (!put && put.code() != errc::conflict) return put;
     // The directory judges it as it would here alone: the same again, or a conflict.
     return put_agent_local(std::move(config), out);
@@ -128,22 +127,10 @@ status runtime::impl::put_agent_cluster(agent_config config, agent_config* out) 
   return status::ok();
 }
 
-status runtime::impl::put_bucket_agent(const agent_config& a) {
-  // The bucket's watcher and a call may put the same agent at once: the
-  // directory refuses a second creation under way, so it is asked again once
-  // the first is through (then: the same again, a no-op).
-  for (int tries = 0;; ++tries) {
-    status put = put_agent_local(a, nullptr);
-    if (put.code() != errc::conflict || put.message().find("is being created") == std::string::npos || tries == 200)
-      return put;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-}
-
-void runtime::impl::agent_seen(const std::string& json) {
+status runtime::impl::put_bucket_agent(const std::string& json) {
   agent_config a;
-  if (!decode_agent(json, &a)) return;
-  put_bucket_agent(a).ignore();  // another configuration here: the bucket's wins at the next open
+  SKEIN_TRY(decode_agent(json, &a));
+  return put_agent_local(std::move(a), nullptr);  // the same again: a no-op
 }
 
 status runtime::replication(replication_status* out) {

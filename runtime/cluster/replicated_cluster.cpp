@@ -68,6 +68,10 @@ struct replicated_cluster::impl {
   std::unique_ptr<std::atomic<bool>[]> serving;  // per partition: led and recovered here
   std::mutex stop_mu;
   bool stopped = false;
+
+  // The node serving partition `p` as this one sees it: itself once it
+  // serves it, else the lease's holder; "" when none is known.
+  std::string owner_of(uint32_t p) const;
 };
 
 replicated_cluster::replicated_cluster(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
@@ -213,32 +217,33 @@ void replicated_cluster::stop(bool leave) {
   if (impl_->registry) impl_->registry->stop(leave);
 }
 
-uint32_t replicated_cluster::partitions() const { return impl_->partitions; }
-
 uint32_t replicated_cluster::partition_of(std::string_view key) const {
   return replication::partition_of(log_namespace, key, impl_->partitions);
 }
 
-std::string replicated_cluster::owner(std::string_view key) const {
-  uint32_t p = partition_of(key);
-  if (impl_->serving[p]) return impl_->options.node_id;
-  auto* m = impl_->running.load();
+uint32_t replicated_cluster::partition_of_thread(std::string_view thread_id) const {
+  return partition_of(cluster_key(thread_id));
+}
+
+std::string replicated_cluster::owner(std::string_view key) const { return impl_->owner_of(partition_of(key)); }
+
+std::string replicated_cluster::impl::owner_of(uint32_t p) const {
+  if (serving[p]) return options.node_id;
+  auto* m = running.load();
   if (m == nullptr) return {};
   std::string holder = m->holder(p);
   // This node's lease without its service: being taken or given up.
-  return holder == impl_->options.node_id ? std::string{} : holder;
+  return holder == options.node_id ? std::string{} : holder;
 }
 
-bool replicated_cluster::serves(std::string_view key) const { return impl_->serving[partition_of(key)]; }
+bool replicated_cluster::serves_thread(std::string_view thread_id) const {
+  return impl_->serving[partition_of_thread(thread_id)];
+}
 
 status replicated_cluster::check_led() const {
-  for (uint32_t p = 0; p < impl_->partitions; ++p) {
-    if (impl_->serving[p]) continue;
-    auto* m = impl_->running.load();
-    std::string holder = m != nullptr ? m->holder(p) : std::string{};
-    if (holder.empty() || holder == impl_->options.node_id)
+  for (uint32_t p = 0; p < impl_->partitions; ++p)
+    if (impl_->owner_of(p).empty())
       return status::unavailable("partition " + std::to_string(p) + " has no leader now (a failover under way): retry shortly");
-  }
   return status::ok();
 }
 

@@ -77,11 +77,12 @@ class replicated_cluster {
   // over at once.
   void stop(bool leave);
 
-  uint32_t partitions() const;
   uint32_t partition_of(std::string_view key) const;
+  // A thread's partition: its cluster_key's (a child's is its root's).
+  uint32_t partition_of_thread(std::string_view thread_id) const;
   std::string owner(std::string_view key) const;
-  // Whether this node serves the key's partition now.
-  bool serves(std::string_view key) const;
+  // Whether this node serves the thread's partition now.
+  bool serves_thread(std::string_view thread_id) const;
   replicated_state state() const;
   // ok when every partition has a leader as last seen; else unavailable naming
   // the first without one (a gathered answer is whole or refused).

@@ -467,3 +467,37 @@ TEST_CASE("a runtime opened and used on one thread closes from another without w
   closer.join();
   CHECK(closed.is_ok());
 }
+
+TEST_CASE("concurrent creations of one agent: the same config answers once created, another is a conflict") {
+  runtime_fixture f;
+  for (int round = 0; round < 20; ++round) {
+    const std::string id = "a" + std::to_string(round);
+    constexpr int n = 6;
+    status results[n];
+    agent_config created[n];
+    std::vector<std::thread> callers;
+    for (int i = 0; i < n; ++i)
+      callers.emplace_back([&, i] {
+        agent_config a;
+        a.id = id;
+        a.engine = "scripted";
+        // The last caller asks for another configuration.
+        a.engine_config = i == n - 1 ? R"({"default":{"reply":"other"}})" : R"({"default":{"reply":"ok"}})";
+        results[i] = f.rt->create_agent(a, &created[i]);
+      });
+    for (auto& t : callers) t.join();
+    agent_config stored;
+    REQUIRE(f.rt->get_agent(id, &stored).is_ok());
+    const bool other_won = stored.engine_config.find("other") != std::string::npos;
+    for (int i = 0; i < n; ++i) {
+      INFO("round " << round << " caller " << i << ": " << results[i].to_string());
+      const bool same = (i == n - 1) == other_won;
+      if (same) {
+        CHECK(results[i].is_ok());
+        CHECK(created[i] == stored);
+      } else {
+        CHECK(results[i].code() == errc::conflict);
+      }
+    }
+  }
+}

@@ -140,6 +140,16 @@ struct replicated_nodes {
     return all;
   }
   std::string data(size_t i) const { return dir.str(ids[i]); }
+  // Whether every node shows a leader for every partition.
+  bool all_led() {
+    for (size_t i = 0; i < n; ++i) {
+      if (!client(i)->call("GET", "/v1/cluster", "", &r).is_ok() || r.status != 200) return false;
+      auto l = leaders_of(r.body);
+      if (l.size() != partitions || std::any_of(l.begin(), l.end(), [](const auto& e) { return e.second.empty(); }))
+        return false;
+    }
+    return true;
+  }
   std::unique_ptr<http::client> client(size_t i) const {
     return std::make_unique<http::client>(http::endpoint{"127.0.0.1", nodes[i]->port()}, "", 20s);
   }
@@ -331,12 +341,7 @@ TEST_CASE_METHOD(replicated_nodes, "replicated serve: three nodes over nats-serv
 
 TEST_CASE_METHOD(replicated_nodes, "replicated serve: a leader paused past its lease steps down when it resumes") {
   if (!ready()) return;
-  auto all_led = [&](size_t i) {
-    if (!client(i)->call("GET", "/v1/cluster", "", &r).is_ok() || r.status != 200) return false;
-    auto l = leaders_of(r.body);
-    return l.size() == partitions && std::none_of(l.begin(), l.end(), [](const auto& e) { return e.second.empty(); });
-  };
-  REQUIRE(eventually([&] { return all_led(0) && all_led(1) && all_led(2); }, 60s));
+  REQUIRE(eventually([&] { return all_led(); }, 60s));
   REQUIRE(client(1)->call("POST", "/v1/agents", R"({"id":"a","engine_config":{"default":{"reply":"ok"}}})", &r).is_ok());
   REQUIRE(r.status < 300);
 
@@ -380,7 +385,7 @@ TEST_CASE_METHOD(replicated_nodes, "replicated serve: a leader paused past its l
   seq = last_seq_of(r.body);
   CHECK(seq > acks[0].last_seq);
   acks[0].last_seq = seq;
-  REQUIRE(eventually([&] { return all_led(0) && all_led(1) && all_led(2); }, 60s));
+  REQUIRE(eventually([&] { return all_led(); }, 60s));
 
   for (size_t i = 0; i < n; ++i) CHECK(nodes[i]->stop_within(SIGTERM, 30s) == 0);
   check_disks_equal({data(0), data(1), data(2)}, acks);
@@ -396,12 +401,7 @@ struct three_servers : replicated_nodes {
 
 TEST_CASE_METHOD(three_servers, "replicated serve: nats-servers killed under the nodes, one and then two") {
   if (!ready()) return;
-  auto all_led = [&](size_t i) {
-    if (!client(i)->call("GET", "/v1/cluster", "", &r).is_ok() || r.status != 200) return false;
-    auto l = leaders_of(r.body);
-    return l.size() == partitions && std::none_of(l.begin(), l.end(), [](const auto& e) { return e.second.empty(); });
-  };
-  REQUIRE(eventually([&] { return all_led(0) && all_led(1) && all_led(2); }, 60s));
+  REQUIRE(eventually([&] { return all_led(); }, 60s));
   REQUIRE(client(0)->call("POST", "/v1/agents", R"({"id":"a","engine_config":{"default":{"reply":"ok"}}})", &r).is_ok());
   REQUIRE(r.status < 300);
   std::vector<std::string> threads;
